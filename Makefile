@@ -1,0 +1,47 @@
+# One-command set-up: every target below creates .venv (Python 3.10), installs tique with its dev extras and
+# builds the C module first, so `make demo` and `make test` work on a fresh machine.
+SHELL := /bin/bash
+PYTHON310 ?= $(shell PYENV_VERSION=3.10.13 pyenv which python3.10 2>/dev/null || command -v python3.10)
+VENV := .venv
+PY := $(VENV)/bin/python
+UDF := tique/_lib/tique_udf.so
+DIR ?= ./data/tique-db
+PORT ?= 50000
+TEST_ARGS ?=
+
+.PHONY: setup build test demo serve lint clean bench-engine
+
+setup: $(VENV)/.installed $(UDF)
+
+$(VENV)/.installed: pyproject.toml
+	@if [ -z "$(PYTHON310)" ]; then echo "Python 3.10 is required (the embedded MonetDB wheel exists only for it): install it, e.g. 'pyenv install 3.10' or 'apt-get install python3.10'"; exit 1; fi
+	@test -x $(PY) || $(PYTHON310) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+build: $(UDF)
+
+$(UDF): udf/tique_udf.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -fPIC -shared -pthread -o $@ $<
+
+test: setup
+	$(PY) -m pytest -q $(TEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check tique tests benchmarks
+	$(VENV)/bin/ruff format --check tique tests benchmarks
+
+demo: setup
+	$(PY) -m tique.demo
+
+serve: setup
+	@mkdir -p $(dir $(DIR))
+	$(VENV)/bin/tique serve $(DIR) --port $(PORT)
+
+bench-engine: setup
+	$(PY) -m benchmarks engine --out results/engine.json
+
+clean:
+	rm -rf $(VENV) tique/_lib build .pytest_cache

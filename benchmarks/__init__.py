@@ -1,0 +1,1 @@
+"""tique's benchmarks: ``python -m benchmarks COMMAND ...`` from the project's venv."""

@@ -1,0 +1,22 @@
+"""Dispatch: python -m benchmarks {engine,...} [options]."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {"engine": "benchmarks.engine"}
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print(
+            f"usage: python -m benchmarks {{{','.join(COMMANDS)}}} [options]  (--help after a command for its options)"
+        )
+        return 2
+    module = importlib.import_module(COMMANDS[sys.argv[1]])
+    return int(module.main(sys.argv[2:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

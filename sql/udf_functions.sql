@@ -1,0 +1,17 @@
+-- Binds the C module's functions (udf/tique_udf.c, MAL module "tique") to SQL in schema tique.
+-- Every function is a scalar "unsafe" command: the optimizer never merges or reorders the calls.
+CREATE OR REPLACE FUNCTION tique.next_txid() RETURNS BIGINT EXTERNAL NAME tique.next_txid;
+CREATE OR REPLACE FUNCTION tique.next_cts() RETURNS BIGINT EXTERNAL NAME tique.next_cts;
+CREATE OR REPLACE FUNCTION tique.sts() RETURNS BIGINT EXTERNAL NAME tique.sts;
+CREATE OR REPLACE FUNCTION tique.published() RETURNS BIGINT EXTERNAL NAME tique.published;
+CREATE OR REPLACE FUNCTION tique.publish(c BIGINT, timeout_ms INT) RETURNS BIGINT EXTERNAL NAME tique.publish;
+CREATE OR REPLACE FUNCTION tique.decide(c BIGINT) RETURNS BIGINT EXTERNAL NAME tique.decide;
+CREATE OR REPLACE FUNCTION tique.advance(c BIGINT, timeout_ms INT) RETURNS BIGINT EXTERNAL NAME tique.advance;
+CREATE OR REPLACE FUNCTION tique.abandon(c BIGINT) RETURNS BIGINT EXTERNAL NAME tique.abandon;
+CREATE OR REPLACE FUNCTION tique.cts_state(c BIGINT) RETURNS INT EXTERNAL NAME tique.state;
+CREATE OR REPLACE FUNCTION tique.reset(txid BIGINT, cts BIGINT) RETURNS BIGINT EXTERNAL NAME tique.reset;
+CREATE OR REPLACE FUNCTION tique.set_lease(ms INT) RETURNS BIGINT EXTERNAL NAME tique.set_lease;
+CREATE OR REPLACE FUNCTION tique.last_txid() RETURNS BIGINT EXTERNAL NAME tique.last_txid;
+CREATE OR REPLACE FUNCTION tique.last_cts() RETURNS BIGINT EXTERNAL NAME tique.last_cts;
+CREATE OR REPLACE FUNCTION tique.abandoned() RETURNS BIGINT EXTERNAL NAME tique.abandoned;
+CREATE OR REPLACE FUNCTION tique.abi() RETURNS INT EXTERNAL NAME tique.abi;

@@ -1,0 +1,115 @@
+"""Fixtures: the real embedded kernel (one database per process, so one per test session) and a real
+``tique serve`` subprocess reached over MAPI."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tique.engine import RawConnection, open_engine
+from tique.engine.base import Engine
+
+ROOT = Path(__file__).resolve().parent.parent
+_names = itertools.count()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ServeProcess:
+    directory: Path
+    port: int
+    password: str
+    proc: subprocess.Popen[str]
+
+    @property
+    def url(self) -> str:
+        return f"monetdb://monetdb:{self.password}@127.0.0.1:{self.port}/{self.directory.name}"
+
+    def stop(self, sig: int = 15) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode
+
+
+def start_serve(
+    directory: Path, port: int | None = None, password: str = "monetdb", timeout: float = 60
+) -> ServeProcess:
+    """Start ``tique serve`` and wait for its readiness line."""
+    port = port or free_port()
+    env = {**os.environ, "TIQUE_INSTALL_SQL_SEQUENCER": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tique.cli", "serve", str(directory), "--port", str(port), "--password", password],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if "ready on" in line:
+            return ServeProcess(directory, port, password, proc)
+        if not line and proc.poll() is not None:
+            raise RuntimeError(f"tique serve exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+    proc.kill()
+    raise RuntimeError("tique serve did not become ready")
+
+
+@pytest.fixture(scope="session")
+def embedded_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    directory = tmp_path_factory.mktemp("embedded") / "db"
+    engine = open_engine(f"monetdbe://{directory}")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    proc = start_serve(tmp_path_factory.mktemp("served") / "served")
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def server_engine(server: ServeProcess) -> Engine:
+    return open_engine(server.url)
+
+
+@pytest.fixture(params=["embedded", "server"])
+def engine(request: pytest.FixtureRequest) -> Engine:
+    """The same test against both adapters."""
+    return request.getfixturevalue(f"{request.param}_engine")
+
+
+@pytest.fixture
+def raw(engine: Engine) -> Iterator[RawConnection]:
+    conn = engine.connect()
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def unique_name() -> Callable[[str], str]:
+    """Table names unique within the session (all tests share one embedded database)."""
+    return lambda prefix="t": f"{prefix}_{os.getpid()}_{next(_names)}"

@@ -1,0 +1,317 @@
+"""The embedded MonetDB kernel (the monetdbe wheel), driven through its C API directly.
+
+We call libmonetdbe through the wheel's compiled cffi module rather than its Python DB-API layer, which
+prepares every statement (so some DDL fails), keeps one process-wide "active" connection, returns None from
+``fetchone`` after a cursor is re-executed and cannot read HUGEINT results. Each ``connect()`` here is one
+``monetdbe_open`` session; cffi releases the GIL during the C calls, so threads run queries in parallel.
+
+A process can open one database (one directory, or memory); several connections share it. With
+``mapi_port`` the first open also starts MonetDB's MAPI listener, which ``tique serve`` uses.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime
+import decimal
+import threading
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tique.engine.base import Column, Result
+from tique.engine.url import EngineURL
+from tique.errors import InterfaceError, OperationalError, from_monetdb
+
+_state_lock = threading.Lock()
+_open_path: str | None = None  # the database this process has open ("" for memory), None if none
+_open_count = 0
+_connections: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
+
+
+def _lowlevel() -> tuple[Any, Any]:
+    from monetdbe._lowlevel import ffi, lib
+
+    return ffi, lib
+
+
+class EmbeddedEngine:
+    """A database directory (or memory) opened by this process."""
+
+    kind = "embedded"
+
+    def __init__(
+        self,
+        url: EngineURL,
+        *,
+        load_udf: bool = True,
+        mapi_port: int | None = None,
+        mapi_usock: str | None = None,
+        nr_threads: int = 0,
+        create: bool = True,
+    ) -> None:
+        self.url = url
+        self.path = url.path
+        self.mapi_port = mapi_port
+        self.mapi_usock = mapi_usock
+        self.nr_threads = nr_threads
+        if self.path is not None:
+            parent = Path(self.path).parent
+            if not parent.is_dir():
+                raise OperationalError(
+                    f"cannot create the database {self.path}: its parent directory {parent} does not exist; "
+                    "create it first or choose another path"
+                )
+            if not create and not Path(self.path).is_dir():
+                raise OperationalError(f"database directory {self.path} does not exist (create=False)")
+        if load_udf:
+            from tique.engine import udf
+
+            udf.load()
+        self._closed = False
+        self._own: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
+        self._keeper: EmbeddedConnection | None = None
+
+    def describe(self) -> str:
+        return self.url.redacted()
+
+    def connect(self) -> EmbeddedConnection:
+        if self._closed:
+            raise InterfaceError(f"engine {self.describe()} is closed")
+        if self._keeper is None:
+            # Keep one session open for the engine's lifetime: closing the last session shuts the kernel down,
+            # and reopening costs a start-up (and replays the log) every time.
+            self._keeper = EmbeddedConnection(self)
+        conn = EmbeddedConnection(self)
+        self._own.add(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this engine opened; the kernel shuts down when the last one closes."""
+        self._closed = True
+        for conn in list(self._own):
+            conn.close()
+        if self._keeper is not None:
+            self._keeper.close()
+            self._keeper = None
+
+
+def _open(engine: EmbeddedEngine) -> Any:
+    """One monetdbe_open on the engine's database, with the process-wide one-database rule checked."""
+    global _open_path, _open_count
+    ffi, lib = _lowlevel()
+    key = engine.path or ""
+    with _state_lock:
+        if _open_path is not None and _open_path != key:
+            where = _open_path or "memory"
+            raise OperationalError(
+                f"this process already has the embedded database {where} open; MonetDB's embedded kernel "
+                f"holds one database per process. Close it first, or reach {engine.describe()} through "
+                "'tique serve' over MAPI"
+            )
+        handle = ffi.new("monetdbe_database *")
+        opts = ffi.new("monetdbe_options *")
+        opts.nr_threads = engine.nr_threads
+        keep: list[Any] = []
+        if _open_count == 0 and (engine.mapi_port is not None or engine.mapi_usock):
+            # The cffi declaration of monetdbe_mapi_server is wrong (see ENGINE_NOTES): build the real
+            # struct { const char *port; const char *usock; } by hand.
+            port = ffi.new("char[]", str(engine.mapi_port).encode()) if engine.mapi_port is not None else ffi.NULL
+            usock = ffi.new("char[]", engine.mapi_usock.encode()) if engine.mapi_usock else ffi.NULL
+            server = ffi.new("char *[2]", [port, usock])
+            keep += [port, usock, server]
+            opts.mapi_server = ffi.cast("monetdbe_mapi_server *", server)
+        path = ffi.new("char[]", engine.path.encode()) if engine.path else ffi.NULL
+        rc = lib.monetdbe_open(handle, path, opts)
+        if rc != 0:
+            detail = ffi.string(lib.monetdbe_error(handle[0])).decode() if handle[0] != ffi.NULL else f"code {rc}"
+            if handle[0] != ffi.NULL:
+                lib.monetdbe_close(handle[0])
+            raise _open_error(engine, detail)
+        _open_path = key
+        _open_count += 1
+        return handle[0]
+
+
+def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
+    if "GDKinit() failed" in detail or "Cannot add farm" in detail or "lock" in detail.lower():
+        return OperationalError(
+            f"cannot open {engine.describe()}: the directory is locked by another process (an embedded database "
+            "can be opened by one process only). Stop that process, or connect to it over MAPI if it is "
+            f"'tique serve'. Engine said: {detail}"
+        )
+    if engine.mapi_port is not None and ("bind" in detail.lower() or "port" in detail.lower()):
+        return OperationalError(f"cannot listen on port {engine.mapi_port}: {detail}. Choose another --port")
+    return OperationalError(f"cannot open {engine.describe()}: {detail}")
+
+
+def _closed_one() -> None:
+    global _open_path, _open_count
+    with _state_lock:
+        _open_count -= 1
+        if _open_count == 0:
+            _open_path = None
+
+
+class EmbeddedConnection:
+    """One session on the embedded kernel, autocommit. Not for concurrent use by several threads."""
+
+    def __init__(self, engine: EmbeddedEngine) -> None:
+        self.engine = engine
+        self._handle = _open(engine)
+        self._lock = threading.Lock()
+        _connections.add(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def execute(self, sql: str) -> Result:
+        ffi, lib = _lowlevel()
+        with self._lock:
+            if self._handle is None:
+                raise InterfaceError("connection is closed")
+            result_p = ffi.new("monetdbe_result **")
+            affected = ffi.new("monetdbe_cnt *")
+            err = lib.monetdbe_query(self._handle, sql.encode(), result_p, affected)
+            if err != ffi.NULL:
+                raise from_monetdb(ffi.string(err).decode())
+            res = result_p[0]
+            if res == ffi.NULL:
+                return Result(rowcount=int(affected[0]))
+            try:
+                if res.ncols == 0:
+                    return Result(rowcount=int(affected[0]))
+                return _read_result(ffi, lib, res)
+            finally:
+                lib.monetdbe_cleanup_result(self._handle, res)
+
+    def close(self) -> None:
+        _, lib = _lowlevel()
+        with self._lock:
+            if self._handle is None:
+                return
+            handle, self._handle = self._handle, None
+            lib.monetdbe_close(handle)
+        _closed_one()
+
+    def __del__(self) -> None:  # a forgotten connection must not keep the kernel open at exit
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close what is still open: the kernel can crash the interpreter at exit if threads left sessions open."""
+    for conn in list(_connections):
+        try:
+            conn.close()
+        except Exception:
+            pass
+
+
+# ---- reading results -------------------------------------------------------------------------------------
+
+# monetdbe_types in the C API; 5 (int128, HUGEINT) is missing from the wheel's cffi enum.
+_C_TYPES: dict[int, tuple[str, str | None]] = {
+    0: ("boolean", "bool"),
+    1: ("tinyint", "int8_t"),
+    2: ("smallint", "int16_t"),
+    3: ("int", "int32_t"),
+    4: ("bigint", "int64_t"),
+    5: ("hugeint", None),
+    6: ("bigint", "size_t"),
+    7: ("real", "float"),
+    8: ("double", "double"),
+    9: ("varchar", "str"),
+    10: ("blob", "blob"),
+    11: ("date", "date"),
+    12: ("time", "time"),
+    13: ("timestamp", "timestamp"),
+}
+_HUGE_NIL = -(2**127)
+
+
+def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
+    nrows = int(res.nrows)
+    columns: list[Column] = []
+    values: list[list[Any]] = []
+    for c in range(res.ncols):
+        col_p = ffi.new("monetdbe_column **")
+        err = lib.monetdbe_result_fetch(res, col_p, c)
+        if err != ffi.NULL:
+            raise from_monetdb(ffi.string(err).decode(), "reading a result column")
+        col = col_p[0]
+        name = ffi.string(col.name).decode() if col.name != ffi.NULL else f"%{c}"
+        type_name, c_name = _C_TYPES.get(col.type, ("unknown", None))
+        if col.type == 5:
+            columns.append(Column(name, "hugeint"))
+            values.append(_read_hugeint(ffi, col, nrows))
+            continue
+        if c_name is None:
+            raise OperationalError(f"result column {name!r} has a type the embedded driver cannot read ({col.type})")
+        typed = ffi.cast(f"monetdbe_column_{c_name} *", col)
+        scale = 0
+        if col.type in (1, 2, 3, 4) and typed.scale and typed.scale > 1:
+            type_name = "decimal"
+            scale = len(str(int(typed.scale))) - 1
+        columns.append(Column(name, type_name, scale=scale if type_name == "decimal" else None))
+        values.append(_read_column(ffi, col.type, typed, nrows, scale))
+    return Result(columns=columns, rows=list(zip(*values)) if values else [], rowcount=nrows)
+
+
+def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any]:
+    if ctype in (1, 2, 3, 4, 6, 7, 8, 0):
+        nil = col.null_value
+        raw = ffi.unpack(col.data, n)
+        if ctype in (7, 8):  # floating point nil is NaN in MonetDB's C API
+            return [None if v != v or v == nil else v for v in raw]
+        if ctype == 0:
+            return [None if v == nil else bool(v) for v in raw]
+        if scale:
+            q = decimal.Decimal(1).scaleb(-scale)
+            return [None if v == nil else (decimal.Decimal(v) * q).quantize(q) for v in raw]
+        return [None if v == nil else v for v in raw]
+    convert = _CONVERTERS[ctype]
+    is_null: Callable[[Any], int] = col.is_null
+    return [None if is_null(col.data + i) else convert(ffi, col.data[i]) for i in range(n)]
+
+
+def _read_hugeint(ffi: Any, col: Any, n: int) -> list[int | None]:
+    raw = ffi.buffer(ffi.cast("char *", col.data), 16 * n)[:]
+    out: list[int | None] = []
+    for i in range(n):
+        v = int.from_bytes(raw[16 * i : 16 * i + 16], "little", signed=True)
+        out.append(None if v == _HUGE_NIL else v)
+    return out
+
+
+def _str(ffi: Any, v: Any) -> str:
+    return ffi.string(v).decode()
+
+
+def _blob(ffi: Any, v: Any) -> bytes:
+    return bytes(ffi.buffer(v.data, v.size))
+
+
+def _date(ffi: Any, v: Any) -> datetime.date:
+    return datetime.date(v.year, v.month, v.day)
+
+
+def _time(ffi: Any, v: Any) -> datetime.time:
+    return datetime.time(v.hours, v.minutes, v.seconds, v.ms * 1000)
+
+
+def _timestamp(ffi: Any, v: Any) -> datetime.datetime:
+    d, t = v.date, v.time
+    return datetime.datetime(d.year, d.month, d.day, t.hours, t.minutes, t.seconds, t.ms * 1000)
+
+
+_CONVERTERS: dict[int, Callable[[Any, Any], Any]] = {9: _str, 10: _blob, 11: _date, 12: _time, 13: _timestamp}
+
+
+def process_has_open_database() -> bool:
+    return _open_path is not None

@@ -1,0 +1,97 @@
+"""A MonetDB server over MAPI (``tique serve``, or a real mserver5), through pymonetdb."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+from tique.engine.base import Column, Result
+from tique.engine.url import EngineURL
+from tique.errors import InterfaceError, OperationalError, from_monetdb
+
+
+class ServerEngine:
+    kind = "server"
+
+    def __init__(self, url: EngineURL, *, connect_timeout: float = 10.0) -> None:
+        self.url = url
+        self.connect_timeout = connect_timeout
+
+    def describe(self) -> str:
+        return self.url.redacted()
+
+    def connect(self) -> ServerConnection:
+        return ServerConnection(self)
+
+    def close(self) -> None:
+        """Server connections are closed by their owners; nothing is shared here."""
+
+
+class ServerConnection:
+    def __init__(self, engine: ServerEngine) -> None:
+        import pymonetdb
+
+        self.engine = engine
+        url = engine.url
+        self._lock = threading.Lock()
+        try:
+            self._conn: Any = pymonetdb.connect(
+                database=url.database,
+                hostname=url.host,
+                port=url.port,
+                username=url.username,
+                password=url.password,
+                autocommit=True,
+                connect_timeout=engine.connect_timeout,
+            )
+        except (ConnectionRefusedError, socket.gaierror, TimeoutError) as exc:
+            raise OperationalError(
+                f"cannot reach a MonetDB server at {url.host}:{url.port} ({exc}); is it running? "
+                f"Start one with: tique serve DIR --port {url.port}"
+            ) from None
+        except OSError as exc:
+            raise OperationalError(f"cannot connect to {engine.describe()}: {exc}") from None
+        except pymonetdb.DatabaseError as exc:
+            text = str(exc).strip()
+            if "InvalidCredentialsException" in text or "password" in text.lower():
+                raise OperationalError(f"login to {engine.describe()} refused: wrong user name or password") from None
+            raise OperationalError(f"cannot connect to {engine.describe()}: {text}") from None
+        self._cursor = self._conn.cursor()
+        self._cursor.arraysize = 10000
+
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
+    def execute(self, sql: str) -> Result:
+        import pymonetdb
+
+        with self._lock:
+            if self._conn is None:
+                raise InterfaceError("connection is closed")
+            cur = self._cursor
+            try:
+                cur.execute(sql)
+                if cur.description is None:
+                    return Result(rowcount=cur.rowcount)
+                rows = cur.fetchall()
+            except pymonetdb.DatabaseError as exc:
+                raise from_monetdb(str(exc)) from None
+            except (OSError, EOFError) as exc:
+                self._abandon()
+                raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}") from None
+            columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
+            return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows))
+
+    def _abandon(self) -> None:
+        conn, self._conn = self._conn, None
+        try:
+            conn.close()
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._abandon()

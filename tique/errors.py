@@ -1,0 +1,122 @@
+"""PEP 249 exceptions, tique's own additions, and the mapping from MonetDB's error messages to them.
+
+MonetDB reports errors as ``[Prefix:module:]SQLSTATE!message``; the SQLSTATE picks the class, and the message
+is kept as MonetDB wrote it (position and all), so users see what the engine said.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class Warning(Exception):  # noqa: A001 - the name PEP 249 requires
+    """Important warnings such as data truncation."""
+
+
+class Error(Exception):
+    """Base of every tique error; ``sqlstate`` holds the five-character code when one is known."""
+
+    def __init__(self, message: str = "", sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class InterfaceError(Error):
+    """Misuse of the driver itself: a closed connection or cursor, fetching with no result."""
+
+
+class DatabaseError(Error):
+    """Errors reported by the database."""
+
+
+class DataError(DatabaseError):
+    """Bad data: a value out of range, a failed conversion."""
+
+
+class OperationalError(DatabaseError):
+    """The database could not carry out the operation: lost connection, time-out, engine failure."""
+
+
+class IntegrityError(DatabaseError):
+    """A constraint would be broken, for example a duplicate primary key."""
+
+
+class InternalError(DatabaseError):
+    """The database or tique reached a state it should never be in."""
+
+
+class ProgrammingError(DatabaseError):
+    """The SQL is wrong: syntax error, unknown table or column, wrong number of parameters."""
+
+
+class NotSupportedError(DatabaseError):
+    """A construct or API that tique or MonetDB does not support."""
+
+
+class SerializationFailure(OperationalError):
+    """The transaction lost a write-write conflict (first committer wins) and was rolled back.
+
+    Nothing it wrote is visible. It is safe to run the whole transaction again (``Connection.run`` does).
+    """
+
+    def __init__(self, message: str = "", sqlstate: str | None = "40001") -> None:
+        super().__init__(message, sqlstate)
+
+
+class CommitOutcomeUnknown(OperationalError):
+    """The connection was lost during COMMIT: the transaction may or may not have committed.
+
+    Recovery settles it when the engine restarts; reconnect and check whether its effects are there before
+    running it again.
+    """
+
+
+_SQLSTATE_IN_MESSAGE = re.compile(r"^(?:[A-Za-z_ ]*(?:Exception|Error)?:[\w.]*:)?\s*([0-9A-Z]{5})!(.*)$", re.S)
+
+
+def split_monetdb_message(raw: str) -> tuple[str | None, str]:
+    """Return (SQLSTATE, message) from a MonetDB error text such as ``ParseException:SQLparser:42000!...``."""
+    text = raw.strip()
+    # Several errors can be stacked one per line; the first carries the code, all are informative.
+    first, _, rest = text.partition("\n")
+    match = _SQLSTATE_IN_MESSAGE.match(first)
+    if not match:
+        return None, text
+    message = match.group(2).strip()
+    for line in rest.splitlines():
+        line_match = _SQLSTATE_IN_MESSAGE.match(line)
+        extra = (line_match.group(2) if line_match else line).strip()
+        if extra and extra not in message:
+            message += "\n" + extra
+    return match.group(1), message
+
+
+def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[DatabaseError]:
+    """The PEP 249 class a SQLSTATE belongs to."""
+    if sqlstate is None:
+        return OperationalError
+    if sqlstate == "40001":
+        return SerializationFailure
+    if sqlstate == "40000" and "concurrency conflicts" in message:
+        # MonetDB's own optimistic transactions lost a conflict: also safe to retry.
+        return SerializationFailure
+    if sqlstate.startswith("23") or sqlstate == "40002" or sqlstate == "M0M29":
+        return IntegrityError
+    if sqlstate.startswith("22"):
+        return DataError
+    if sqlstate == "0A000":
+        return NotSupportedError
+    if sqlstate.startswith("42") or sqlstate.startswith("3F") or sqlstate == "07001":
+        return ProgrammingError
+    return OperationalError
+
+
+def from_monetdb(raw: str, context: str | None = None) -> DatabaseError:
+    """Build the right exception from a MonetDB error text; ``context`` says what tique was doing."""
+    sqlstate, message = split_monetdb_message(raw)
+    cls = class_for_sqlstate(sqlstate, message)
+    if context:
+        message = f"{message} ({context})"
+    if cls is SerializationFailure:
+        return SerializationFailure(message, sqlstate)
+    return cls(message, sqlstate)

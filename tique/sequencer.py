@@ -1,0 +1,307 @@
+"""Transaction ids, commit timestamps and the commit-order snapshot advance, behind one interface.
+
+Two implementations with the same semantics:
+
+- ``CSequencer``: tique's C module inside the engine (udf/tique_udf.c): atomic counters, pthread condition
+  waits, leases. One engine round trip per call, no polling. The default.
+- ``SqlSequencer``: SEQUENCEs and an insert-only event log, polled; for a stock MonetDB server that cannot
+  load the module. Slower, and each wait costs queries.
+
+A commit with timestamp c goes: ``next_cts`` -> write its record -> ``publish(c)`` (waits until every earlier
+timestamp is published, so certification sees all earlier write-sets) -> certify -> ``decide(c)`` -> write the
+outcome -> ``advance(c)`` (c becomes visible once every earlier timestamp is settled; waits for that).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal, Protocol
+
+from tique import sqlfiles
+from tique.engine.base import RawConnection
+from tique.errors import NotSupportedError, OperationalError, SerializationFailure
+
+SequencerKind = Literal["c", "sql"]
+
+# Slot states, as the C module numbers them.
+FREE, TAKEN, PUBLISHED, DECIDING, DONE, ABANDONED = range(6)
+
+
+class Sequencer(Protocol):
+    kind: SequencerKind
+
+    def install(self, conn: RawConnection) -> None:
+        """Create what the sequencer needs in the database (idempotent)."""
+        ...
+
+    def next_txid(self, conn: RawConnection) -> int: ...
+
+    def next_cts(self, conn: RawConnection) -> int: ...
+
+    def sts(self, conn: RawConnection) -> int:
+        """The current snapshot timestamp: every commit timestamp <= it is settled and visible."""
+        ...
+
+    def publish(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
+        """Mark cts's commit record written, then wait until every smaller timestamp is published too."""
+        ...
+
+    def decide(self, conn: RawConnection, cts: int) -> None:
+        """From here on cts cannot be abandoned; fails with SerializationFailure if it already was."""
+        ...
+
+    def advance(self, conn: RawConnection, cts: int, timeout_ms: int) -> int:
+        """Mark cts settled and wait (up to timeout_ms; 0 = do not wait) until the snapshot includes it."""
+        ...
+
+    def abandon(self, conn: RawConnection, cts: int) -> bool:
+        """Settle cts as never committing (recovery, or a helper that found its owner dead)."""
+        ...
+
+    def reset(self, conn: RawConnection, txid: int, cts: int) -> None:
+        """Recovery: restart the counters after txid and cts, with the snapshot at cts."""
+        ...
+
+    def counters(self, conn: RawConnection) -> tuple[int, int]:
+        """(last transaction id handed out, last commit timestamp handed out)."""
+        ...
+
+
+def ensure_schema(conn: RawConnection) -> None:
+    exists = conn.execute("SELECT COUNT(*) FROM sys.schemas WHERE name = 'tique'").scalar()
+    if not exists:
+        conn.execute("CREATE SCHEMA tique")
+
+
+def engine_version(conn: RawConnection) -> str:
+    """MonetDB's version: a server reports it; the embedded kernel (also behind 'tique serve') does not, and is
+    then the monetdbe wheel's."""
+    rows = conn.execute("SELECT value FROM sys.env() WHERE name = 'monet_version'").rows
+    if rows:
+        return str(rows[0][0])
+    from tique.engine.udf import kernel_version
+
+    return kernel_version()
+
+
+def _one(conn: RawConnection, sql: str) -> int:
+    return int(conn.execute(sql).scalar())
+
+
+class CSequencer:
+    """The C module's functions, called through SQL."""
+
+    kind: SequencerKind = "c"
+
+    def install(self, conn: RawConnection) -> None:
+        ensure_schema(conn)
+        for stmt in sqlfiles.statements("udf_functions"):
+            conn.execute(stmt)
+        try:
+            abi = _one(conn, "SELECT tique.abi()")
+        except Exception as exc:
+            raise OperationalError(
+                "tique's C module is not loaded in this engine. Embedded: tique loads it itself (run 'make build'); "
+                "a server must be started by 'tique serve' or load the module; or use sequencer='sql'. "
+                f"Engine said: {exc}"
+            ) from None
+        from tique.engine.udf import ABI
+
+        if abi != ABI:
+            raise OperationalError(f"the engine runs tique's C module ABI {abi}, this driver needs {ABI}: rebuild it")
+
+    def next_txid(self, conn: RawConnection) -> int:
+        return _one(conn, "SELECT tique.next_txid()")
+
+    def next_cts(self, conn: RawConnection) -> int:
+        return _one(conn, "SELECT tique.next_cts()")
+
+    def sts(self, conn: RawConnection) -> int:
+        return _one(conn, "SELECT tique.sts()")
+
+    def publish(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
+        conn.execute(f"SELECT tique.publish({int(cts)}, {int(timeout_ms)})")
+
+    def decide(self, conn: RawConnection, cts: int) -> None:
+        conn.execute(f"SELECT tique.decide({int(cts)})")
+
+    def advance(self, conn: RawConnection, cts: int, timeout_ms: int) -> int:
+        return _one(conn, f"SELECT tique.advance({int(cts)}, {int(timeout_ms)})")
+
+    def abandon(self, conn: RawConnection, cts: int) -> bool:
+        return bool(_one(conn, f"SELECT tique.abandon({int(cts)})"))
+
+    def state(self, conn: RawConnection, cts: int) -> int:
+        return _one(conn, f"SELECT tique.cts_state({int(cts)})")
+
+    def set_lease(self, conn: RawConnection, ms: int) -> int:
+        return _one(conn, f"SELECT tique.set_lease({int(ms)})")
+
+    def reset(self, conn: RawConnection, txid: int, cts: int) -> None:
+        conn.execute(f"SELECT tique.reset({int(txid)}, {int(cts)})")
+
+    def counters(self, conn: RawConnection) -> tuple[int, int]:
+        row = conn.execute("SELECT tique.last_txid(), tique.last_cts()").rows[0]
+        return int(row[0]), int(row[1])
+
+
+class SqlSequencer:
+    """SEQUENCEs plus an insert-only event log, polled. Leases work as in the C module.
+
+    Abandonment races with the owner are settled Dekker-style on MonetDB's atomic single-row inserts: each
+    side writes its event and then reads the other's. An owner that finds an abandon event aborts; an
+    abandoner that finds a deciding event withdraws. At most one of them goes on.
+    """
+
+    kind: SequencerKind = "sql"
+
+    def __init__(self, lease_ms: int = 10000, poll_s: float = 0.001, unsafe_sequences: bool = False) -> None:
+        self.lease_ms = lease_ms
+        self.unsafe_sequences = unsafe_sequences
+        self.poll_s = poll_s
+        self._noticed: dict[int, float] = {}  # timestamps seen without events: their lease runs from here
+
+    def install(self, conn: RawConnection) -> None:
+        version = engine_version(conn)
+        if version.startswith("11.41.") and not self.unsafe_sequences:
+            raise NotSupportedError(
+                f"the SQL sequencer is unsafe on MonetDB {version}: concurrent NEXT VALUE FOR corrupts this "
+                "kernel's write-ahead log (measured: most rows committed by concurrent sessions were gone after "
+                "a restart). Use sequencer='c' (tique's C module, the default), or a newer MonetDB server"
+            )
+        ensure_schema(conn)
+        exists = _one(
+            conn,
+            "SELECT COUNT(*) FROM sys.sequences s JOIN sys.schemas sc ON s.schema_id = sc.id "
+            "WHERE sc.name = 'tique' AND s.name = 'cts_seq'",
+        )
+        if not exists:
+            for stmt in sqlfiles.statements("sequencer_sql"):
+                conn.execute(stmt)
+
+    def next_txid(self, conn: RawConnection) -> int:
+        return _one(conn, "SELECT NEXT VALUE FOR tique.txid_seq")
+
+    def next_cts(self, conn: RawConnection) -> int:
+        cts = _one(conn, "SELECT NEXT VALUE FOR tique.cts_seq")
+        self._event(conn, cts, TAKEN)
+        return cts
+
+    def sts(self, conn: RawConnection) -> int:
+        return _one(conn, "SELECT MAX(sts) FROM tique.seq_sts")
+
+    def _event(self, conn: RawConnection, cts: int, kind: int) -> None:
+        conn.execute(f"INSERT INTO tique.seq_events VALUES ({int(cts)}, {int(kind)}, {int(time.time() * 1000)})")
+
+    def _has(self, conn: RawConnection, cts: int, kind: int) -> bool:
+        return bool(_one(conn, f"SELECT COUNT(*) FROM tique.seq_events WHERE cts = {int(cts)} AND kind = {kind}"))
+
+    def _abandoned(self, conn: RawConnection, cts: int) -> bool:
+        kinds = {int(r[0]) for r in conn.execute(f"SELECT kind FROM tique.seq_events WHERE cts = {int(cts)}").rows}
+        return _settled_kind(kinds) == ABANDONED
+
+    def _check_not_abandoned(self, conn: RawConnection, cts: int) -> None:
+        if self._abandoned(conn, cts):
+            raise SerializationFailure(
+                f"tique: commit {cts} was abandoned after its lease ({self.lease_ms} ms) ran out; retry the transaction"
+            )
+
+    def publish(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
+        self._event(conn, cts, PUBLISHED)
+        self._check_not_abandoned(conn, cts)
+        self._wait(conn, cts, "published", timeout_ms)
+
+    def decide(self, conn: RawConnection, cts: int) -> None:
+        self._event(conn, cts, DECIDING)
+        self._check_not_abandoned(conn, cts)
+
+    def advance(self, conn: RawConnection, cts: int, timeout_ms: int) -> int:
+        self._event(conn, cts, DONE)
+        return self._wait(conn, cts, "settled", timeout_ms)
+
+    def abandon(self, conn: RawConnection, cts: int) -> bool:
+        if self._has(conn, cts, DONE):
+            return False
+        self._event(conn, cts, ABANDONED)
+        if self._has(conn, cts, DECIDING):
+            self._event(conn, cts, WITHDRAWN)  # the owner got there first: withdraw
+            return False
+        return True
+
+    def _wait(self, conn: RawConnection, cts: int, what: str, timeout_ms: int) -> int:
+        """Wait until every timestamp below cts is published (``published``), or up to cts is settled."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        delay = self.poll_s
+        while True:
+            sts = self.sts(conn)
+            if sts >= (cts - 1 if what == "published" else cts):
+                return sts
+            events: dict[int, set[int]] = {}
+            first_seen: dict[int, int] = {}
+            for c, kind, at in conn.execute(f"SELECT cts, kind, at FROM tique.seq_events WHERE cts > {sts}").rows:
+                events.setdefault(int(c), set()).add(int(kind))
+                first_seen.setdefault(int(c), int(at))
+            # the snapshot moves over the whole settled prefix above sts, ours and later ones included
+            nxt = sts + 1
+            while _settled_kind(events.get(nxt, set())) is not None:
+                nxt += 1
+            if nxt - 1 > sts:
+                conn.execute(f"INSERT INTO tique.seq_sts VALUES ({nxt - 1})")
+                continue
+            if what == "published":
+                blocked = [c for c in range(sts + 1, cts) if not events.get(c, set()) - {TAKEN}]
+                if not blocked:
+                    return sts
+            else:
+                blocked = [c for c in range(sts + 1, cts) if _settled_kind(events.get(c, set())) is None]
+            self._abandon_stale(conn, blocked, events, first_seen)
+            if time.monotonic() >= deadline:
+                raise OperationalError(
+                    f"tique: commit {cts} waited {timeout_ms} ms for commit {blocked[0] if blocked else sts + 1}; "
+                    f"its client may have died: recovery or the lease ({self.lease_ms} ms) will settle it",
+                    "HYT00",
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    def _abandon_stale(
+        self, conn: RawConnection, blocked: list[int], events: dict[int, set[int]], first_seen: dict[int, int]
+    ) -> None:
+        now_ms = time.time() * 1000
+        for c in blocked:
+            if DECIDING in events.get(c, set()):
+                continue  # its outcome may already be written: never abandoned here
+            started = first_seen.get(c) or self._noticed.setdefault(c, now_ms)
+            if now_ms - started >= self.lease_ms:
+                self.abandon(conn, c)
+
+    def reset(self, conn: RawConnection, txid: int, cts: int) -> None:
+        conn.execute(f"ALTER SEQUENCE tique.txid_seq RESTART WITH {int(txid) + 1}")
+        conn.execute(f"ALTER SEQUENCE tique.cts_seq RESTART WITH {int(cts) + 1}")
+        conn.execute(f"INSERT INTO tique.seq_sts VALUES ({int(cts)})")
+
+    def counters(self, conn: RawConnection) -> tuple[int, int]:
+        row = conn.execute("SELECT (SELECT MAX(cts) FROM tique.seq_events), (SELECT MAX(sts) FROM tique.seq_sts)").rows[
+            0
+        ]
+        return -1, int(row[0] or row[1] or 0)
+
+
+WITHDRAWN = 6  # SQL sequencer only: an abandon withdrawn because the owner was deciding
+
+
+def _settled_kind(kinds: set[int]) -> int | None:
+    """DONE or ABANDONED when a timestamp's events settle it, else None. A withdrawn abandon does not count."""
+    if DONE in kinds:
+        return DONE
+    if ABANDONED in kinds and WITHDRAWN not in kinds:
+        return ABANDONED
+    return None
+
+
+def make_sequencer(kind: SequencerKind, lease_ms: int = 10000, unsafe_sequences: bool = False) -> Sequencer:
+    if kind == "c":
+        return CSequencer()
+    if kind == "sql":
+        return SqlSequencer(lease_ms=lease_ms, unsafe_sequences=unsafe_sequences)
+    raise ValueError(f"unknown sequencer {kind!r}: choose 'c' (tique's C module) or 'sql' (pure SQL, polling)")

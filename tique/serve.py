@@ -1,0 +1,117 @@
+"""``tique serve``: MonetDB's own MAPI listener on the embedded kernel, with tique's C module loaded.
+
+Other processes (pymonetdb, ``tique.connect('monetdb://...')``, the checkpointer) reach the database through
+it, which is how several processes share one embedded database directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from tique.engine.embedded import EmbeddedConnection, EmbeddedEngine
+from tique.engine.url import EngineURL
+from tique.errors import Error, OperationalError
+
+
+# Code that runs once the database is open, before the readiness line: the transaction layer registers its
+# installation and recovery here.
+def _install_sequencers(conn: EmbeddedConnection) -> None:
+    from tique.sequencer import CSequencer, SqlSequencer
+
+    CSequencer().install(conn)
+    # For tests and comparisons only: SEQUENCEs are unsafe under concurrency on this kernel (see sequencer.py).
+    if os.environ.get("TIQUE_INSTALL_SQL_SEQUENCER") == "1":
+        SqlSequencer(unsafe_sequences=True).install(conn)
+
+
+ON_OPEN: list[Callable[[EmbeddedConnection], None]] = [_install_sequencers]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def set_admin_password(conn: EmbeddedConnection, password: str) -> None:
+    """Make the 'monetdb' admin log in with ``password`` over MAPI.
+
+    In embedded mode MonetDB stores a placeholder that deciphers to '0'; on later starts the stored value is
+    the hash set here (see ENGINE_NOTES).
+    """
+    digest = hashlib.sha512(password.encode()).hexdigest()
+    for old in ("0", digest):
+        try:
+            conn.execute(f"ALTER USER SET ENCRYPTED PASSWORD '{digest}' USING OLD PASSWORD '{old}'")
+            return
+        except Error:
+            continue
+    raise OperationalError(
+        "this database's admin password was set to another value by an earlier 'tique serve'; "
+        "start it with that --password"
+    )
+
+
+class Server:
+    """An open database with its MAPI listener; ``stop()`` closes it."""
+
+    def __init__(self, directory: str, port: int, password: str = "monetdb", host: str = "127.0.0.1") -> None:
+        self.directory = os.path.abspath(directory)
+        self.port = port
+        self.host = host
+        self.password = password
+        self.database = os.path.basename(self.directory.rstrip("/"))
+        self._stopped = threading.Event()
+        parent = Path(self.directory).parent
+        if not parent.is_dir():
+            raise OperationalError(f"the parent directory {parent} of {self.directory} does not exist; create it first")
+        if port_in_use("127.0.0.1", port):
+            raise OperationalError(f"port {port} is already in use on this machine; choose another with --port")
+        self.engine = EmbeddedEngine(EngineURL(kind="embedded", path=self.directory), mapi_port=port)
+        self.conn = self.engine.connect()
+        try:
+            set_admin_password(self.conn, password)
+            for hook in ON_OPEN:
+                hook(self.conn)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def url(self) -> str:
+        return f"monetdb://monetdb:{self.password}@{self.host}:{self.port}/{self.database}"
+
+    def stop(self) -> None:
+        if not self._stopped.is_set():
+            self._stopped.set()
+            self.engine.close()
+
+    def wait(self) -> None:
+        while not self._stopped.wait(0.5):
+            pass
+
+
+def serve(directory: str, port: int, password: str, out: TextIO = sys.stdout) -> int:
+    """Run until SIGTERM or SIGINT; print one readiness line when clients can connect."""
+    try:
+        server = Server(directory, port, password)
+    except Error as exc:
+        print(f"tique serve: {exc}", file=sys.stderr)
+        return 2
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: server.stop())
+    redacted = server.url.replace(f":{password}@", ":***@")
+    print(
+        f"tique serve: ready on {server.host}:{port}, database {server.database!r} ({redacted})", file=out, flush=True
+    )
+    server.wait()
+    print("tique serve: stopped", file=out, flush=True)
+    return 0
