@@ -31,3 +31,46 @@ __all__ = [
     "SerializationFailure",
     "Warning",
 ]
+
+# PEP 249 module interface
+from tique.connection import Connection, connect
+from tique.cursor import Cursor
+from tique.dbapi import (
+    BINARY,
+    DATETIME,
+    NUMBER,
+    ROWID,
+    STRING,
+    Binary,
+    Date,
+    DateFromTicks,
+    Time,
+    TimeFromTicks,
+    Timestamp,
+    TimestampFromTicks,
+)
+
+apilevel = "2.0"
+threadsafety = 1  # threads may share the module, not connections
+paramstyle = "pyformat"
+
+__all__ += [
+    "BINARY",
+    "DATETIME",
+    "NUMBER",
+    "ROWID",
+    "STRING",
+    "Binary",
+    "Connection",
+    "Cursor",
+    "Date",
+    "DateFromTicks",
+    "Time",
+    "TimeFromTicks",
+    "Timestamp",
+    "TimestampFromTicks",
+    "apilevel",
+    "connect",
+    "paramstyle",
+    "threadsafety",
+]

@@ -24,9 +24,16 @@ from tique.errors import Error, OperationalError
 # Code that runs once the database is open, before the readiness line: the transaction layer registers its
 # installation and recovery here.
 def _install_sequencers(conn: EmbeddedConnection) -> None:
+    from tique import catalog
+    from tique.recovery import recover
     from tique.sequencer import CSequencer, SqlSequencer
 
-    CSequencer().install(conn)
+    catalog.install(conn)
+    sequencer = CSequencer()
+    sequencer.install(conn)
+    report = recover(conn, sequencer)
+    if report.aborted:
+        print(f"tique serve: recovery aborted {report.aborted} unfinished transaction(s)", flush=True)
     # For tests and comparisons only: SEQUENCEs are unsafe under concurrency on this kernel (see sequencer.py).
     if os.environ.get("TIQUE_INSTALL_SQL_SEQUENCER") == "1":
         SqlSequencer(unsafe_sequences=True).install(conn)

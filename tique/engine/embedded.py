@@ -264,6 +264,8 @@ def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
 
 
 def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any]:
+    if n == 0:
+        return []
     if ctype in (1, 2, 3, 4, 6, 7, 8, 0):
         nil = col.null_value
         raw = ffi.unpack(col.data, n)
@@ -281,6 +283,8 @@ def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any
 
 
 def _read_hugeint(ffi: Any, col: Any, n: int) -> list[int | None]:
+    if n == 0:
+        return []
     raw = ffi.buffer(ffi.cast("char *", col.data), 16 * n)[:]
     out: list[int | None] = []
     for i in range(n):

@@ -1,0 +1,8 @@
+-- tique's shared metadata. Append-only and WITHOUT constraints (not even NOT NULL): MonetDB aborts concurrent
+-- appends to constrained tables, and never conflicts on plain appends.
+-- The commit record and write-set of every transaction that reached COMMIT: one row per written key hash.
+CREATE TABLE tique.commits (txid BIGINT, sts BIGINT, cts BIGINT, h BIGINT);
+-- The outcome of every transaction that wrote a commit record.
+CREATE TABLE tique.outcomes (txid BIGINT, cts BIGINT, ok BOOLEAN);  -- ok: committed (TRUE) or aborted
+-- The catalog of tables tique manages (DDL only).
+CREATE TABLE tique.tables (table_id INT, schema_name VARCHAR(128), name VARCHAR(128), kind VARCHAR(16), spec CLOB);

@@ -1,0 +1,259 @@
+"""The tables tique manages: what the application calls T, and the Storage and Cache tables behind it.
+
+    T__storage   the application's schema and constraints; stable rows only, written by the checkpointer
+    T__cache     the same columns without any constraint, plus tq_txid, tq_seq (statement order within the
+                 transaction) and tq_deleted; append-only
+    tq_rowid     a hidden version key, in both, for tables without a primary key (duplicate rows are allowed,
+                 as SQL says)
+
+A *plain* table (``-- tique: plain`` in its CREATE TABLE) is left to MonetDB as it is: no versions, no
+snapshot, no cost; for analytical-only data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from tique import sqlfiles
+from tique.engine.base import RawConnection
+from tique.errors import NotSupportedError, ProgrammingError
+from tique.params import literal
+
+ROWID = "tq_rowid"
+META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
+PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    sql_type: str  # as MonetDB accepts it, e.g. "INT", "VARCHAR(16)", "DECIMAL(12,2)"
+    not_null: bool = False
+    default: Any = None  # a Python value; only literal defaults are supported
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    table_id: int
+    schema: str
+    name: str
+    kind: str  # "tx" or "plain"
+    columns: tuple[ColumnSpec, ...]
+    key: tuple[str, ...]  # the version key: the primary key, or (tq_rowid,)
+    storage_ddl: str = ""
+    indexes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def has_rowid(self) -> bool:
+        return self.key == (ROWID,)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def stored_names(self) -> tuple[str, ...]:
+        """Columns of the Storage table: the application's, then tq_rowid when it is the key."""
+        return self.column_names + ((ROWID,) if self.has_rowid else ())
+
+    def column(self, name: str) -> ColumnSpec:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise ProgrammingError(f"column {name!r} does not exist in table {self.name!r}")
+
+    @property
+    def storage(self) -> str:
+        return f'"{self.schema}"."{self.name}__storage"'
+
+    @property
+    def cache(self) -> str:
+        return f'"{self.schema}"."{self.name}__cache"'
+
+    def spec_json(self) -> str:
+        return json.dumps(
+            {
+                "columns": [[c.name, c.sql_type, c.not_null, c.default] for c in self.columns],
+                "key": list(self.key),
+                "indexes": list(self.indexes),
+            }
+        )
+
+    @classmethod
+    def from_row(cls, table_id: int, schema: str, name: str, kind: str, spec: str) -> TableInfo:
+        data = json.loads(spec)
+        columns = tuple(ColumnSpec(n, t, bool(nn), d) for n, t, nn, d in data["columns"])
+        return cls(table_id, schema, name, kind, columns, tuple(data["key"]), indexes=tuple(data.get("indexes", ())))
+
+
+def install(conn: RawConnection) -> None:
+    """Create tique's metadata tables if missing."""
+    from tique.sequencer import ensure_schema
+
+    ensure_schema(conn)
+    exists = conn.execute(
+        "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+        "WHERE s.name = 'tique' AND t.name = 'outcomes'"
+    ).scalar()
+    if not exists:
+        for stmt in sqlfiles.statements("metadata"):
+            conn.execute(stmt)
+
+
+class Catalog:
+    """The process's view of tique.tables, shared by its connections; refreshed on a miss and after DDL."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[str, str], TableInfo] = {}
+        self._lock = threading.Lock()
+        self.version = 0  # bumps on every change, so statement caches know to re-plan
+
+    def refresh(self, conn: RawConnection) -> None:
+        rows = conn.execute("SELECT table_id, schema_name, name, kind, spec FROM tique.tables").rows
+        tables = {
+            (str(s), str(n)): TableInfo.from_row(int(i), str(s), str(n), str(k), str(sp)) for i, s, n, k, sp in rows
+        }
+        with self._lock:
+            if tables != self._tables:
+                self._tables = tables
+                self.version += 1
+
+    def get(self, schema: str, name: str) -> TableInfo | None:
+        return self._tables.get((schema, name))
+
+    def lookup(self, conn: RawConnection, schema: str, name: str) -> TableInfo | None:
+        info = self.get(schema, name)
+        if info is None:
+            self.refresh(conn)  # another connection may have created it
+            info = self.get(schema, name)
+        return info
+
+    def all(self) -> list[TableInfo]:
+        return list(self._tables.values())
+
+
+# ---- DDL ---------------------------------------------------------------------------------------------------
+
+
+def _type_sql(kind: exp.DataType) -> str:
+    from tique.rewrite.dialect import MonetDB
+
+    return kind.sql(dialect=MonetDB)
+
+
+def _default_value(node: exp.Expression) -> Any:
+    from tique.rewrite.values import python_value
+
+    try:
+        return python_value(node)
+    except NotSupportedError:
+        raise NotSupportedError(
+            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults are)"
+        ) from None
+
+
+def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: str) -> TableInfo:
+    """Read a CREATE TABLE statement into a TableInfo."""
+    schema_node = create.this
+    if not isinstance(schema_node, exp.Schema):
+        raise NotSupportedError(
+            "CREATE TABLE ... AS SELECT is not supported by tique yet: create the table, then INSERT ... SELECT"
+        )
+    from tique.rewrite.writes import ident
+
+    table = schema_node.this
+    name = ident(table)
+    schema = ident(table.args.get("db")) or schema
+    columns: list[ColumnSpec] = []
+    key: list[str] = []
+    for item in schema_node.expressions:
+        if isinstance(item, exp.ColumnDef):
+            col_name = ident(item.this)
+            if col_name.lower() in (ROWID, *META_COLUMNS):
+                raise ProgrammingError(f"column name {col_name!r} is reserved by tique")
+            not_null = False
+            default = None
+            for constraint in item.args.get("constraints") or []:
+                kind = constraint.kind
+                if isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    key.append(col_name)
+                    not_null = True
+                elif isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+                    not_null = True
+                elif isinstance(kind, exp.DefaultColumnConstraint):
+                    default = _default_value(kind.this)
+                elif isinstance(kind, (exp.AutoIncrementColumnConstraint, exp.GeneratedAsIdentityColumnConstraint)):
+                    raise NotSupportedError(f"auto-increment column {col_name!r} is not supported by tique")
+                elif isinstance(kind, exp.UniqueColumnConstraint):
+                    raise NotSupportedError(
+                        f"UNIQUE on column {col_name!r} is not supported by tique (only the primary key is enforced)"
+                    )
+            if item.args.get("kind") is None:
+                raise ProgrammingError(f"column {col_name!r} needs a type")
+            columns.append(ColumnSpec(col_name, _type_sql(item.args["kind"]), not_null, default))
+        elif isinstance(item, exp.PrimaryKey):
+            key.extend(ident(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
+        elif isinstance(item, (exp.ForeignKey, exp.Reference)):
+            raise NotSupportedError("FOREIGN KEY constraints are not supported by tique")
+        elif isinstance(item, exp.UniqueColumnConstraint):
+            raise NotSupportedError("UNIQUE table constraints are not supported by tique (only the primary key is)")
+        else:
+            raise NotSupportedError(f"table element {item.sql()!r} is not supported by tique")
+    if not columns:
+        raise ProgrammingError(f"table {name!r} has no columns")
+    names = {c.name for c in columns}
+    missing = [k for k in key if k not in names]
+    if missing:
+        raise ProgrammingError(f"primary key column(s) {missing} of {name!r} are not columns of the table")
+    if key:
+        columns = [ColumnSpec(c.name, c.sql_type, True, c.default) if c.name in key else c for c in columns]
+    kind = "plain" if PLAIN_HINT.search(raw_sql) else "tx"
+    return TableInfo(table_id, schema, name, kind, tuple(columns), tuple(key) if key else (ROWID,))
+
+
+def create_ddl(info: TableInfo) -> list[str]:
+    """The statements that create a table's physical tables."""
+    if info.kind == "plain":
+        return [_storage_create(info, f'"{info.schema}"."{info.name}"')]
+    cache_cols = [f'"{c.name}" {c.sql_type}' for c in info.columns]
+    if info.has_rowid:
+        cache_cols.append(f"{ROWID} BIGINT")
+    cache_cols += ["tq_txid BIGINT", "tq_seq INT", "tq_deleted BOOLEAN"]
+    return [_storage_create(info, info.storage), f"CREATE TABLE {info.cache} ({', '.join(cache_cols)})"]
+
+
+def _storage_create(info: TableInfo, physical: str) -> str:
+    cols = []
+    for c in info.columns:
+        col = f'"{c.name}" {c.sql_type}'
+        if c.not_null:
+            col += " NOT NULL"
+        if c.default is not None:
+            col += f" DEFAULT {literal(c.default)}"
+        cols.append(col)
+    if info.has_rowid and info.kind != "plain":
+        cols.append(f"{ROWID} BIGINT")
+    elif not info.has_rowid:
+        cols.append("PRIMARY KEY (" + ", ".join(f'"{k}"' for k in info.key) + ")")
+    return f"CREATE TABLE {physical} ({', '.join(cols)})"
+
+
+def register(conn: RawConnection, info: TableInfo) -> None:
+    conn.execute(
+        f"INSERT INTO tique.tables VALUES ({info.table_id}, {literal(info.schema)}, {literal(info.name)}, "
+        f"{literal(info.kind)}, {literal(info.spec_json())})"
+    )
+
+
+def unregister(conn: RawConnection, info: TableInfo) -> None:
+    conn.execute(f"DELETE FROM tique.tables WHERE table_id = {info.table_id}")
+
+
+def next_table_id(conn: RawConnection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(table_id), 0) + 1 FROM tique.tables").scalar())

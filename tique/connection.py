@@ -1,0 +1,193 @@
+"""The DB-API 2.0 connection: transactions start implicitly and end with commit() or rollback()."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tique import errors
+from tique.database import Database
+from tique.engine.url import parse_url
+from tique.errors import InterfaceError, SerializationFailure
+from tique.rewrite.reads import ReadOptions
+from tique.settings import Settings
+from tique.transaction import CommitResult, Transaction
+
+T = TypeVar("T")
+
+
+class Connection:
+    # PEP 249: the exceptions as connection attributes too
+    Warning = errors.Warning
+    Error = errors.Error
+    InterfaceError = errors.InterfaceError
+    DatabaseError = errors.DatabaseError
+    DataError = errors.DataError
+    OperationalError = errors.OperationalError
+    IntegrityError = errors.IntegrityError
+    InternalError = errors.InternalError
+    ProgrammingError = errors.ProgrammingError
+    NotSupportedError = errors.NotSupportedError
+
+    def __init__(self, url: str, settings: Settings) -> None:
+        self.settings = settings
+        self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms)
+        self._raw = self.db.connect_raw()
+        if settings.short_pipeline:
+            try:
+                self._raw.execute(f"SET optimizer = '{settings.short_pipeline}'")
+            except errors.DatabaseError:
+                pass  # an engine without that pipeline keeps its default
+        self._txn: Transaction | None = None
+        self._autocommit = False
+        self._closed = False
+        self._last_cts = 0  # this session's last commit: its next snapshot must include it
+        self.read_options = ReadOptions(
+            formulation=settings.snapshot, latest=settings.unsafe_read_latest, expose_rowid=frozenset()
+        )
+        self.last_commit: CommitResult | None = None
+
+    # ---- state ---------------------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def autocommit(self) -> bool:
+        return self._autocommit
+
+    @autocommit.setter
+    def autocommit(self, value: bool) -> None:
+        if value and not self._autocommit and self._txn is not None:
+            self.commit()
+        self._autocommit = bool(value)
+
+    def set_autocommit(self, value: bool) -> None:  # pymonetdb's spelling
+        self.autocommit = value
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InterfaceError("the connection is closed")
+
+    def transaction(self) -> Transaction:
+        """The running transaction, begun now if there is none."""
+        self._check_open()
+        if self._txn is None:
+            self._txn = Transaction(self.db, self._raw, self.settings, self._last_cts)
+        return self._txn
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._txn is not None
+
+    # ---- PEP 249 -------------------------------------------------------------------------------------------
+
+    def cursor(self) -> Any:
+        from tique.cursor import Cursor
+
+        self._check_open()
+        return Cursor(self)
+
+    def commit(self) -> None:
+        self._check_open()
+        txn, self._txn = self._txn, None
+        if txn is None:
+            return
+        result = txn.commit()
+        self.last_commit = result
+        if result.cts:
+            self._last_cts = result.cts
+
+    def rollback(self) -> None:
+        self._check_open()
+        self._txn = None  # nothing it wrote was committed: its provisional rows are never visible
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._txn = None  # closing rolls back
+        self._closed = True
+        self._raw.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Commit on success, roll back on an exception; the connection stays open (as pymonetdb does)."""
+        if self._closed:
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
+
+    def execute(self, operation: str, parameters: Any = None) -> Any:
+        """A shortcut: a new cursor, executed."""
+        cur = self.cursor()
+        cur.execute(operation, parameters)
+        return cur
+
+    # ---- whole transactions --------------------------------------------------------------------------------
+
+    def run(
+        self,
+        fn: Callable[[Connection], T],
+        retries: int | None = None,
+        priority: bool = False,
+        backoff_s: float = 0.002,
+    ) -> T:
+        """Run ``fn(conn)`` as one transaction and commit; after a SerializationFailure run it again.
+
+        With ``priority``, a transaction that lost certification retries at once on a fresh snapshot instead
+        of backing off, so a long transaction is not starved by a stream of short ones (section 2.3.4).
+        Other errors roll back and propagate.
+        """
+        attempts = self.settings.retries if retries is None else retries
+        for attempt in range(attempts + 1):
+            try:
+                result = fn(self)
+                self.commit()
+                return result
+            except SerializationFailure:
+                self.rollback()
+                if attempt == attempts:
+                    raise
+                if not priority:
+                    time.sleep(backoff_s * (2 ** min(attempt, 6)) * random.random())
+            except BaseException:
+                self.rollback()
+                raise
+        raise AssertionError("unreachable")
+
+
+def connect(
+    url: str | None = None,
+    *,
+    database: str | None = None,
+    hostname: str = "localhost",
+    port: int = 50000,
+    username: str = "monetdb",
+    password: str = "monetdb",
+    **settings: Any,
+) -> Connection:
+    """Open a tique connection.
+
+    ``tique.connect("monetdbe:///path/to/db")``, ``tique.connect("monetdbe::memory:")``,
+    ``tique.connect("monetdb://user:pw@host:port/db")``, or pymonetdb's keywords:
+    ``tique.connect(database="db", hostname="localhost", port=50000, username=..., password=...)``.
+    Other keywords are Settings (``write_mode``, ``snapshot``, ``sequencer``...).
+    """
+    if url is None:
+        if not database:
+            raise InterfaceError("connect() needs a URL or database=...")
+        from urllib.parse import quote
+
+        url = f"monetdb://{quote(username, safe='')}:{quote(password, safe='')}@{hostname}:{port}/{database}"
+    try:
+        parsed_settings = Settings(**settings)
+    except Exception as exc:  # pydantic's ValidationError lists every bad setting
+        raise InterfaceError(f"bad settings: {exc}") from None
+    return Connection(url, parsed_settings)

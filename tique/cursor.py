@@ -1,0 +1,170 @@
+"""The DB-API 2.0 cursor. Cursors of one connection share its transaction and see its writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tique.ddl import run_ddl
+from tique.engine.base import Result
+from tique.errors import InterfaceError, ProgrammingError
+from tique.params import Params, literal, resolve
+from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
+from tique.statements import DDL, Control, PassThrough, ReadPlan, plan_statement
+
+if TYPE_CHECKING:
+    from tique.connection import Connection
+
+
+class Cursor:
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.arraysize = 1
+        self.rowcount = -1
+        self.description: list[tuple[Any, ...]] | None = None
+        self.lastrowid = None
+        self._rows: list[tuple[Any, ...]] = []
+        self._pos = 0
+        self._closed = False
+
+    # ---- executing -----------------------------------------------------------------------------------------
+
+    def execute(self, operation: str, parameters: Params = None) -> Cursor:
+        self._check()
+        conn = self.connection
+        plan = plan_statement(conn.db, conn._raw, operation, parameters is not None, conn.read_options)
+        self._set(Result())
+        if isinstance(plan, Control):
+            if plan.action == "commit":
+                conn.commit()
+            elif plan.action == "rollback":
+                conn.rollback()
+            else:
+                conn.transaction()
+            return self
+        if isinstance(plan, DDL):
+            self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql))
+            return self
+        txn = conn.transaction()
+        try:
+            if isinstance(plan, PassThrough):
+                self._set(
+                    conn._raw.execute(plan.template.render(self._rendered(plan.template.param_slots, parameters)))
+                )
+            elif isinstance(plan, ReadPlan):
+                params = self._rendered(plan.template.param_slots, parameters)
+                self._set(txn.run(plan.template, params, plan.reads))
+            elif isinstance(plan, InsertPlan):
+                slots = _insert_slots(plan)
+                values = _values(slots, parameters)
+                self.rowcount = txn.insert(plan, values, self._rendered(slots, parameters))
+            elif isinstance(plan, UpdatePlan):
+                self.rowcount = txn.update(plan, self._rendered(plan.select.param_slots, parameters))
+            elif isinstance(plan, DeletePlan):
+                self.rowcount = txn.delete(plan, self._rendered(plan.select.param_slots, parameters))
+            else:  # pragma: no cover
+                raise ProgrammingError(f"cannot run {type(plan).__name__}")
+        except BaseException:
+            if conn.autocommit:
+                conn.rollback()
+            raise
+        if conn.autocommit:
+            conn.commit()
+        return self
+
+    def executemany(self, operation: str, seq_of_parameters: Sequence[Params]) -> Cursor:
+        total = 0
+        for params in seq_of_parameters:
+            self.execute(operation, params)
+            total += max(self.rowcount, 0)
+        self.rowcount = total
+        return self
+
+    def _rendered(self, slots: Sequence[str], parameters: Params) -> dict[str, str]:
+        return resolve(slots, parameters)
+
+    def _set(self, result: Result) -> None:
+        self._rows = result.rows
+        self._pos = 0
+        self.rowcount = result.rowcount
+        self.description = (
+            [(c.name, c.type_code, None, None, c.precision, c.scale, None) for c in result.columns]
+            if result.columns
+            else None
+        )
+
+    # ---- fetching ------------------------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self._closed:
+            raise InterfaceError("the cursor is closed")
+        if self.connection.closed:
+            raise InterfaceError("the connection is closed")
+
+    def _check_result(self) -> None:
+        self._check()
+        if self.description is None:
+            raise ProgrammingError("no result set: the last statement returned no rows to fetch")
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        self._check_result()
+        if self._pos >= len(self._rows):
+            return None
+        row = self._rows[self._pos]
+        self._pos += 1
+        return row
+
+    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
+        self._check_result()
+        n = self.arraysize if size is None else size
+        rows = self._rows[self._pos : self._pos + n]
+        self._pos += len(rows)
+        return rows
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        self._check_result()
+        rows = self._rows[self._pos :]
+        self._pos = len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+    def close(self) -> None:
+        self._closed = True
+        self._rows = []
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def setinputsizes(self, sizes: Any) -> None:
+        """PEP 249: may do nothing."""
+
+    def setoutputsize(self, size: Any, column: Any = None) -> None:
+        """PEP 249: may do nothing."""
+
+
+def _insert_slots(plan: InsertPlan) -> tuple[str, ...]:
+    if plan.rows is not None:
+        return tuple(dict.fromkeys(item[1] for row in plan.rows for item in row if item[0] == "s"))
+    assert plan.select is not None
+    return plan.select.param_slots
+
+
+def _values(slots: Sequence[str], parameters: Params) -> dict[str, Any]:
+    """Parameter slots as Python values (literal INSERTs keep them unquoted, to coerce and hash)."""
+    resolve(slots, parameters)  # validates count and names
+    out: dict[str, Any] = {}
+    for s in slots:
+        if s.startswith("p"):
+            out[s] = parameters[int(s[1:])]  # type: ignore[index]
+        else:
+            out[s] = parameters[s[2:]]  # type: ignore[index, call-overload]
+    return out
+
+
+__all__ = ["Cursor", "literal"]

@@ -1,0 +1,99 @@
+"""One database as this process sees it: its engine, catalog, sequencer and the cache of rewritten statements.
+
+Connections to the same URL in a process share one Database (and so one embedded kernel, one statement
+cache). Recovery runs when a process first opens an embedded database; over MAPI, ``tique serve`` ran it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from tique import catalog
+from tique.engine import Engine, RawConnection, open_engine
+from tique.engine.url import EngineURL, parse_url
+from tique.sequencer import Sequencer, make_sequencer
+
+_registry: dict[tuple[str, str], Database] = {}
+_registry_lock = threading.Lock()
+
+
+class PlanCache:
+    """Rewritten statements by (text, options); least recently used ones go first."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self.size = size
+        self._plans: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+                self.hits += 1
+            else:
+                self.misses += 1
+            return plan
+
+    def put(self, key: Any, plan: Any) -> None:
+        with self._lock:
+            self._plans[key] = plan
+            while len(self._plans) > self.size:
+                self._plans.popitem(last=False)
+
+
+class Database:
+    def __init__(self, url: EngineURL, sequencer_kind: str, lease_ms: int) -> None:
+        self.url = url
+        self.engine: Engine = open_engine(url)
+        self.catalog = catalog.Catalog()
+        self.plans = PlanCache()
+        self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms)  # type: ignore[arg-type]
+        conn = self.engine.connect()
+        try:
+            catalog.install(conn)
+            self.sequencer.install(conn)
+            if url.kind == "embedded":
+                from tique.recovery import recover
+
+                recover(conn, self.sequencer)
+            if hasattr(self.sequencer, "set_lease"):
+                self.sequencer.set_lease(conn, lease_ms)
+            self.default_schema = str(conn.execute("SELECT CURRENT_SCHEMA").scalar())
+            self.catalog.refresh(conn)
+        finally:
+            conn.close()
+
+    def connect_raw(self) -> RawConnection:
+        return self.engine.connect()
+
+    @classmethod
+    def get(cls, url: str | EngineURL, sequencer_kind: str = "c", lease_ms: int = 10000) -> Database:
+        parsed = parse_url(url) if isinstance(url, str) else url
+        key = (parsed.redacted() + f"|{parsed.username}|{parsed.password}", sequencer_kind)
+        with _registry_lock:
+            db = _registry.get(key)
+            if db is None:
+                db = cls(parsed, sequencer_kind, lease_ms)
+                _registry[key] = db
+            return db
+
+    def close(self) -> None:
+        with _registry_lock:
+            for key, db in list(_registry.items()):
+                if db is self:
+                    del _registry[key]
+        self.engine.close()
+
+
+def close_all() -> None:
+    """Close every database this process opened (tests, and a clean exit)."""
+    with _registry_lock:
+        dbs = list(_registry.values())
+        _registry.clear()
+    for db in dbs:
+        db.engine.close()

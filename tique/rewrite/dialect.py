@@ -1,0 +1,21 @@
+"""sqlglot has no MonetDB dialect; PostgreSQL's is the closest reader and writer. Differences go here."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+
+
+class MonetDB(Postgres):
+    class Generator(Postgres.Generator):
+        TYPE_MAPPING = {
+            **Postgres.Generator.TYPE_MAPPING,
+            exp.DataType.Type.TINYINT: "TINYINT",
+            exp.DataType.Type.DOUBLE: "DOUBLE",
+            exp.DataType.Type.VARBINARY: "BLOB",
+            exp.DataType.Type.BINARY: "BLOB",
+        }
+
+        def placeholder_sql(self, expression: exp.Placeholder) -> str:
+            # tique renders every slot itself before sending; ':name' is what Template looks for
+            return f":{expression.name}" if expression.name else "?"

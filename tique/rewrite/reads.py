@@ -1,0 +1,98 @@
+"""Reads: every reference to a transactional table becomes its snapshot, as a subquery under the same name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from tique.catalog import TableInfo
+from tique.rewrite.snapshot import snapshot_tree
+from tique.rewrite.template import slot_name
+
+Lookup = Callable[[str | None, str], TableInfo | None]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    formulation: str = "auto"  # auto | point | analytical
+    latest: bool = False  # negative control: no snapshot bound
+    expose_rowid: frozenset[str] = frozenset()  # tables whose hidden row id the statement needs (writes)
+
+
+def _ident(node: exp.Expression | None) -> str:
+    from tique.rewrite.writes import ident
+
+    return ident(node)
+
+
+def _is_value(node: exp.Expression) -> bool:
+    """A literal, a parameter slot, or an expression of those only (no columns, no subqueries)."""
+    if isinstance(node, (exp.Column, exp.Subquery, exp.Select)):
+        return False
+    return all(not isinstance(n, (exp.Column, exp.Select)) for n in node.walk())
+
+
+def _conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
+    if where is None:
+        return []
+    node = where.this if isinstance(where, exp.Where) else where
+    return list(node.flatten()) if isinstance(node, exp.And) else [node]
+
+
+def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
+    """Conjuncts of the enclosing SELECT's WHERE that constrain only this table's key columns by values."""
+    select = table.find_ancestor(exp.Select)
+    if select is None or table.find_ancestor(exp.Join, exp.From) is None:
+        return []
+    alias = table.alias_or_name
+    from_ = select.args.get("from_") or select.args.get("from")
+    sources = ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
+    single_source = len(sources) == 1
+    key = set(info.key)
+    found: list[exp.Expression] = []
+    for pred in _conjuncts(select.args.get("where")):
+        if isinstance(pred, exp.EQ):
+            col, val = (
+                (pred.this, pred.expression) if isinstance(pred.this, exp.Column) else (pred.expression, pred.this)
+            )
+            candidates = [col] if isinstance(col, exp.Column) and _is_value(val) else []
+        elif isinstance(pred, exp.In) and isinstance(pred.this, exp.Column) and pred.expressions:
+            candidates = [pred.this] if all(_is_value(v) for v in pred.expressions) else []
+        else:
+            candidates = []
+        for col in candidates:
+            owner = col.table
+            if _ident(col) in key and (owner == alias or (not owner and single_source)):
+                found.append(pred)
+    return found
+
+
+def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> tuple[exp.Expression, set[str]]:
+    """Replace every transactional table in ``tree`` by its snapshot. Returns the tree and the tables read."""
+    cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
+    read: set[str] = set()
+    for table in list(tree.find_all(exp.Table)):
+        if not table.name or (not table.db and table.name in cte_names):
+            continue
+        if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)):
+            continue  # a write's or DDL's target, not a read
+        info = lookup(_ident(table.args.get("db")) or None, _ident(table))
+        if info is None or info.kind != "tx":
+            continue
+        preds = key_predicates(table, info)
+        formulation = options.formulation
+        if formulation == "auto":
+            formulation = "point" if preds else "analytical"
+        snap = snapshot_tree(
+            info, formulation, preds, expose_rowid=info.name in options.expose_rowid, latest=options.latest
+        )
+        alias = table.alias_or_name
+        table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        read.add(info.name)
+    return tree, read
+
+
+def uses_slot(tree: exp.Expression, name: str) -> bool:
+    return any(slot_name(p) == name for p in tree.find_all(exp.Placeholder))

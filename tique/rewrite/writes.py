@@ -1,0 +1,164 @@
+"""Writes: what rows an INSERT, UPDATE or DELETE produces, computed from the snapshot.
+
+Nothing here touches the engine. A write becomes a plan: either rows known from the statement itself (an
+INSERT of literals and parameters: no round trip needed), or a SELECT over the snapshot whose result rows
+are the new versions. The transaction turns those rows into Cache rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from tique.catalog import TableInfo
+from tique.errors import NotSupportedError, ProgrammingError
+from tique.rewrite.reads import ReadOptions, snapshot_reads
+from tique.rewrite.template import Template, slot_name
+from tique.rewrite.values import python_value
+
+Lookup = Callable[[str | None, str], TableInfo | None]
+
+# An item of a literal row: ("v", python value) or ("s", parameter slot name).
+Item = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class InsertPlan:
+    table: TableInfo
+    columns: tuple[str, ...]  # the target columns, in the order rows give them
+    rows: tuple[tuple[Item, ...], ...] | None  # literal rows, or None when ``select`` computes them
+    select: Template | None
+    reads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    table: TableInfo
+    select: Template  # returns the old key values, then every stored column's new value
+    key_changes: bool
+    reads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class DeletePlan:
+    table: TableInfo
+    select: Template  # returns the key values of the rows to delete
+    reads: frozenset[str]
+
+
+def ident(node: exp.Expression | str | None) -> str:
+    """An identifier as MonetDB stores it: unquoted names fold to lower case."""
+    if node is None:
+        return ""
+    if isinstance(node, str):
+        return node.lower()
+    if isinstance(node, exp.Identifier):
+        return node.name if node.quoted else node.name.lower()
+    inner = node.this if isinstance(node, (exp.Table, exp.Column)) else None
+    if isinstance(inner, exp.Identifier):
+        return ident(inner)
+    return node.name.lower()
+
+
+def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo, exp.Table]:
+    table = node if isinstance(node, exp.Table) else node.find(exp.Table)
+    if table is None:
+        raise ProgrammingError(f"{verb}: no target table")
+    info = lookup(ident(table.args.get("db")) or None, ident(table))
+    if info is None:
+        raise LookupError(table.name)  # not tique's: the caller passes the statement through
+    return info, table
+
+
+def _item(node: exp.Expression) -> Item | None:
+    name = slot_name(node)
+    if name is not None:
+        return ("s", name)
+    try:
+        return ("v", python_value(node))
+    except NotSupportedError:
+        return None
+
+
+def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> InsertPlan:
+    target = tree.this
+    columns_node = target.expressions if isinstance(target, exp.Schema) else []
+    info, _ = _target(target.this if isinstance(target, exp.Schema) else target, lookup, "INSERT")
+    if tree.args.get("conflict") or tree.args.get("returning"):
+        raise NotSupportedError("INSERT ... ON CONFLICT / RETURNING is not supported by tique")
+    columns = tuple(ident(c) for c in columns_node) or info.column_names
+    for name in columns:
+        info.column(name)  # unknown columns say which
+    source = tree.expression
+    if isinstance(source, exp.Values):
+        rows: list[tuple[Item, ...]] = []
+        for tup in source.expressions:
+            values = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+            if len(values) != len(columns):
+                raise ProgrammingError(f"INSERT into {info.name!r} has {len(values)} values for {len(columns)} columns")
+            items = [_item(v) for v in values]
+            if any(i is None for i in items):
+                rows = []
+                break
+            rows.append(tuple(items))  # type: ignore[arg-type]
+        else:
+            return InsertPlan(info, columns, tuple(rows), None, frozenset())
+        width = len(columns)
+        alias = exp.TableAlias(
+            this=exp.to_identifier("tq_v"), columns=[exp.to_identifier(f"c{i}") for i in range(width)]
+        )
+        select: exp.Expression = exp.select(*[exp.column(f"c{i}") for i in range(width)]).from_(
+            exp.Subquery(this=source.copy(), alias=alias)
+        )
+    elif isinstance(source, (exp.Select, exp.Union)):
+        select = source.copy()
+    else:
+        raise NotSupportedError(f"INSERT source {type(source).__name__} is not supported by tique")
+    rewritten, reads = snapshot_reads(select, lookup, options)
+    return InsertPlan(info, columns, None, Template.from_tree(rewritten), frozenset(reads))
+
+
+def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> UpdatePlan:
+    info, table = _target(tree.this, lookup, "UPDATE")
+    if tree.args.get("from") or tree.args.get("from_") or tree.args.get("returning"):
+        raise NotSupportedError("UPDATE ... FROM / RETURNING is not supported by tique: use a subquery in SET or WHERE")
+    assignments: dict[str, exp.Expression] = {}
+    for eq in tree.expressions:
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
+            raise ProgrammingError(f"UPDATE: cannot read assignment {eq.sql()}")
+        name = ident(eq.this)
+        info.column(name)
+        assignments[name] = eq.expression
+    alias = table.alias_or_name
+    old_keys = [exp.alias_(exp.column(k, table=alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
+    new_values = [
+        exp.alias_(assignments[c].copy() if c in assignments else exp.column(c, table=alias), f"tq_new_{i}")
+        for i, c in enumerate(info.stored_names)
+    ]
+    select = exp.select(*old_keys, *new_values).from_(table.copy())
+    if tree.args.get("where") is not None:
+        select.set("where", tree.args["where"].copy())
+    rewritten, reads = snapshot_reads(select, lookup, _with_rowid(options, info))
+    key_changes = any(k in assignments for k in info.key)
+    return UpdatePlan(info, Template.from_tree(rewritten), key_changes, frozenset(reads))
+
+
+def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> DeletePlan:
+    info, table = _target(tree.this, lookup, "DELETE")
+    if tree.args.get("using") or tree.args.get("returning"):
+        raise NotSupportedError("DELETE ... USING / RETURNING is not supported by tique")
+    alias = table.alias_or_name
+    select = exp.select(*[exp.column(k, table=alias) for k in info.key]).from_(table.copy())
+    if tree.args.get("where") is not None:
+        select.set("where", tree.args["where"].copy())
+    rewritten, reads = snapshot_reads(select, lookup, _with_rowid(options, info))
+    return DeletePlan(info, Template.from_tree(rewritten), frozenset(reads))
+
+
+def _with_rowid(options: ReadOptions, info: TableInfo) -> ReadOptions:
+    if not info.has_rowid:
+        return options
+    return ReadOptions(options.formulation, options.latest, options.expose_rowid | {info.name})

@@ -1,0 +1,42 @@
+"""Every tunable of a tique connection, in one typed model (``tique.connect(url, **settings)``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sequencer: Literal["c", "sql"] = Field(
+        "c", description="'c': tique's C module in the engine (default); 'sql': SEQUENCEs and polling"
+    )
+    write_mode: Literal["buffered", "direct"] = Field(
+        "buffered",
+        description="'buffered': writes wait in the client until a read of the table or COMMIT needs them; "
+        "'direct': every write statement reaches the engine at once",
+    )
+    snapshot: Literal["auto", "point", "analytical"] = Field(
+        "auto",
+        description="snapshot formulation: 'point' (newest version per key by window rank, filters pushed to "
+        "Storage and Cache), 'analytical' (no full-relation sort), or chosen per statement",
+    )
+    insert_check: Literal["flush", "immediate"] = Field(
+        "flush",
+        description="when an INSERT's keys are checked against the snapshot: at the flush before the next read "
+        "of the table or at COMMIT ('flush'), or at the INSERT itself ('immediate', one more round trip)",
+    )
+    short_pipeline: str | None = Field(
+        "minimal_fast",
+        description="MonetDB optimizer pipeline for short statements (the paper found minimal_fast best); "
+        "None keeps the engine's default",
+    )
+    publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
+    advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")
+    lease_ms: int = Field(10000, gt=0, description="after this, a stuck predecessor commit is abandoned")
+    retries: int = Field(10, ge=0, description="default retries of Connection.run after a SerializationFailure")
+    # For consistency checking only (tique elle): break isolation on purpose, to prove the checker catches it.
+    unsafe_read_latest: bool = Field(False, description="NEGATIVE CONTROL: read the latest committed data")
+    unsafe_skip_certification: bool = Field(False, description="NEGATIVE CONTROL: commit without certifying")

@@ -1,0 +1,114 @@
+"""From statement text to a plan, once per distinct text: what kind of statement, and its rewritten SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from tique.catalog import TableInfo
+from tique.database import Database
+from tique.engine.base import RawConnection
+from tique.errors import NotSupportedError, ProgrammingError
+from tique.rewrite.parse import parse
+from tique.rewrite.reads import ReadOptions, snapshot_reads
+from tique.rewrite.template import Template
+from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan, ident, plan_delete, plan_insert, plan_update
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    template: Template
+    reads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class PassThrough:
+    """A statement that touches no table of tique's: sent as it is (parameters filled in)."""
+
+    template: Template
+
+
+@dataclass(frozen=True)
+class Control:
+    action: str  # begin | commit | rollback
+
+
+@dataclass(frozen=True)
+class DDL:
+    tree: exp.Expression
+    sql: str
+
+
+Plan = ReadPlan | PassThrough | Control | DDL | InsertPlan | UpdatePlan | DeletePlan
+
+_TX_WORDS = {
+    "START": "begin",
+    "BEGIN": "begin",
+    "COMMIT": "commit",
+    "END": "commit",
+    "ROLLBACK": "rollback",
+    "ABORT": "rollback",
+}
+
+
+def control_action(sql: str) -> str | None:
+    words = sql.strip().rstrip(";").split()
+    if not words:
+        return None
+    first = words[0].upper()
+    if first in _TX_WORDS and (len(words) == 1 or words[1].upper() in ("TRANSACTION", "WORK")):
+        return _TX_WORDS[first]
+    return None
+
+
+def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
+    key = (sql, with_params, options, db.catalog.version)
+    plan = db.plans.get(key)
+    if plan is None:
+        plan = _plan(db, conn, sql, with_params, options)
+        if not isinstance(plan, (DDL, Control)):
+            db.plans.put((sql, with_params, options, db.catalog.version), plan)
+    return plan
+
+
+def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
+    action = control_action(sql)
+    if action:
+        return Control(action)
+    trees = parse(sql, with_params)
+    if len(trees) != 1:
+        raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
+    tree = trees[0]
+
+    def lookup(schema: str | None, name: str) -> TableInfo | None:
+        return db.catalog.lookup(conn, schema or db.default_schema, name)
+
+    if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
+        isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
+    ):
+        return DDL(tree, sql)
+    try:
+        if isinstance(tree, exp.Insert):
+            return plan_insert(tree, lookup, options)
+        if isinstance(tree, exp.Update):
+            return plan_update(tree, lookup, options)
+        if isinstance(tree, exp.Delete):
+            return plan_delete(tree, lookup, options)
+    except LookupError:
+        return PassThrough(Template.from_tree(tree))  # a write to a table tique does not manage
+    if isinstance(tree, exp.Merge):
+        raise NotSupportedError("MERGE is not supported by tique")
+    if isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With)) or tree.find(exp.Select):
+        rewritten, reads = snapshot_reads(tree, lookup, options)
+        if not reads:
+            return PassThrough(Template.from_tree(tree))
+        return ReadPlan(Template.from_tree(rewritten), frozenset(reads))
+    return PassThrough(Template.from_tree(tree))
+
+
+def target_name(tree: exp.Expression) -> tuple[str | None, str]:
+    table = tree.find(exp.Table)
+    if table is None:
+        raise ProgrammingError(f"cannot find the table in {tree.sql()!r}")
+    return ident(table.args.get("db")) or None, ident(table)

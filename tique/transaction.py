@@ -1,0 +1,393 @@
+"""One transaction: its snapshot, its writes (buffered in the client until a read or COMMIT needs them), its
+write-set, and the commit protocol."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from tique.catalog import ROWID, TableInfo
+from tique.database import Database
+from tique.engine.base import RawConnection, Result
+from tique.errors import (
+    CommitOutcomeUnknown,
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    SerializationFailure,
+)
+from tique.params import literal
+from tique.rewrite.snapshot import snapshot_sql
+from tique.rewrite.template import STS, TXID, Template
+from tique.rewrite.values import coerce
+from tique.rewrite.writes import DeletePlan, InsertPlan, Item, UpdatePlan
+from tique.sequencer import CSequencer
+from tique.settings import Settings
+
+Key = tuple[Any, ...]
+INSERT_BATCH = 500  # rows per INSERT statement when flushing
+
+
+def key_hash(table: TableInfo, key: Key) -> int:
+    """The write-set entry of a key: 64 bits of a hash of (table, key), as a signed BIGINT."""
+    digest = hashlib.blake2b(f"{table.table_id}\x00{key!r}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+@dataclass
+class TableWrites:
+    table: TableInfo
+    pending: dict[Key, tuple[tuple[Any, ...] | None, int]] = field(default_factory=dict)  # key -> (row|None, seq)
+    live: dict[Key, bool] = field(default_factory=dict)  # every key written: does it exist for this txn now?
+    flushed: bool = False  # some rows already reached the Cache
+
+
+@dataclass
+class CommitResult:
+    committed: bool
+    cts: int | None
+
+
+class Transaction:
+    """Created lazily by the connection at its first statement; ended by commit() or rollback()."""
+
+    _rowids = itertools.count(1)
+
+    def __init__(self, db: Database, conn: RawConnection, settings: Settings, min_sts: int = 0) -> None:
+        self.db = db
+        self.conn = conn
+        self.settings = settings
+        self.seq = 0
+        self.writes: dict[str, TableWrites] = {}
+        self.failed: str | None = None  # set when the transaction can only be rolled back
+        self.sts, self.txid = self._begin(min_sts)
+
+    # ---- begin ---------------------------------------------------------------------------------------------
+
+    def _begin(self, min_sts: int) -> tuple[int, int]:
+        if isinstance(self.db.sequencer, CSequencer):
+            sts, txid = self.conn.execute("SELECT tique.sts(), tique.next_txid()").rows[0]
+            sts, txid = int(sts), int(txid)
+        else:
+            sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
+        if sts < min_sts:
+            # this session committed cts = min_sts, which is not visible yet: wait, so it reads its own commits
+            deadline = time.monotonic() + self.settings.advance_timeout_ms / 1000
+            while sts < min_sts:
+                if time.monotonic() > deadline:
+                    raise OperationalError(
+                        f"this session's last commit ({min_sts}) is not visible yet after "
+                        f"{self.settings.advance_timeout_ms} ms: an earlier commit is stuck",
+                        "HYT00",
+                    )
+                time.sleep(0.001)
+                sts = self.db.sequencer.sts(self.conn)
+        return sts, txid
+
+    @property
+    def read_only(self) -> bool:
+        return not self.writes
+
+    def check_usable(self) -> None:
+        if self.failed:
+            raise InterfaceError(f"the transaction was aborted ({self.failed}); call rollback() to start a new one")
+
+    # ---- running statements --------------------------------------------------------------------------------
+
+    def slots(self) -> dict[str, str]:
+        sts = self.sts
+        if self.settings.unsafe_read_latest:
+            sts = self.db.sequencer.sts(self.conn)
+        return {STS: str(sts), TXID: str(self.txid)}
+
+    def run(self, template: Template, params: dict[str, str], reads: Iterable[str] = ()) -> Result:
+        """Run a rewritten read; the transaction's pending writes to the tables it reads reach the engine first."""
+        self.check_usable()
+        self.flush(reads)
+        return self.conn.execute(template.render({**self.slots(), **params}))
+
+    def write_entry(self, table: TableInfo) -> TableWrites:
+        entry = self.writes.get(table.name)
+        if entry is None:
+            entry = self.writes[table.name] = TableWrites(table)
+        return entry
+
+    def _next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def insert(self, plan: InsertPlan, values: dict[str, Any], rendered: dict[str, str]) -> int:
+        self.check_usable()
+        info = plan.table
+        if plan.rows is not None:
+            source = [tuple(values[i[1]] if i[0] == "s" else i[1] for i in row) for row in plan.rows]
+        else:
+            assert plan.select is not None
+            source = [tuple(r) for r in self.run(plan.select, rendered, plan.reads).rows]
+        rows: list[tuple[Key, tuple[Any, ...]]] = []
+        positions = {c: i for i, c in enumerate(plan.columns)}
+        for raw in source:
+            full = []
+            for col in info.columns:
+                value = raw[positions[col.name]] if col.name in positions else col.default
+                value = coerce(value, col.sql_type, col.name)
+                if value is None and col.not_null:
+                    raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
+                full.append(value)
+            if info.has_rowid:
+                full.append((self.txid << 24) | next(self._rowids) & 0xFFFFFF)
+            row = tuple(full)
+            rows.append((self._key(info, row), row))
+        self._check_new_keys(info, [k for k, _ in rows])
+        entry = self.write_entry(info)
+        seq = self._next_seq()
+        for key, row in rows:
+            entry.pending[key] = (row, seq)
+            entry.live[key] = True
+        self._maybe_direct(info)
+        return len(rows)
+
+    def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
+        self.check_usable()
+        info = plan.table
+        result = self.run(plan.select, rendered, plan.reads)
+        nkey = len(info.key)
+        entry = self.write_entry(info)
+        seq = self._next_seq()
+        moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
+        for raw in result.rows:
+            old_key = tuple(raw[:nkey])
+            new = list(raw[nkey:])
+            for i, col in enumerate(info.columns):
+                new[i] = coerce(new[i], col.sql_type, col.name)
+                if new[i] is None and col.not_null:
+                    raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
+            row = tuple(new)
+            new_key = self._key(info, row)
+            if new_key != old_key:
+                moved.append((old_key, new_key, row))
+            else:
+                entry.pending[old_key] = (row, seq)
+                entry.live[old_key] = True
+        if moved:
+            leaving = {old for old, _, _ in moved}
+            arriving = [new for _, new, _ in moved]
+            if len(set(arriving)) != len(arriving):
+                raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
+            self._check_new_keys(info, [k for k in arriving if k not in leaving])
+            for old, _, _ in moved:
+                entry.pending[old] = (None, seq)
+                entry.live[old] = False
+            for _, new, row in moved:
+                entry.pending[new] = (row, seq)
+                entry.live[new] = True
+        self._maybe_direct(info)
+        return len(result.rows)
+
+    def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
+        self.check_usable()
+        info = plan.table
+        result = self.run(plan.select, rendered, plan.reads)
+        entry = self.write_entry(info)
+        seq = self._next_seq()
+        for raw in result.rows:
+            key = tuple(raw)
+            entry.pending[key] = (None, seq)
+            entry.live[key] = False
+        self._maybe_direct(info)
+        return len(result.rows)
+
+    def _key(self, info: TableInfo, row: tuple[Any, ...]) -> Key:
+        names = info.stored_names
+        return tuple(row[names.index(k)] for k in info.key)
+
+    def _maybe_direct(self, info: TableInfo) -> None:
+        if self.settings.write_mode == "direct":
+            self.flush([info.name])
+
+    def _check_new_keys(self, info: TableInfo, keys: Sequence[Key]) -> None:
+        """An inserted key must not exist: neither in this transaction's writes nor in its snapshot."""
+        if info.has_rowid or not keys:
+            return
+        if len(set(keys)) != len(keys):
+            raise IntegrityError(f"duplicate key in the rows inserted into {info.name!r}", "23505")
+        entry = self.writes.get(info.name)
+        unknown = []
+        for key in keys:
+            state = entry.live.get(key) if entry else None
+            if state:
+                raise IntegrityError(f"duplicate key {_show(info, key)} in table {info.name!r}", "23505")
+            if state is None:
+                unknown.append(key)
+        if not unknown:
+            return
+        # the snapshot without this transaction's own writes: keys it wrote are decided above
+        preds: list[exp.Expression] = []
+        for i, col in enumerate(info.key):
+            values = sorted({k[i] for k in unknown}, key=repr)
+            preds.append(
+                exp.In(
+                    this=exp.column(col), expressions=[exp.Literal(this=literal(v), is_string=False) for v in values]
+                )
+            )
+        cols = ", ".join(f'"{k}"' for k in info.key)
+        sql = f"SELECT {cols} FROM ({snapshot_sql(info, 'point', preds)}) AS tq_dup"
+        found = {tuple(r) for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows}
+        clash = [k for k in unknown if k in found]
+        if clash:
+            raise IntegrityError(f"duplicate key {_show(info, clash[0])} in table {info.name!r}", "23505")
+
+    # ---- flushing ------------------------------------------------------------------------------------------
+
+    def flush(self, tables: Iterable[str] | None = None) -> None:
+        """Send pending writes of the given tables (all when None) to their Cache tables."""
+        names = list(self.writes) if tables is None else [t for t in tables if t in self.writes]
+        for name in names:
+            entry = self.writes[name]
+            if not entry.pending:
+                continue
+            info = entry.table
+            cols = ", ".join(f'"{c}"' for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
+            items = list(entry.pending.items())
+            try:
+                for start in range(0, len(items), INSERT_BATCH):
+                    values = ", ".join(
+                        self._cache_row(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]
+                    )
+                    self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
+            except DatabaseError as exc:
+                self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
+                raise
+            entry.pending.clear()
+            entry.flushed = True
+
+    def _cache_row(self, info: TableInfo, key: Key, row: tuple[Any, ...] | None, seq: int) -> str:
+        if row is None:  # a tombstone carries its key only
+            values = [None] * len(info.stored_names)
+            for k, v in zip(info.key, key):
+                values[info.stored_names.index(k)] = v
+            deleted = "TRUE"
+        else:
+            values = list(row)
+            deleted = "FALSE"
+        return "(" + ", ".join(literal(v) for v in values) + f", {self.txid}, {seq}, {deleted})"
+
+    def write_set(self) -> list[int]:
+        return sorted({key_hash(e.table, k) for e in self.writes.values() for k in e.live})
+
+    # ---- commit --------------------------------------------------------------------------------------------
+
+    def commit(self) -> CommitResult:
+        self.check_usable()
+        if self.read_only:
+            return CommitResult(True, None)  # read-only transactions write no metadata
+        self.flush()
+        hashes = self.write_set()
+        if not isinstance(self.db.sequencer, CSequencer):
+            return self._commit_generic(hashes)
+        s = self.settings
+        conn = self.conn
+        values = ", ".join(f"({h})" for h in hashes)
+        # 1. take a commit timestamp and write the commit record with the write-set, in one statement
+        conn.execute(
+            f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
+            "CROSS JOIN (SELECT tique.next_cts() AS c) AS x"
+        )
+        cts: int | None = None
+        try:
+            # 2. publish: from here every later committer's certification sees this record; wait for earlier ones
+            cts = int(
+                conn.execute(
+                    f"SELECT MAX(cts), tique.publish(MAX(cts), {s.publish_timeout_ms}) FROM tique.commits "
+                    f"WHERE txid = {self.txid}"
+                ).rows[0][0]
+            )
+            # 3. certify and decide in one statement; its snapshot starts after every earlier record is visible
+            verdict = "TRUE" if s.unsafe_skip_certification else f"NOT EXISTS ({self._conflicts_sql(cts)})"
+            conn.execute(f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {verdict}")
+        except SerializationFailure:
+            self._abort_recorded(cts)
+            raise
+        except OperationalError as exc:
+            if _connection_lost(exc):
+                raise CommitOutcomeUnknown(
+                    f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
+                    "recovery settles it; reconnect and check before running it again"
+                ) from exc
+            self._abort_recorded(cts)
+            raise
+        # 4. become visible in commit order, and learn the verdict
+        row = conn.execute(
+            f"SELECT tique.advance({cts}, {s.advance_timeout_ms}), "
+            f"(SELECT ok FROM tique.outcomes WHERE txid = {self.txid})"
+        ).rows[0]
+        if not row[1]:
+            raise SerializationFailure(
+                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
+                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
+            )
+        return CommitResult(True, cts)
+
+    def _conflicts_sql(self, cts: int) -> str:
+        """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key
+        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C)."""
+        return (
+            f"SELECT 1 FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
+            f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) "
+            f"AND o.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} "
+            f"AND cts < {cts})"
+        )
+
+    def _abort_recorded(self, cts: int | None) -> None:
+        """Settle a commit that failed after its record was written: aborted outcome, then advance."""
+        try:
+            if cts is None:
+                found = self.conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {self.txid}").scalar()
+                cts = int(found) if found is not None else None
+            if cts is None:
+                return
+            self.conn.execute(f"INSERT INTO tique.outcomes VALUES ({self.txid}, {cts}, FALSE)")
+            self.db.sequencer.advance(self.conn, cts, 0)
+        except DatabaseError:
+            pass  # recovery settles it; the caller reports the original error
+
+    def _commit_generic(self, hashes: list[int]) -> CommitResult:
+        """The same protocol through the Sequencer interface, one call per step (the SQL sequencer)."""
+        seq, conn, s = self.db.sequencer, self.conn, self.settings
+        cts = seq.next_cts(conn)
+        values = ", ".join(f"({self.txid}, {self.sts}, {cts}, {h})" for h in hashes)
+        try:
+            conn.execute(f"INSERT INTO tique.commits VALUES {values}")
+            seq.publish(conn, cts, s.publish_timeout_ms)
+            ok = s.unsafe_skip_certification or not conn.execute(self._conflicts_sql(cts)).rows
+            seq.decide(conn, cts)
+            conn.execute(f"INSERT INTO tique.outcomes VALUES ({self.txid}, {cts}, {'TRUE' if ok else 'FALSE'})")
+        except (SerializationFailure, OperationalError):
+            self._abort_recorded(cts)
+            raise
+        seq.advance(conn, cts, s.advance_timeout_ms)
+        if not ok:
+            raise SerializationFailure(
+                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
+                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
+            )
+        return CommitResult(True, cts)
+
+
+def _show(info: TableInfo, key: Key) -> str:
+    return "(" + ", ".join(f"{k}={v!r}" for k, v in zip(info.key, key)) + ")"
+
+
+def _connection_lost(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lost the connection" in text or "connection is closed" in text or "broken pipe" in text
+
+
+__all__ = ["ROWID", "CommitResult", "Item", "Transaction", "key_hash"]
