@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import tique
 from tique.engine import RawConnection, open_engine
 from tique.engine.base import Engine
 
@@ -77,9 +78,13 @@ def start_serve(
 
 
 @pytest.fixture(scope="session")
-def embedded_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    directory = tmp_path_factory.mktemp("embedded") / "db"
-    engine = open_engine(f"monetdbe://{directory}")
+def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"monetdbe://{tmp_path_factory.mktemp('embedded') / 'db'}"
+
+
+@pytest.fixture(scope="session")
+def embedded_engine(embedded_url: str) -> Iterator[Engine]:
+    engine = open_engine(embedded_url)
     yield engine
     engine.close()
 
@@ -107,6 +112,29 @@ def raw(engine: Engine) -> Iterator[RawConnection]:
     conn = engine.connect()
     yield conn
     conn.close()
+
+
+@pytest.fixture(params=["embedded", "server"])
+def url(request: pytest.FixtureRequest) -> str:
+    """A tique URL on each adapter: the session's embedded database, or the served one over MAPI."""
+    if request.param == "embedded":
+        return request.getfixturevalue("embedded_url")
+    return request.getfixturevalue("server").url
+
+
+@pytest.fixture
+def connect(url: str) -> Iterator[Callable[..., tique.Connection]]:
+    """Open tique connections on the test's adapter; all are closed afterwards."""
+    opened: list[tique.Connection] = []
+
+    def _connect(**settings: object) -> tique.Connection:
+        conn = tique.connect(url, **settings)
+        opened.append(conn)
+        return conn
+
+    yield _connect
+    for conn in opened:
+        conn.close()
 
 
 @pytest.fixture

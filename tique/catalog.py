@@ -194,6 +194,15 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
                     raise NotSupportedError(
                         f"UNIQUE on column {col_name!r} is not supported by tique (only the primary key is enforced)"
                     )
+                elif isinstance(kind, exp.Reference):
+                    raise NotSupportedError(
+                        f"FOREIGN KEY (REFERENCES on column {col_name!r}) is not supported by tique"
+                    )
+                else:
+                    raise NotSupportedError(
+                        f"column constraint {constraint.sql(dialect='postgres')!r} on {col_name!r} is not supported "
+                        "by tique (it enforces PRIMARY KEY, NOT NULL and literal DEFAULTs)"
+                    )
             if item.args.get("kind") is None:
                 raise ProgrammingError(f"column {col_name!r} needs a type")
             columns.append(ColumnSpec(col_name, _type_sql(item.args["kind"]), not_null, default))

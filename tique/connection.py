@@ -124,6 +124,17 @@ class Connection:
         else:
             self.rollback()
 
+    def rewrite(self, operation: str, parameters: Any = None) -> str:
+        """The SQL tique would send to MonetDB for a read, in this connection's current transaction."""
+        from tique.params import resolve
+        from tique.statements import ReadPlan, plan_statement
+
+        plan = plan_statement(self.db, self._raw, operation, parameters is not None, self.read_options)
+        if not isinstance(plan, ReadPlan):
+            raise errors.ProgrammingError("rewrite() shows reads (SELECT) only")
+        txn = self.transaction()
+        return plan.template.render({**txn.slots(), **resolve(plan.template.param_slots, parameters)})
+
     def execute(self, operation: str, parameters: Any = None) -> Any:
         """A shortcut: a new cursor, executed."""
         cur = self.cursor()

@@ -76,7 +76,10 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     action = control_action(sql)
     if action:
         return Control(action)
-    trees = parse(sql, with_params)
+    try:
+        trees = parse(sql, with_params)
+    except ProgrammingError as exc:
+        raise engine_verdict(conn, sql, with_params, exc) from None
     if len(trees) != 1:
         raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
     tree = trees[0]
@@ -105,6 +108,29 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             return PassThrough(Template.from_tree(tree))
         return ReadPlan(Template.from_tree(rewritten), frozenset(reads))
     return PassThrough(Template.from_tree(tree))
+
+
+def engine_verdict(conn: RawConnection, sql: str, with_params: bool, parse_error: Exception) -> Exception:
+    """sqlglot could not parse the statement: let MonetDB say what is wrong, in its own words and position,
+    without running anything (PREPARE only compiles)."""
+    import re
+
+    from tique.rewrite.parse import number_placeholders
+
+    text = re.sub(r"%\((\w+)\)s", "?", number_placeholders(sql)) if with_params else sql
+    try:
+        conn.execute(f"PREPARE {text}")
+    except ProgrammingError as engine_error:
+        return engine_error
+    except Exception as other:
+        return other
+    try:
+        conn.execute("DEALLOCATE PREPARE ALL")
+    except Exception:
+        pass
+    return NotSupportedError(
+        f"tique's SQL parser cannot read this statement, though MonetDB can; rephrase it. Parser said: {parse_error}"
+    )
 
 
 def target_name(tree: exp.Expression) -> tuple[str | None, str]:

@@ -68,8 +68,8 @@ def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo,
     if table is None:
         raise ProgrammingError(f"{verb}: no target table")
     info = lookup(ident(table.args.get("db")) or None, ident(table))
-    if info is None:
-        raise LookupError(table.name)  # not tique's: the caller passes the statement through
+    if info is None or info.kind != "tx":
+        raise LookupError(table.name)  # not versioned by tique: the caller passes the statement through
     return info, table
 
 
