@@ -117,7 +117,7 @@ def test_constraint_and_type_errors(connect: Connect, kv: str) -> None:
         cur.execute(f"INSERT INTO {kv} (k, v) VALUES (%s, 'x')", ("not a number",))
     with pytest.raises(ProgrammingError, match="column 'nope' does not exist"):
         cur.execute(f"INSERT INTO {kv} (k, nope) VALUES (1, 2)")
-    with pytest.raises(ProgrammingError, match="2 values for 3 columns|has 2 values"):
+    with pytest.raises(ProgrammingError, match="has 2 values for 3 columns"):
         cur.execute(f"INSERT INTO {kv} VALUES (1, 'x')")
 
 
