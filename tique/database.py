@@ -53,6 +53,7 @@ class Database:
         self.catalog = catalog.Catalog()
         self.plans = PlanCache()
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms)  # type: ignore[arg-type]
+        self.lease_ms = lease_ms
         conn = self.engine.connect()
         try:
             catalog.install(conn)
@@ -61,12 +62,17 @@ class Database:
                 from tique.recovery import recover
 
                 recover(conn, self.sequencer)
-            if hasattr(self.sequencer, "set_lease"):
-                self.sequencer.set_lease(conn, lease_ms)
+            self.apply_lease(conn, lease_ms)
             self.default_schema = str(conn.execute("SELECT CURRENT_SCHEMA").scalar())
             self.catalog.refresh(conn)
         finally:
             conn.close()
+
+    def apply_lease(self, conn: RawConnection, lease_ms: int) -> None:
+        """The lease lives in the engine, one per database: the last connection to set it wins."""
+        if hasattr(self.sequencer, "set_lease"):
+            self.sequencer.set_lease(conn, lease_ms)
+        self.lease_ms = lease_ms
 
     def connect_raw(self) -> RawConnection:
         return self.engine.connect()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,10 @@ from tique.settings import Settings
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
+
+# Called at each step of COMMIT with (step, transaction): "recorded", "published", "decided", "advanced".
+# Tests pause or kill a committer here to force every interleaving of the protocol.
+step_hooks: list[Callable[[str, Transaction], None]] = []
 
 
 def key_hash(table: TableInfo, key: Key) -> int:
@@ -302,6 +306,7 @@ class Transaction:
         )
         cts: int | None = None
         try:
+            self._step("recorded")
             # 2. publish: from here every later committer's certification sees this record; wait for earlier ones
             cts = int(
                 conn.execute(
@@ -309,9 +314,15 @@ class Transaction:
                     f"WHERE txid = {self.txid}"
                 ).rows[0][0]
             )
-            # 3. certify and decide in one statement; its snapshot starts after every earlier record is visible
-            verdict = "TRUE" if s.unsafe_skip_certification else f"NOT EXISTS ({self._conflicts_sql(cts)})"
-            conn.execute(f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {verdict}")
+            self._step("published")
+            # 3. certify, read-only: this statement starts after every earlier record is visible. (A statement
+            # that writes must not also filter tables others append to: MonetDB aborts it on a conflict.)
+            ok = s.unsafe_skip_certification or not conn.execute(self._conflicts_sql(cts)).rows
+            # 4. decide and record the outcome; from here the commit can no longer be abandoned
+            conn.execute(
+                f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {'TRUE' if ok else 'FALSE'}"
+            )
+            self._step("decided")
         except SerializationFailure:
             self._abort_recorded(cts)
             raise
@@ -323,17 +334,19 @@ class Transaction:
                 ) from exc
             self._abort_recorded(cts)
             raise
-        # 4. become visible in commit order, and learn the verdict
-        row = conn.execute(
-            f"SELECT tique.advance({cts}, {s.advance_timeout_ms}), "
-            f"(SELECT ok FROM tique.outcomes WHERE txid = {self.txid})"
-        ).rows[0]
-        if not row[1]:
+        # 5. become visible in commit order (an abort has nothing to show: it settles its slot and goes)
+        conn.execute(f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0})")
+        self._step("advanced")
+        if not ok:
             raise SerializationFailure(
                 f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
                 f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
             )
         return CommitResult(True, cts)
+
+    def _step(self, name: str) -> None:
+        for hook in step_hooks:
+            hook(name, self)
 
     def _conflicts_sql(self, cts: int) -> str:
         """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key
@@ -342,7 +355,7 @@ class Transaction:
             f"SELECT 1 FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
             f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) "
             f"AND o.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} "
-            f"AND cts < {cts})"
+            f"AND cts < {cts}) LIMIT 1"
         )
 
     def _abort_recorded(self, cts: int | None) -> None:
@@ -372,7 +385,7 @@ class Transaction:
         except (SerializationFailure, OperationalError):
             self._abort_recorded(cts)
             raise
-        seq.advance(conn, cts, s.advance_timeout_ms)
+        seq.advance(conn, cts, s.advance_timeout_ms if ok else 0)
         if not ok:
             raise SerializationFailure(
                 f"could not serialize: a concurrent transaction committed first a write to a row this transaction "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import datetime
 import decimal
+import queue
 import threading
 import weakref
 from collections.abc import Callable
@@ -23,6 +24,53 @@ from typing import Any
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
 from tique.errors import InterfaceError, OperationalError, from_monetdb
+
+
+class _Worker:
+    """A thread that never ends, on which one connection's kernel calls run.
+
+    The kernel checks stack depth against the stack it recorded for the calling OS thread when it first saw
+    it. A Python thread that ended leaves that record behind, and a new thread can reuse its id: its calls
+    then fail with "Query too complex: running out of stack space". Kernel calls therefore run only on
+    these workers, which never end; application threads come and go freely.
+    """
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[tuple[bool, Any]]]] = (
+            queue.SimpleQueue()
+        )
+        self._replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="tique-kernel", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            fn, reply = self._requests.get()
+            try:
+                reply.put((True, fn()))
+            except BaseException as exc:
+                reply.put((False, exc))
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        self._requests.put((fn, self._replies))
+        ok, value = self._replies.get()
+        if ok:
+            return value
+        raise value
+
+
+_free_workers: list[_Worker] = []
+_workers_lock = threading.Lock()
+
+
+def _take_worker() -> _Worker:
+    with _workers_lock:
+        return _free_workers.pop() if _free_workers else _Worker()
+
+
+def _give_back(worker: _Worker) -> None:
+    with _workers_lock:
+        _free_workers.append(worker)
+
 
 _state_lock = threading.Lock()
 _open_path: str | None = None  # the database this process has open ("" for memory), None if none
@@ -159,7 +207,12 @@ class EmbeddedConnection:
 
     def __init__(self, engine: EmbeddedEngine) -> None:
         self.engine = engine
-        self._handle = _open(engine)
+        self._worker = _take_worker()
+        try:
+            self._handle = self._worker.call(lambda: _open(engine))
+        except BaseException:
+            _give_back(self._worker)
+            raise
         self._lock = threading.Lock()
         _connections.add(self)
 
@@ -168,24 +221,27 @@ class EmbeddedConnection:
         return self._handle is None
 
     def execute(self, sql: str) -> Result:
-        ffi, lib = _lowlevel()
         with self._lock:
             if self._handle is None:
                 raise InterfaceError("connection is closed")
-            result_p = ffi.new("monetdbe_result **")
-            affected = ffi.new("monetdbe_cnt *")
-            err = lib.monetdbe_query(self._handle, sql.encode(), result_p, affected)
-            if err != ffi.NULL:
-                raise from_monetdb(ffi.string(err).decode())
-            res = result_p[0]
-            if res == ffi.NULL:
+            return self._worker.call(lambda: self._execute(sql))  # type: ignore[no-any-return]
+
+    def _execute(self, sql: str) -> Result:
+        ffi, lib = _lowlevel()
+        result_p = ffi.new("monetdbe_result **")
+        affected = ffi.new("monetdbe_cnt *")
+        err = lib.monetdbe_query(self._handle, sql.encode(), result_p, affected)
+        if err != ffi.NULL:
+            raise from_monetdb(ffi.string(err).decode())
+        res = result_p[0]
+        if res == ffi.NULL:
+            return Result(rowcount=int(affected[0]))
+        try:
+            if res.ncols == 0:
                 return Result(rowcount=int(affected[0]))
-            try:
-                if res.ncols == 0:
-                    return Result(rowcount=int(affected[0]))
-                return _read_result(ffi, lib, res)
-            finally:
-                lib.monetdbe_cleanup_result(self._handle, res)
+            return _read_result(ffi, lib, res)
+        finally:
+            lib.monetdbe_cleanup_result(self._handle, res)
 
     def close(self) -> None:
         _, lib = _lowlevel()
@@ -193,7 +249,8 @@ class EmbeddedConnection:
             if self._handle is None:
                 return
             handle, self._handle = self._handle, None
-            lib.monetdbe_close(handle)
+            self._worker.call(lambda: lib.monetdbe_close(handle))
+            _give_back(self._worker)
         _closed_one()
 
     def __del__(self) -> None:  # a forgotten connection must not keep the kernel open at exit

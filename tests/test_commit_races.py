@@ -1,0 +1,207 @@
+"""Every race of the commit protocol we can think of, forced with pauses between its steps.
+
+A committer is paused at a step (recorded, published, decided) while others commit, read, or wait; the
+outcome must be what Snapshot Isolation with first-committer-wins says, and visibility must follow commit
+order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import tique
+from tique import transaction
+from tique.errors import OperationalError, SerializationFailure
+from tique.transaction import Transaction
+
+Names = Callable[[str], str]
+
+
+class Pause:
+    """Stop one connection's running transaction at ``step`` of its COMMIT until released."""
+
+    def __init__(self, step: str, conn: tique.Connection) -> None:
+        self.step = step
+        self.target = conn.transaction()
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, step: str, txn: Transaction) -> None:
+        if step == self.step and txn is self.target:
+            self.reached.set()
+            assert self.release.wait(30), "pause never released"
+
+
+@pytest.fixture
+def hooks() -> Iterator[list[Callable[[str, Transaction], None]]]:
+    yield transaction.step_hooks
+    transaction.step_hooks.clear()
+
+
+@pytest.fixture
+def table(embedded_url: str, unique_name: Names) -> str:
+    name = unique_name("race")
+    conn = tique.connect(embedded_url)
+    conn.cursor().execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT)")
+    conn.cursor().executemany(f"INSERT INTO {name} VALUES (%s, 0)", [(k,) for k in range(1, 10)])
+    conn.commit()
+    conn.close()
+    return name
+
+
+def commit_in_thread(conn: tique.Connection, outcome: dict[str, object]) -> threading.Thread:
+    def run() -> None:
+        t0 = time.monotonic()
+        try:
+            conn.commit()
+            outcome["result"] = "committed"
+        except SerializationFailure:
+            outcome["result"] = "aborted"
+        except Exception as exc:  # pragma: no cover - reported by the assertion
+            outcome["result"] = exc
+        outcome["elapsed"] = time.monotonic() - t0
+
+    th = threading.Thread(target=run)
+    th.start()
+    return th
+
+
+def read(url: str, sql: str) -> object:
+    conn = tique.connect(url)
+    cur = conn.cursor()
+    cur.execute(sql)
+    value = cur.fetchone()
+    conn.close()
+    return None if value is None else value[0]
+
+
+def test_later_committer_waits_for_an_earlier_one_that_has_not_published(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+    # T1 takes its timestamp and writes its record, then stalls before publishing. T2 (a later timestamp,
+    # same key) must not certify until T1 is published, and then must see T1's write-set and abort.
+    t1, t2 = tique.connect(embedded_url), tique.connect(embedded_url)
+    t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 1")
+    pause = Pause("recorded", t1)
+    hooks.append(pause)
+    t2.cursor().execute(f"UPDATE {table} SET v = 2 WHERE k = 1")
+    out1: dict[str, object] = {}
+    out2: dict[str, object] = {}
+    th1 = commit_in_thread(t1, out1)
+    assert pause.reached.wait(10), out1
+    th2 = commit_in_thread(t2, out2)
+    time.sleep(0.4)
+    assert "result" not in out2, "T2 certified before T1 published"
+    pause.release.set()
+    th1.join(10)
+    th2.join(10)
+    assert out1["result"] == "committed" and out2["result"] == "aborted"
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 1") == 1
+
+
+def test_a_committing_transaction_counts_as_a_conflict(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+    # T1 is published but not yet decided; T2 (later, same key) certifies meanwhile: first committer wins,
+    # so T2 aborts; T1 then commits.
+    t1, t2 = tique.connect(embedded_url), tique.connect(embedded_url)
+    t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 2")
+    pause = Pause("published", t1)
+    hooks.append(pause)
+    t2.cursor().execute(f"UPDATE {table} SET v = 2 WHERE k = 2")
+    out1: dict[str, object] = {}
+    out2: dict[str, object] = {}
+    th1 = commit_in_thread(t1, out1)
+    assert pause.reached.wait(10), out1
+    th2 = commit_in_thread(t2, out2)
+    th2.join(10)
+    assert out2["result"] == "aborted"
+    pause.release.set()
+    th1.join(10)
+    assert out1["result"] == "committed"
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 2") == 1
+
+
+def test_decided_but_not_advanced_is_invisible_and_holds_later_commits(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+    # T1 has written its committed outcome but not advanced. A reader must not see it yet; T2 (disjoint
+    # key, later timestamp) commits but only returns once T1 is visible too (commit order).
+    t1, t2 = tique.connect(embedded_url), tique.connect(embedded_url)
+    t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 3")
+    pause = Pause("decided", t1)
+    hooks.append(pause)
+    t2.cursor().execute(f"UPDATE {table} SET v = 2 WHERE k = 4")
+    out1: dict[str, object] = {}
+    out2: dict[str, object] = {}
+    th1 = commit_in_thread(t1, out1)
+    assert pause.reached.wait(10), out1
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 3") == 0
+    th2 = commit_in_thread(t2, out2)
+    time.sleep(0.4)
+    assert "result" not in out2, "T2 became visible before T1, which committed first"
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 4") == 0
+    pause.release.set()
+    th1.join(10)
+    th2.join(10)
+    assert out1["result"] == out2["result"] == "committed"
+    assert read(embedded_url, f"SELECT SUM(v) FROM {table} WHERE k IN (3, 4)") == 3
+
+
+def test_a_dead_committer_is_abandoned_after_its_lease(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+    # T1 stalls after writing its record (as if its client died). After the lease, T2 goes on; when T1
+    # wakes up, it learns it was abandoned and aborts: nothing of it is visible.
+    t1 = tique.connect(embedded_url, lease_ms=300)
+    t2 = tique.connect(embedded_url, lease_ms=300)
+    t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 5")
+    pause = Pause("recorded", t1)
+    hooks.append(pause)
+    t2.cursor().execute(f"UPDATE {table} SET v = 2 WHERE k = 6")
+    out1: dict[str, object] = {}
+    out2: dict[str, object] = {}
+    th1 = commit_in_thread(t1, out1)
+    assert pause.reached.wait(10), out1
+    th2 = commit_in_thread(t2, out2)
+    th2.join(10)
+    assert out2["result"] == "committed" and 0.25 <= out2["elapsed"] < 5  # type: ignore[operator]
+    pause.release.set()
+    th1.join(10)
+    assert out1["result"] == "aborted"
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 5") == 0
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 6") == 2
+    t1.db.apply_lease(t1._raw, 10000)
+
+
+def test_a_waiter_gets_an_error_not_a_hang(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+    # T1 is decided but stalls before advancing; it cannot be abandoned (its outcome is written). T2 waits
+    # for it with a short timeout and gets a clear error that names the stuck commit.
+    t1 = tique.connect(embedded_url)
+    t2 = tique.connect(embedded_url, advance_timeout_ms=300)
+    t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 7")
+    pause = Pause("decided", t1)
+    hooks.append(pause)
+    t2.cursor().execute(f"UPDATE {table} SET v = 2 WHERE k = 8")
+    out1: dict[str, object] = {}
+    th1 = commit_in_thread(t1, out1)
+    assert pause.reached.wait(10), out1
+    with pytest.raises(OperationalError, match="waited 300 ms for commit"):
+        t2.commit()
+    pause.release.set()
+    th1.join(10)
+    assert out1["result"] == "committed"
+    # T2's outcome was written before the wait: it is committed and becomes visible after T1
+    assert read(embedded_url, f"SELECT SUM(v) FROM {table} WHERE k IN (7, 8)") == 3
+
+
+def test_many_concurrent_increments_lose_nothing(embedded_url: str, table: str) -> None:
+    # 4 threads x 25 increments of one counter with retries: every committed increment is there.
+    def worker() -> None:
+        conn = tique.connect(embedded_url)
+        for _ in range(25):
+            conn.run(lambda c: c.cursor().execute(f"UPDATE {table} SET v = v + 1 WHERE k = 9"), retries=200)
+        conn.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 9") == 100
