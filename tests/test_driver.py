@@ -328,3 +328,14 @@ def test_point_read_pushes_the_key_filter_into_storage_and_cache(server, unique_
     on_cache = [f for f in filters if '"c"."k" = int "42"' in f]
     assert len(on_storage) == 1 and len(on_cache) == 2, plan  # Storage, committed and own Cache versions
     conn.close()
+
+
+def test_writes_that_match_nothing_leave_the_transaction_read_only(connect: Connect, kv: str) -> None:
+    # found by the model test: an empty DELETE used to send an empty write-set at COMMIT
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"DELETE FROM {kv} WHERE k = -1")
+    cur.execute(f"UPDATE {kv} SET v = 'x' WHERE k = -1")
+    assert cur.rowcount == 0
+    conn.commit()
+    assert conn.last_commit is not None and conn.last_commit.cts is None

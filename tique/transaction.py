@@ -97,7 +97,8 @@ class Transaction:
 
     @property
     def read_only(self) -> bool:
-        return not self.writes
+        """No key written (a write statement that matched no row writes nothing)."""
+        return not any(entry.live for entry in self.writes.values())
 
     def check_usable(self) -> None:
         if self.failed:
