@@ -171,24 +171,44 @@ def test_a_dead_committer_is_abandoned_after_its_lease(hooks, embedded_url: str,
 
 
 def test_a_waiter_gets_an_error_not_a_hang(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
-    # T1 is decided but stalls before advancing; it cannot be abandoned (its outcome is written). T2 waits
-    # for it with a short timeout and gets a clear error that names the stuck commit.
+    # T1 took its timestamp but stalls before publishing, within its lease (10 s). T2 waits for it with a
+    # short timeout and gets a clear error naming the stuck commit; it is rolled back, nothing is visible.
     t1 = tique.connect(embedded_url)
-    t2 = tique.connect(embedded_url, advance_timeout_ms=300)
+    t2 = tique.connect(embedded_url, publish_timeout_ms=300)
     t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 7")
-    pause = Pause("decided", t1)
+    pause = Pause("recorded", t1)
     hooks.append(pause)
     t2.cursor().execute(f"UPDATE {table} SET v = 2 WHERE k = 8")
     out1: dict[str, object] = {}
     th1 = commit_in_thread(t1, out1)
     assert pause.reached.wait(10), out1
-    with pytest.raises(OperationalError, match="waited 300 ms for commit"):
+    with pytest.raises(OperationalError, match="waited 300 ms for commit") as info:
         t2.commit()
+    assert info.value.sqlstate == "HYT00"
     pause.release.set()
     th1.join(10)
     assert out1["result"] == "committed"
-    # T2's outcome was written before the wait: it is committed and becomes visible after T1
-    assert read(embedded_url, f"SELECT SUM(v) FROM {table} WHERE k IN (7, 8)") == 3
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 8") == 0
+
+
+def test_a_waiter_settles_a_decided_predecessor_whose_client_stalled(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+    # T1 wrote its committed outcome, then stalled before advancing (as if its client died there). The module
+    # never abandons it (its outcome is written); T2 sees that outcome, settles T1 for it, and commits.
+    t1 = tique.connect(embedded_url)
+    t2 = tique.connect(embedded_url, advance_timeout_ms=300)
+    t1.cursor().execute(f"UPDATE {table} SET v = 10 WHERE k = 7")
+    pause = Pause("decided", t1)
+    hooks.append(pause)
+    t2.cursor().execute(f"UPDATE {table} SET v = 20 WHERE k = 8")
+    out1: dict[str, object] = {}
+    th1 = commit_in_thread(t1, out1)
+    assert pause.reached.wait(10), out1
+    t2.commit()
+    assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 7") == 10  # T1 is visible: it committed
+    pause.release.set()
+    th1.join(10)
+    assert out1["result"] == "committed"
+    assert read(embedded_url, f"SELECT SUM(v) FROM {table} WHERE k IN (7, 8)") == 30
 
 
 def test_many_concurrent_increments_lose_nothing(embedded_url: str, table: str) -> None:

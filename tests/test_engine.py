@@ -172,3 +172,29 @@ def test_server_not_running() -> None:
     with pytest.raises(OperationalError) as info:
         engine.connect()
     assert "is it running" in str(info.value) and f"--port {port}" in str(info.value)
+
+
+def test_exit_without_closing_is_clean_and_keeps_committed_data(tmp_path: Path) -> None:
+    # The kernel could segfault at exit (its store manager racing the shutdown); committed data must survive.
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    url = f"monetdbe://{tmp_path / 'db'}"
+    for round_ in range(3):
+        write = (
+            "import tique\n"
+            f"c = tique.connect({url!r})\n"
+            "c.cursor().execute('CREATE TABLE IF NOT EXISTS kept (k INT PRIMARY KEY)')\n"
+            f"rows = [(i,) for i in range({round_ * 50}, {round_ * 50 + 50})]\n"
+            "c.cursor().executemany('INSERT INTO kept VALUES (%s)', rows)\n"
+            "c.commit()\n"
+        )
+        read = (
+            f"import tique\nc = tique.connect({url!r})\nprint(c.execute('SELECT COUNT(*) FROM kept').fetchone()[0])\n"
+        )
+        wrote = subprocess.run([sys.executable, "-c", write], capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert wrote.returncode == 0, wrote.stderr  # not -11 (SIGSEGV)
+        got = subprocess.run([sys.executable, "-c", read], capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert got.returncode == 0 and got.stdout.strip() == str(50 * (round_ + 1)), got.stderr

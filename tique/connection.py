@@ -35,7 +35,7 @@ class Connection:
         self.settings = settings
         self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms)
         self._raw = self.db.connect_raw()
-        if settings.lease_ms != self.db.lease_ms:
+        if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
             self.db.apply_lease(self._raw, settings.lease_ms)
         if settings.short_pipeline:
             try:

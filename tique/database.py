@@ -47,12 +47,12 @@ class PlanCache:
 
 
 class Database:
-    def __init__(self, url: EngineURL, sequencer_kind: str, lease_ms: int) -> None:
+    def __init__(self, url: EngineURL, sequencer_kind: str, lease_ms: int | None) -> None:
         self.url = url
         self.engine: Engine = open_engine(url)
         self.catalog = catalog.Catalog()
         self.plans = PlanCache()
-        self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms)  # type: ignore[arg-type]
+        self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or 10000)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         conn = self.engine.connect()
         try:
@@ -62,7 +62,8 @@ class Database:
                 from tique.recovery import recover
 
                 recover(conn, self.sequencer)
-            self.apply_lease(conn, lease_ms)
+            if lease_ms is not None:
+                self.apply_lease(conn, lease_ms)
             self.default_schema = str(conn.execute("SELECT CURRENT_SCHEMA").scalar())
             self.catalog.refresh(conn)
         finally:
@@ -78,7 +79,7 @@ class Database:
         return self.engine.connect()
 
     @classmethod
-    def get(cls, url: str | EngineURL, sequencer_kind: str = "c", lease_ms: int = 10000) -> Database:
+    def get(cls, url: str | EngineURL, sequencer_kind: str = "c", lease_ms: int | None = None) -> Database:
         parsed = parse_url(url) if isinstance(url, str) else url
         key = (parsed.redacted() + f"|{parsed.username}|{parsed.password}", sequencer_kind)
         with _registry_lock:

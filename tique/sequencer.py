@@ -66,6 +66,10 @@ class Sequencer(Protocol):
         """(last transaction id handed out, last commit timestamp handed out)."""
         ...
 
+    def live_sql(self, cts_column: str) -> str:
+        """A SQL condition (starting with AND) that drops abandoned commit timestamps: they never commit."""
+        ...
+
 
 def ensure_schema(conn: RawConnection) -> None:
     exists = conn.execute("SELECT COUNT(*) FROM sys.schemas WHERE name = 'tique'").scalar()
@@ -143,6 +147,9 @@ class CSequencer:
     def counters(self, conn: RawConnection) -> tuple[int, int]:
         row = conn.execute("SELECT tique.last_txid(), tique.last_cts()").rows[0]
         return int(row[0]), int(row[1])
+
+    def live_sql(self, cts_column: str) -> str:
+        return f"AND tique.cts_state({cts_column}) <> {ABANDONED}"
 
 
 class SqlSequencer:
@@ -281,10 +288,15 @@ class SqlSequencer:
         conn.execute(f"INSERT INTO tique.seq_sts VALUES ({int(cts)})")
 
     def counters(self, conn: RawConnection) -> tuple[int, int]:
-        row = conn.execute("SELECT (SELECT MAX(cts) FROM tique.seq_events), (SELECT MAX(sts) FROM tique.seq_sts)").rows[
-            0
-        ]
-        return -1, int(row[0] or row[1] or 0)
+        row = conn.execute("SELECT (SELECT MAX(cts) FROM tique.seq_events), (SELECT MAX(sts) FROM tique.seq_sts)")
+        last_cts, sts = row.rows[0]
+        return -1, int(last_cts or sts or 0)
+
+    def live_sql(self, cts_column: str) -> str:
+        return (
+            f"AND {cts_column} NOT IN (SELECT cts FROM tique.seq_events WHERE kind = {ABANDONED} "
+            f"AND cts NOT IN (SELECT cts FROM tique.seq_events WHERE kind = {WITHDRAWN}))"
+        )
 
 
 WITHDRAWN = 6  # SQL sequencer only: an abandon withdrawn because the owner was deciding

@@ -35,7 +35,12 @@ class Settings(BaseModel):
     )
     publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
     advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")
-    lease_ms: int = Field(10000, gt=0, description="after this, a stuck predecessor commit is abandoned")
+    lease_ms: int | None = Field(
+        None,
+        gt=0,
+        description="after this, a stuck predecessor commit is abandoned; set per database in the engine "
+        "(default 10 s there); None leaves it as it is",
+    )
     retries: int = Field(10, ge=0, description="default retries of Connection.run after a SerializationFailure")
     # For consistency checking only (tique elle): break isolation on purpose, to prove the checker catches it.
     unsafe_read_latest: bool = Field(False, description="NEGATIVE CONTROL: read the latest committed data")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -77,8 +78,10 @@ class Transaction:
 
     def _begin(self, min_sts: int) -> tuple[int, int]:
         if isinstance(self.db.sequencer, CSequencer):
-            sts, txid = self.conn.execute("SELECT tique.sts(), tique.next_txid()").rows[0]
+            sts, txid, stuck = self.conn.execute("SELECT tique.sts(), tique.next_txid(), tique.stuck()").rows[0]
             sts, txid = int(sts), int(txid)
+            if stuck and settle_if_decided(self.conn, int(stuck)):
+                sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
         if sts < min_sts:
@@ -310,15 +313,17 @@ class Transaction:
             self._step("recorded")
             # 2. publish: from here every later committer's certification sees this record; wait for earlier ones
             cts = int(
-                conn.execute(
-                    f"SELECT MAX(cts), tique.publish(MAX(cts), {s.publish_timeout_ms}) FROM tique.commits "
-                    f"WHERE txid = {self.txid}"
+                self._waiting(
+                    lambda: conn.execute(
+                        f"SELECT MAX(cts), tique.publish(MAX(cts), {s.publish_timeout_ms}) FROM tique.commits "
+                        f"WHERE txid = {self.txid}"
+                    )
                 ).rows[0][0]
             )
             self._step("published")
             # 3. certify, read-only: this statement starts after every earlier record is visible. (A statement
             # that writes must not also filter tables others append to: MonetDB aborts it on a conflict.)
-            ok = s.unsafe_skip_certification or not conn.execute(self._conflicts_sql(cts)).rows
+            ok = s.unsafe_skip_certification or self._certify(cts)
             # 4. decide and record the outcome; from here the commit can no longer be abandoned
             conn.execute(
                 f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {'TRUE' if ok else 'FALSE'}"
@@ -336,7 +341,13 @@ class Transaction:
             self._abort_recorded(cts)
             raise
         # 5. become visible in commit order (an abort has nothing to show: it settles its slot and goes)
-        conn.execute(f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0})")
+        try:
+            self._waiting(lambda: conn.execute(f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0})"))
+        except OperationalError as exc:
+            if not (ok and _connection_lost(exc)):
+                raise
+            # the committed outcome is durable: the transaction committed; recovery or a peer makes it visible
+
         self._step("advanced")
         if not ok:
             raise SerializationFailure(
@@ -344,6 +355,38 @@ class Transaction:
                 f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
             )
         return CommitResult(True, cts)
+
+    def _certify(self, cts: int) -> bool:
+        """True when no conflicting transaction committed (or is committing) in (sts, cts).
+
+        A conflicting one stuck before deciding for longer than the lease (its client died after publishing)
+        is expired, then the check runs again: it will never commit."""
+        while True:
+            conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
+            if not conflicts:
+                return True
+            undecided = ", ".join(str(c) for c in conflicts)
+            expired = (
+                self.conn.execute(
+                    f"SELECT SUM(tique.expire(cts)) FROM tique.commits WHERE cts IN ({undecided}) "
+                    "AND txid NOT IN (SELECT txid FROM tique.outcomes)"
+                ).scalar()
+                if isinstance(self.db.sequencer, CSequencer)
+                else 0
+            )
+            if not expired:
+                return False
+
+    def _waiting(self, call: Callable[[], Result]) -> Result:
+        """Run a waiting sequencer call; if it timed out behind a predecessor stuck in DECIDING whose outcome
+        is already recorded (its client died before advancing), settle that predecessor and wait again."""
+        while True:
+            try:
+                return call()
+            except OperationalError as exc:
+                stuck = _STUCK.search(str(exc))
+                if exc.sqlstate != "HYT00" or not stuck or not settle_if_decided(self.conn, int(stuck.group(1))):
+                    raise
 
     def _step(self, name: str) -> None:
         for hook in step_hooks:
@@ -353,10 +396,10 @@ class Transaction:
         """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key
         this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C)."""
         return (
-            f"SELECT 1 FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
-            f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) "
+            f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
+            f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {self.db.sequencer.live_sql('o.cts')} "
             f"AND o.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} "
-            f"AND cts < {cts}) LIMIT 1"
+            f"AND cts < {cts})"
         )
 
     def _abort_recorded(self, cts: int | None) -> None:
@@ -380,7 +423,7 @@ class Transaction:
         try:
             conn.execute(f"INSERT INTO tique.commits VALUES {values}")
             seq.publish(conn, cts, s.publish_timeout_ms)
-            ok = s.unsafe_skip_certification or not conn.execute(self._conflicts_sql(cts)).rows
+            ok = s.unsafe_skip_certification or self._certify(cts)
             seq.decide(conn, cts)
             conn.execute(f"INSERT INTO tique.outcomes VALUES ({self.txid}, {cts}, {'TRUE' if ok else 'FALSE'})")
         except (SerializationFailure, OperationalError):
@@ -393,6 +436,17 @@ class Transaction:
                 f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
             )
         return CommitResult(True, cts)
+
+
+_STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
+
+
+def settle_if_decided(conn: RawConnection, cts: int) -> bool:
+    """Advance a commit whose outcome is recorded but whose client never advanced it. True if settled."""
+    if not conn.execute(f"SELECT COUNT(*) FROM tique.outcomes WHERE cts = {int(cts)}").scalar():
+        return False
+    conn.execute(f"SELECT tique.advance({int(cts)}, 0)")
+    return True
 
 
 def _show(info: TableInfo, key: Key) -> str:

@@ -33,7 +33,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 1
+#define TIQUE_UDF_ABI 3
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -360,6 +360,28 @@ TQabandon(tq_lng *ret, const tq_lng *cts)
 	return err;
 }
 
+/* abandon c if it is stuck before deciding for longer than the lease (as a waiter would): 1 if abandoned */
+static char *
+TQexpire(tq_lng *ret, const tq_lng *cts)
+{
+	const char *fcn = "tique.expire";
+	tq_lng c = *cts;
+	char *err;
+	pthread_mutex_lock(&lock);
+	*ret = 0;
+	if ((err = check_cts(fcn, c)) == NULL) {
+		int st = state_of(c);
+		if ((st == TAKEN || st == PUBLISHED) && now_ms() - slot_of(c)->since_ms >= lease_ms) {
+			set_state(c, ABANDONED);
+			abandoned_total++;
+			move_watermarks();
+			*ret = 1;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
 static char *
 TQstate(int *ret, const tq_lng *cts)
 {
@@ -425,6 +447,25 @@ TQabandoned(tq_lng *ret)
 	return NULL;
 }
 
+/* the lowest commit stuck in DECIDING for longer than the lease (its client may have died before advancing),
+ * or 0: the driver settles it if its outcome is recorded */
+static char *
+TQstuck(tq_lng *ret)
+{
+	pthread_mutex_lock(&lock);
+	int64_t now = now_ms();
+	*ret = 0;
+	for (tq_lng c = sts + 1; c <= last_cts; c++) {
+		slot_t *s = slot_of(c);
+		if (s->cts == c && s->state == DECIDING && now - s->since_ms >= lease_ms) {
+			*ret = c;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
 static char *
 TQabi(int *ret)
 {
@@ -453,6 +494,8 @@ static mel_func tique_functions[] = {
 	FN("last_txid", TQlast_txid, 1, 1, LNG),
 	FN("last_cts", TQlast_cts, 1, 1, LNG),
 	FN("abandoned", TQabandoned, 1, 1, LNG),
+	FN("stuck", TQstuck, 1, 1, LNG),
+	FN("expire", TQexpire, 1, 2, LNG, LNG),
 	FN("abi", TQabi, 1, 1, INT),
 	{.mod = ""},
 };

@@ -16,6 +16,7 @@ import datetime
 import decimal
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -194,6 +195,32 @@ def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
     return OperationalError(f"cannot open {engine.describe()}: {detail}")
 
 
+STORE_MANAGER_SLEEP_S = 0.1  # the kernel's store manager wakes up every 100 ms
+
+
+def _close_handle(handle: Any) -> None:
+    """monetdbe_close, made safe for the last session of the process (which shuts the kernel down).
+
+    In 11.41 the store manager thread sleeps 100 ms, then reads the store before it checks whether the kernel
+    is exiting; shutdown frees the store first and sets "exiting" only later, so a wake-up in between reads
+    freed memory and the process dies of SIGSEGV. We set "exiting" first and give the manager one wake-up to
+    leave its loop before the kernel goes down.
+    """
+    _, lib = _lowlevel()
+    with _state_lock:
+        last = _open_count == 1
+    if last and _open_path:
+        import ctypes
+        import glob
+
+        from tique.engine.udf import monetdbe_libdir
+
+        libbat = ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0])
+        libbat.GDKprepareExit()
+        time.sleep(2 * STORE_MANAGER_SLEEP_S + 0.05)
+    lib.monetdbe_close(handle)
+
+
 def _closed_one() -> None:
     global _open_path, _open_count
     with _state_lock:
@@ -244,12 +271,11 @@ class EmbeddedConnection:
             lib.monetdbe_cleanup_result(self._handle, res)
 
     def close(self) -> None:
-        _, lib = _lowlevel()
         with self._lock:
             if self._handle is None:
                 return
             handle, self._handle = self._handle, None
-            self._worker.call(lambda: lib.monetdbe_close(handle))
+            self._worker.call(lambda: _close_handle(handle))
             _give_back(self._worker)
         _closed_one()
 
