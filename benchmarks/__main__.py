@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {"engine": "benchmarks.engine"}
+COMMANDS = {"engine": "benchmarks.engine", "txn": "benchmarks.txn"}
 
 
 def main() -> int:

@@ -339,3 +339,26 @@ def test_writes_that_match_nothing_leave_the_transaction_read_only(connect: Conn
     assert cur.rowcount == 0
     conn.commit()
     assert conn.last_commit is not None and conn.last_commit.cts is None
+
+
+def test_bulk_load_writes_stable_rows_to_storage(connect: Connect, kv: str, unique_name: Names) -> None:
+    conn = connect()
+    assert conn.bulk_load(kv, [(i, f"v{i}", i) for i in range(2500)]) == 2500
+    assert rows(conn, f"SELECT COUNT(*), SUM(n) FROM {kv}") == [(2500, sum(range(2500)))]
+    raw = conn.db.connect_raw()
+    assert raw.execute(f"SELECT COUNT(*) FROM {kv}__cache").scalar() == 0  # no versions, no metadata
+    raw.close()
+    conn.cursor().execute(f"UPDATE {kv} SET v = 'new' WHERE k = 7")  # versions on top of stable rows
+    conn.commit()
+    assert rows(conn, f"SELECT v FROM {kv} WHERE k = 7") == [("new",)]
+    with pytest.raises(IntegrityError):
+        conn.bulk_load(kv, [(7, "again", 0)])  # Storage's primary key refuses a duplicate
+    bag = unique_name("bag")
+    conn.cursor().execute(f"CREATE TABLE {bag} (a INT)")
+    conn.bulk_load(bag, [(1,), (1,)])
+    conn.bulk_load(bag, [(2,), (2,)])  # a second load: its hidden row ids must not collide
+    assert rows(conn, f"SELECT COUNT(*) FROM {bag}") == [(4,)]
+    conn.cursor().execute(f"DELETE FROM {bag} WHERE a = 1")
+    assert conn.cursor().execute(f"SELECT COUNT(*) FROM {bag}").fetchone() == (2,)
+    conn.commit()
+    assert rows(conn, f"SELECT a, COUNT(*) FROM {bag} GROUP BY a") == [(2, 2)]

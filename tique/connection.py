@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from tique import errors
@@ -125,6 +125,49 @@ class Connection:
             self.commit()
         else:
             self.rollback()
+
+    def bulk_load(self, table: str, rows: Iterable[Sequence[Any]], batch: int = 1000) -> int:
+        """Load rows straight into a table's Storage as stable data: no versions, no commit protocol.
+
+        For initial loads (and benchmarks) into tables that are not being written concurrently: the rows
+        become visible to every snapshot at once, and keys already present are refused by Storage's primary
+        key. Rows give every column of the table, in order. Returns the number of rows loaded.
+        """
+        from tique.params import literal
+        from tique.rewrite.values import coerce
+
+        self._check_open()
+        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table.lower())
+        if info is None:
+            raise errors.ProgrammingError(f"bulk_load: {table!r} is not a table of tique's")
+        target = info.storage if info.kind == "tx" else f'"{info.schema}"."{info.name}"'
+        total = 0
+        chunk: list[str] = []
+
+        def send() -> None:
+            if chunk:
+                self._raw.execute(f"INSERT INTO {target} VALUES {', '.join(chunk)}")
+                chunk.clear()
+
+        # hidden row ids of bulk-loaded rows count down from below any stored one: transactions use positive ones
+        rowid = 0
+        if info.has_rowid and info.kind == "tx":
+            rowid = min(0, int(self._raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {target}").scalar()))
+        for row in rows:
+            if len(row) != len(info.columns):
+                raise errors.ProgrammingError(
+                    f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
+                )
+            values = [literal(coerce(v, c.sql_type, c.name)) for v, c in zip(row, info.columns)]
+            if info.has_rowid and info.kind == "tx":
+                rowid -= 1
+                values.append(str(rowid))
+            chunk.append("(" + ", ".join(values) + ")")
+            total += 1
+            if len(chunk) >= batch:
+                send()
+        send()
+        return total
 
     def rewrite(self, operation: str, parameters: Any = None) -> str:
         """The SQL tique would send to MonetDB for a read, in this connection's current transaction."""
