@@ -37,9 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         setup.bulk_load("accounts", [(i, i % 10, START_BALANCE) for i in range(ACCOUNTS)])
         setup.close()
         print(f"tique demo: {ACCOUNTS} accounts x {START_BALANCE} on the embedded engine ({url})")
-        print(
-            f"{args.clients} clients transfer money for {args.seconds:.0f} s while an analytical client sums all balances\n"
-        )
+        print(f"{args.clients} clients transfer money for {args.seconds:.0f} s", end="")
+        print(" while an analytical client sums all balances\n")
 
         stop = threading.Event()
         counts = {"committed": 0, "aborted": 0}
