@@ -1,0 +1,39 @@
+"""The benchmark scripts and the demo at their smallest scale, so they cannot rot (the real runs are
+benchmarks, not tests)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_engine_benchmark(tmp_path: Path) -> None:
+    out = tmp_path / "engine.json"
+    proc = run("-m", "benchmarks", "engine", "--calls", "30", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert set(data["systems"]) == {"embedded", "mapi"}
+    assert data["systems"]["mapi"]["point_read"]["p50"] > 0 and data["machine"]["cpus"]
+
+
+def test_txn_benchmark(tmp_path: Path) -> None:
+    out = tmp_path / "txn.json"
+    proc = run("-m", "benchmarks", "txn", "--n", "20", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    update = data["engines"]["embedded"]["update_txn"]
+    assert update["native"]["round_trips"] == 1.0 and update["tique_buffered"]["round_trips"] >= 5
+
+
+def test_demo() -> None:
+    proc = run("-m", "tique.demo", "--seconds", "3", "--clients", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "consistent" in proc.stdout and "INCONSISTENT" not in proc.stdout
