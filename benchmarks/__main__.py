@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {"engine": "benchmarks.engine", "txn": "benchmarks.txn"}
+COMMANDS = {"engine": "benchmarks.engine", "txn": "benchmarks.txn", "elle": "benchmarks.elle"}
 
 
 def main() -> int:

@@ -37,3 +37,12 @@ def test_demo() -> None:
     proc = run("-m", "tique.demo", "--seconds", "3", "--clients", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "consistent" in proc.stdout and "INCONSISTENT" not in proc.stdout
+
+
+def test_elle_checker_benchmark(tmp_path: Path) -> None:
+    out = tmp_path / "elle.json"
+    proc = run("-m", "benchmarks", "elle", "--txns", "2000", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    # the simulated store is snapshot-isolated: the checker must say so (write skews are allowed)
+    assert data["valid_snapshot_isolation"] and data["transactions"] == 2000 and data["check_seconds"] > 0

@@ -20,7 +20,37 @@ def main(argv: list[str] | None = None) -> int:
         help="password of the 'monetdb' admin user (default: $TIQUE_PASSWORD or 'monetdb')",
     )
 
+    elle = sub.add_parser("elle", help="Elle-style consistency checking: run a list-append workload, check histories")
+    elle_sub = elle.add_subparsers(dest="elle_command", required=True)
+    run = elle_sub.add_parser("run", help="run the workload against a database and check its history")
+    run.add_argument("url", help="tique URL (monetdbe:///dir, monetdbe::memory:, monetdb://...)")
+    run.add_argument("--clients", type=int, default=8)
+    run.add_argument("--txns", type=int, default=2000)
+    run.add_argument("--keys", type=int, default=8, help="keys in the active window")
+    run.add_argument("--max-ops", type=int, default=4)
+    run.add_argument("--system", choices=["tique", "native"], default="tique")
+    run.add_argument(
+        "--negative",
+        choices=["read-latest", "skip-certification"],
+        help="break isolation on purpose (only to prove the checker catches it)",
+    )
+    run.add_argument("--processes", action="store_true", help="clients are processes (needs a monetdb:// URL)")
+    run.add_argument("--model", default="snapshot-isolation")
+    run.add_argument("--out", default="results/elle", help="directory for history.json and results.json")
+    check = elle_sub.add_parser("check", help="check a list-append history file (elle-cli's JSON)")
+    check.add_argument("file")
+    check.add_argument(
+        "--model",
+        default="snapshot-isolation",
+        help="snapshot-isolation (default), strong-snapshot-isolation, serializable, strong-serializable",
+    )
+    check.add_argument("--json", action="store_true", help="print the result as JSON")
+
     args = parser.parse_args(argv)
+    if args.command == "elle":
+        from tique.elle.cli import main as elle_main
+
+        return elle_main(args)
     if args.command == "serve":
         from tique.serve import serve as run_serve
 

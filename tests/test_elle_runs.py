@@ -1,0 +1,89 @@
+"""The list-append workload against the real engine, checked: tique valid for snapshot isolation (embedded
+and over tique serve with processes), each negative control caught, native MonetDB checked too. The full
+runs (8 clients x 20000 transactions) are benchmarks: python -m benchmarks elle."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tique.elle.checker import analyze
+from tique.elle.workload import Plan, run
+
+TXNS = 1500
+
+
+def elle(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tique.cli", "elle", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
+
+
+def test_tique_embedded_is_snapshot_isolated(tmp_path: Path) -> None:
+    # its own process: the embedded database of the workload must be the only one there
+    proc = elle("run", f"monetdbe://{tmp_path / 'db'}", "--clients", "8", "--txns", str(TXNS), "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert result["valid?"] and result["verdicts"]["strong-snapshot-isolation"]
+    assert result["counts"]["ok"] > TXNS // 4
+    # the history file is also checkable on its own
+    assert elle("check", str(tmp_path / "history.json")).returncode == 0
+
+
+def test_tique_over_mapi_with_processes_is_snapshot_isolated(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ops = run(Plan(server.url, clients=4, txns=600), processes=True)
+    result = analyze(ops)
+    assert result.valid("snapshot-isolation") and result.valid("strong-snapshot-isolation"), result.to_json(
+        "snapshot-isolation"
+    )
+    assert sum(op.type == "ok" for op in ops) > 150
+
+
+@pytest.mark.parametrize(
+    ("negative", "expected"),
+    [
+        ("read-latest", {"G-single", "G1c", "G-nonadjacent", "G0", "internal", "lost-update", "G1b"}),
+        ("skip-certification", {"G0", "lost-update", "incompatible-order", "G-single", "G1c"}),
+    ],
+)
+def test_negative_controls_are_caught(tmp_path: Path, negative: str, expected: set[str]) -> None:
+    proc = elle(
+        "run",
+        f"monetdbe://{tmp_path / 'db'}",
+        "--clients",
+        "8",
+        "--txns",
+        str(TXNS),
+        "--negative",
+        negative,
+        "--out",
+        str(tmp_path),
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert not result["valid?"]
+    forbidden = set(result["anomaly-types"]) - {"G2-item"}
+    assert forbidden and forbidden <= expected | {f"{a}-realtime" for a in expected}, result["anomaly-types"]
+
+
+def test_native_monetdb_is_checked_and_aborts_a_lot(tmp_path: Path) -> None:
+    proc = elle(
+        "run",
+        f"monetdbe://{tmp_path / 'db'}",
+        "--system",
+        "native",
+        "--clients",
+        "4",
+        "--txns",
+        "600",
+        "--out",
+        str(tmp_path),
+    )
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    assert result["system"] == "native" and 0 < result["abort_rate"] < 1

@@ -1,0 +1,1 @@
+"""Elle-style consistency checking: list-append workloads, histories, and a checker."""
