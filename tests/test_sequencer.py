@@ -10,16 +10,34 @@ from collections.abc import Iterator
 
 import pytest
 
-from tique.engine import RawConnection
+from tests.conftest import ServeProcess, start_serve
+from tique.engine import RawConnection, open_engine
 from tique.engine.base import Engine
 from tique.errors import NotSupportedError, OperationalError, SerializationFailure
 from tique.sequencer import ABANDONED, DECIDING, CSequencer, Sequencer, SqlSequencer, make_sequencer
 
 
+@pytest.fixture(scope="module")
+def sql_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """A throw-away server for the pure-SQL sequencer: concurrent NEXT VALUE FOR corrupts the write-ahead log
+    of this kernel (README), and its background flush then kills the process that owns the database. It must
+    never be the test session's own database."""
+    proc = start_serve(tmp_path_factory.mktemp("sqlseq") / "sqlseq")
+    yield proc
+    proc.stop()
+
+
 @pytest.fixture(params=["c", "sql"])
-def seq(request: pytest.FixtureRequest, embedded_engine: Engine) -> Iterator[Sequencer]:
-    conn = embedded_engine.connect()
-    sequencer = make_sequencer(request.param, lease_ms=60000, unsafe_sequences=True)
+def seq_engine(request: pytest.FixtureRequest, embedded_engine: Engine) -> Engine:
+    if request.param == "c":
+        return embedded_engine
+    return open_engine(request.getfixturevalue("sql_server").url)
+
+
+@pytest.fixture
+def seq(seq_engine: Engine) -> Iterator[Sequencer]:
+    conn = seq_engine.connect()
+    sequencer = make_sequencer("c" if seq_engine.kind == "embedded" else "sql", lease_ms=60000, unsafe_sequences=True)
     sequencer.install(conn)
     conn.close()
     yield sequencer
@@ -33,11 +51,11 @@ def settle(seq: Sequencer, conn: RawConnection, *cts: int) -> None:
         seq.advance(conn, c, 5000)
 
 
-def test_threads_get_unique_increasing_values(seq: Sequencer, embedded_engine: Engine) -> None:
+def test_threads_get_unique_increasing_values(seq: Sequencer, seq_engine: Engine) -> None:
     results: dict[int, list[tuple[int, int]]] = {}
 
     def work(n: int) -> None:
-        conn = embedded_engine.connect()
+        conn = seq_engine.connect()
         results[n] = [(seq.next_txid(conn), seq.next_cts(conn)) for _ in range(500)]
         settle(seq, conn, *(c for _, c in results[n]))
         conn.close()
@@ -71,7 +89,8 @@ print(" ".join(map(str, out)))
 
 
 @pytest.mark.parametrize("kind", ["c", "sql"])
-def test_processes_over_mapi_get_unique_increasing_values(server, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_processes_over_mapi_get_unique_increasing_values(request: pytest.FixtureRequest, kind: str) -> None:
+    server = request.getfixturevalue("server" if kind == "c" else "sql_server")
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", CLIENT, str(server.port), server.directory.name, kind],
@@ -97,8 +116,8 @@ def test_processes_over_mapi_get_unique_increasing_values(server, kind: str) -> 
     conn.close()
 
 
-def test_advance_follows_commit_order_when_callers_arrive_out_of_order(seq: Sequencer, embedded_engine: Engine) -> None:
-    conn = embedded_engine.connect()
+def test_advance_follows_commit_order_when_callers_arrive_out_of_order(seq: Sequencer, seq_engine: Engine) -> None:
+    conn = seq_engine.connect()
     c1, c2, c3 = (seq.next_cts(conn) for _ in range(3))
     base = seq.sts(conn)
     assert base == c1 - 1
@@ -107,7 +126,7 @@ def test_advance_follows_commit_order_when_callers_arrive_out_of_order(seq: Sequ
 
     def advance(c: int, delay: float) -> None:
         time.sleep(delay)
-        own = embedded_engine.connect()
+        own = seq_engine.connect()
         sts = seq.advance(own, c, 10000)
         returned[c] = (time.monotonic(), sts)
         own.close()
@@ -133,8 +152,8 @@ def test_advance_follows_commit_order_when_callers_arrive_out_of_order(seq: Sequ
     conn.close()
 
 
-def test_waiter_whose_predecessor_never_arrives_times_out(seq: Sequencer, embedded_engine: Engine) -> None:
-    conn = embedded_engine.connect()
+def test_waiter_whose_predecessor_never_arrives_times_out(seq: Sequencer, seq_engine: Engine) -> None:
+    conn = seq_engine.connect()
     c1, c2 = seq.next_cts(conn), seq.next_cts(conn)
     t0 = time.monotonic()
     with pytest.raises(OperationalError) as info:
@@ -147,14 +166,14 @@ def test_waiter_whose_predecessor_never_arrives_times_out(seq: Sequencer, embedd
     conn.close()
 
 
-def test_publish_waits_for_every_earlier_timestamp(seq: Sequencer, embedded_engine: Engine) -> None:
-    conn = embedded_engine.connect()
+def test_publish_waits_for_every_earlier_timestamp(seq: Sequencer, seq_engine: Engine) -> None:
+    conn = seq_engine.connect()
     c1, c2 = seq.next_cts(conn), seq.next_cts(conn)
     done = threading.Event()
 
     def late_publish() -> None:
         time.sleep(0.3)
-        own = embedded_engine.connect()
+        own = seq_engine.connect()
         seq.publish(own, c1, 5000)
         done.set()
         own.close()
@@ -168,9 +187,13 @@ def test_publish_waits_for_every_earlier_timestamp(seq: Sequencer, embedded_engi
     conn.close()
 
 
-def test_stale_predecessor_is_abandoned_after_its_lease(embedded_engine: Engine) -> None:
-    for seq in (CSequencer(), SqlSequencer(lease_ms=200, unsafe_sequences=True)):
-        conn = embedded_engine.connect()
+def test_stale_predecessor_is_abandoned_after_its_lease(embedded_engine: Engine, sql_server: ServeProcess) -> None:
+    pairs = (
+        (CSequencer(), embedded_engine),
+        (SqlSequencer(lease_ms=200, unsafe_sequences=True), open_engine(sql_server.url)),
+    )
+    for seq, engine in pairs:
+        conn = engine.connect()
         seq.install(conn)
         if isinstance(seq, CSequencer):
             old = seq.set_lease(conn, 200)
@@ -189,9 +212,13 @@ def test_stale_predecessor_is_abandoned_after_its_lease(embedded_engine: Engine)
         conn.close()
 
 
-def test_a_deciding_predecessor_is_never_abandoned(embedded_engine: Engine) -> None:
-    for seq in (CSequencer(), SqlSequencer(lease_ms=100, unsafe_sequences=True)):
-        conn = embedded_engine.connect()
+def test_a_deciding_predecessor_is_never_abandoned(embedded_engine: Engine, sql_server: ServeProcess) -> None:
+    pairs = (
+        (CSequencer(), embedded_engine),
+        (SqlSequencer(lease_ms=100, unsafe_sequences=True), open_engine(sql_server.url)),
+    )
+    for seq, engine in pairs:
+        conn = engine.connect()
         if isinstance(seq, CSequencer):
             old = seq.set_lease(conn, 100)
         deciding, waiter = seq.next_cts(conn), seq.next_cts(conn)
