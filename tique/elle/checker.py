@@ -360,43 +360,22 @@ def _classify_scc(g: nx.DiGraph, base: set[str], suffix: str, result: Result) ->
             if cycle:
                 result.add(Anomaly("G0" + suffix, [g.nodes[n]["txn"] for n in cycle], _explain(g, cycle, [WW, RT])))
                 return
-    # G1c: ww and wr only, with at least one wr
-    for a, b, d in edges:
-        if WR in d["rels"]:
-            cycle = _cycle_through(nonrw, a, b)
-            if cycle:
-                result.add(
-                    Anomaly("G1c" + suffix, [g.nodes[n]["txn"] for n in cycle], _explain(g, cycle, [WR, WW, RT]))
-                )
-                return
+    wr_edges = [(a, b) for a, b, d in edges if WR in d["rels"]]
     rw_edges = [(a, b) for a, b, d in edges if RW in d["rels"]]
-    # G-single: exactly one anti-dependency
-    for a, b in rw_edges:
-        cycle = _cycle_through(nonrw, a, b)
-        if cycle:
-            result.add(
-                Anomaly("G-single" + suffix, [g.nodes[n]["txn"] for n in cycle], _explain(g, cycle, [RW, WR, WW, RT]))
-            )
-            return
-    # G-nonadjacent: two or more rw, none adjacent
-    for a, b in rw_edges:
-        cycle = _nonadjacent_cycle(g, base, a, b)
-        if cycle:
-            result.add(
-                Anomaly(
-                    "G-nonadjacent" + suffix, [g.nodes[n]["txn"] for n in cycle], _explain(g, cycle, [RW, WR, WW, RT])
-                )
-            )
-            return
-    # G2-item: any other cycle with an anti-dependency
     full = _subgraph(g, base | {RW})
-    for a, b in rw_edges:
-        cycle = _cycle_through(full, a, b)
-        if cycle:
-            result.add(
-                Anomaly("G2-item" + suffix, [g.nodes[n]["txn"] for n in cycle], _explain(g, cycle, [RW, WR, WW, RT]))
-            )
-            return
+    # In order of severity; the first class with a cycle in this component is reported.
+    searches: list[tuple[str, list[tuple[int, int]], Any, list[str]]] = [
+        ("G1c", wr_edges, lambda a, b: _cycle_through(nonrw, a, b), [WR, WW, RT]),  # ww and wr, >= 1 wr
+        ("G-single", rw_edges, lambda a, b: _cycle_through(nonrw, a, b), [RW, WR, WW, RT]),  # exactly one rw
+        ("G-nonadjacent", rw_edges, lambda a, b: _nonadjacent_cycle(g, base, a, b), [RW, WR, WW, RT]),
+        ("G2-item", rw_edges, lambda a, b: _cycle_through(full, a, b), [RW, WR, WW, RT]),  # any other with rw
+    ]
+    for kind, starts, find, preferred in searches:
+        for a, b in starts:
+            cycle = find(a, b)
+            if cycle:
+                result.add(Anomaly(kind + suffix, [g.nodes[n]["txn"] for n in cycle], _explain(g, cycle, preferred)))
+                return
 
 
 def _nonadjacent_cycle(g: nx.DiGraph, base: set[str], a: int, b: int) -> list[int] | None:
