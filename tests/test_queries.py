@@ -14,7 +14,8 @@ Connect = Callable[..., tique.Connection]
 QUERIES = [
     "SELECT o.id, c.name, o.amount FROM {o} o JOIN {c} c ON c.id = o.customer ORDER BY o.id",
     "SELECT c.name, SUM(o.amount), COUNT(*) FROM {o} o JOIN {c} c ON c.id = o.customer GROUP BY c.name ORDER BY c.name",
-    "WITH big AS (SELECT * FROM {o} WHERE amount > 50) SELECT customer, MAX(amount) FROM big GROUP BY customer ORDER BY customer",
+    "WITH big AS (SELECT * FROM {o} WHERE amount > 50) "
+    "SELECT customer, MAX(amount) FROM big GROUP BY customer ORDER BY customer",
     "SELECT id, amount, RANK() OVER (PARTITION BY customer ORDER BY amount DESC, id) FROM {o} ORDER BY id",
     "SELECT id FROM {o} WHERE customer IN (SELECT id FROM {c} WHERE name LIKE 'c%') ORDER BY id",
     "SELECT id, amount FROM {o} ORDER BY amount DESC, id LIMIT 5",
