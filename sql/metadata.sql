@@ -4,5 +4,7 @@
 CREATE TABLE tique.commits (txid BIGINT, sts BIGINT, cts BIGINT, h BIGINT);
 -- The outcome of every transaction that wrote a commit record.
 CREATE TABLE tique.outcomes (txid BIGINT, cts BIGINT, ok BOOLEAN);  -- ok: committed (TRUE) or aborted
+-- Keys a priority transaction reserved for its retry: others touching them lose certification meanwhile.
+CREATE TABLE tique.reservations (txid BIGINT, h BIGINT, until_ms BIGINT);
 -- The catalog of tables tique manages (DDL only).
 CREATE TABLE tique.tables (table_id INT, schema_name VARCHAR(128), name VARCHAR(128), kind VARCHAR(16), spec CLOB);

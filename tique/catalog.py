@@ -97,12 +97,15 @@ def install(conn: RawConnection) -> None:
     from tique.sequencer import ensure_schema
 
     ensure_schema(conn)
-    exists = conn.execute(
-        "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-        "WHERE s.name = 'tique' AND t.name = 'outcomes'"
-    ).scalar()
-    if not exists:
-        for stmt in sqlfiles.statements("metadata"):
+    present = {
+        str(r[0])
+        for r in conn.execute(
+            "SELECT t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = 'tique'"
+        ).rows
+    }
+    for stmt in sqlfiles.statements("metadata"):  # each CREATE TABLE tique.<name> (...), made when missing
+        name = stmt.split("tique.", 1)[1].split()[0]
+        if name not in present:
             conn.execute(stmt)
 
 

@@ -50,6 +50,7 @@ class Connection:
             formulation=settings.snapshot, latest=settings.unsafe_read_latest, expose_rowid=frozenset()
         )
         self.last_commit: CommitResult | None = None
+        self.last_failed_write_set: list[int] = []
 
     # ---- state ---------------------------------------------------------------------------------------------
 
@@ -98,7 +99,11 @@ class Connection:
         txn, self._txn = self._txn, None
         if txn is None:
             return
-        result = txn.commit()
+        try:
+            result = txn.commit()
+        except SerializationFailure:
+            self.last_failed_write_set = txn.write_set()
+            raise
         self.last_commit = result
         if result.cts:
             self._last_cts = result.cts
@@ -197,13 +202,15 @@ class Connection:
     ) -> T:
         """Run ``fn(conn)`` as one transaction and commit; after a SerializationFailure run it again.
 
-        With ``priority``, a transaction that lost certification retries at once on a fresh snapshot instead
-        of backing off, so a long transaction is not starved by a stream of short ones (section 2.3.4).
-        Other errors roll back and propagate.
+        With ``priority`` (section 2.3.4), a transaction that lost certification retries at once, first
+        reserving the keys it wrote: short transactions that touch them lose meanwhile, so a long transaction
+        is not starved; it aborts at most once if its keys stay the same. Other errors roll back and propagate.
         """
         attempts = self.settings.retries if retries is None else retries
         for attempt in range(attempts + 1):
             try:
+                if priority and attempt > 0:
+                    self.transaction().reserve(self.last_failed_write_set, self.settings.lease_ms or 10000)
                 result = fn(self)
                 self.commit()
                 return result

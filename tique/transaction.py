@@ -72,6 +72,7 @@ class Transaction:
         self.seq = 0
         self.writes: dict[str, TableWrites] = {}
         self.failed: str | None = None  # set when the transaction can only be rolled back
+        self.priority = False  # a retry holding reservations (see reserve)
         self.sts, self.txid = self._begin(min_sts)
 
     # ---- begin ---------------------------------------------------------------------------------------------
@@ -97,6 +98,28 @@ class Transaction:
                 time.sleep(0.001)
                 sts = self.db.sequencer.sts(self.conn)
         return sts, txid
+
+    def reserve(self, hashes: Sequence[int], lease_ms: int) -> None:
+        """Priority mode (section 2.3.4): reserve the keys a failed attempt wrote, then take a fresh snapshot
+        that includes every commit under way. Transactions that certify from now on and touch these keys lose;
+        this one certifies only against decided transactions, so it is not starved by short ones."""
+        if not hashes:
+            return
+        until = int(time.time() * 1000) + lease_ms
+        self.conn.execute(
+            "INSERT INTO tique.reservations VALUES " + ", ".join(f"({self.txid}, {h}, {until})" for h in hashes)
+        )
+        last = self.db.sequencer.counters(self.conn)[1]
+        self.sts = self._await_sts(last)
+        self.priority = True
+
+    def _await_sts(self, target: int) -> int:
+        deadline = time.monotonic() + self.settings.advance_timeout_ms / 1000
+        while (sts := self.db.sequencer.sts(self.conn)) < target:
+            if time.monotonic() > deadline:
+                raise OperationalError(f"waited {self.settings.advance_timeout_ms} ms for commit {target}", "HYT00")
+            time.sleep(0.001)
+        return sts
 
     @property
     def read_only(self) -> bool:
@@ -361,8 +384,12 @@ class Transaction:
 
         A conflicting one stuck before deciding for longer than the lease (its client died after publishing)
         is expired, then the check runs again: it will never commit."""
+        if self.priority:
+            self._await_sts(cts - 1)  # every earlier commit decided: only real commits count against it
         while True:
             conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
+            if -1 in conflicts:
+                return False  # a key reserved by a priority transaction
             if not conflicts:
                 return True
             undecided = ", ".join(str(c) for c in conflicts)
@@ -399,7 +426,10 @@ class Transaction:
             f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
             f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {self.db.sequencer.live_sql('o.cts')} "
             f"AND o.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} "
-            f"AND cts < {cts})"
+            f"AND cts < {cts}) "
+            f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {self.txid} "
+            f"AND r.until_ms > {int(time.time() * 1000)} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
+            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid})"
         )
 
     def _abort_recorded(self, cts: int | None) -> None:
