@@ -84,6 +84,6 @@ def test_native_monetdb_is_checked_and_aborts_a_lot(tmp_path: Path) -> None:
         "--out",
         str(tmp_path),
     )
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads((tmp_path / "results.json").read_text())
-    assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert result["system"] == "native" and 0 < result["abort_rate"] < 1
