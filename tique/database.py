@@ -95,12 +95,3 @@ class Database:
                 if db is self:
                     del _registry[key]
         self.engine.close()
-
-
-def close_all() -> None:
-    """Close every database this process opened (tests, and a clean exit)."""
-    with _registry_lock:
-        dbs = list(_registry.values())
-        _registry.clear()
-    for db in dbs:
-        db.engine.close()

@@ -13,7 +13,7 @@ from tique.errors import NotSupportedError, ProgrammingError
 from tique.rewrite.parse import parse
 from tique.rewrite.reads import ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
-from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan, ident, plan_delete, plan_insert, plan_update
+from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan, plan_delete, plan_insert, plan_update
 
 
 @dataclass(frozen=True)
@@ -131,10 +131,3 @@ def engine_verdict(conn: RawConnection, sql: str, with_params: bool, parse_error
     return NotSupportedError(
         f"tique's SQL parser cannot read this statement, though MonetDB can; rephrase it. Parser said: {parse_error}"
     )
-
-
-def target_name(tree: exp.Expression) -> tuple[str | None, str]:
-    table = tree.find(exp.Table)
-    if table is None:
-        raise ProgrammingError(f"cannot find the table in {tree.sql()!r}")
-    return ident(table.args.get("db")) or None, ident(table)

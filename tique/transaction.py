@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique.catalog import ROWID, TableInfo
+from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -28,7 +28,7 @@ from tique.params import literal
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
 from tique.rewrite.values import coerce
-from tique.rewrite.writes import DeletePlan, InsertPlan, Item, UpdatePlan
+from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
 
@@ -85,18 +85,8 @@ class Transaction:
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
-        if sts < min_sts:
-            # this session committed cts = min_sts, which is not visible yet: wait, so it reads its own commits
-            deadline = time.monotonic() + self.settings.advance_timeout_ms / 1000
-            while sts < min_sts:
-                if time.monotonic() > deadline:
-                    raise OperationalError(
-                        f"this session's last commit ({min_sts}) is not visible yet after "
-                        f"{self.settings.advance_timeout_ms} ms: an earlier commit is stuck",
-                        "HYT00",
-                    )
-                time.sleep(0.001)
-                sts = self.db.sequencer.sts(self.conn)
+        if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
+            sts = self._await_sts(min_sts, "this session's last commit")
         return sts, txid
 
     def reserve(self, hashes: Sequence[int], lease_ms: int) -> None:
@@ -110,14 +100,19 @@ class Transaction:
             "INSERT INTO tique.reservations VALUES " + ", ".join(f"({self.txid}, {h}, {until})" for h in hashes)
         )
         last = self.db.sequencer.counters(self.conn)[1]
-        self.sts = self._await_sts(last)
+        self.sts = self._await_sts(last, "a commit under way")
         self.priority = True
 
-    def _await_sts(self, target: int) -> int:
+    def _await_sts(self, target: int, what: str) -> int:
+        """Poll until the snapshot includes commit ``target``; an error after the advance time-out."""
         deadline = time.monotonic() + self.settings.advance_timeout_ms / 1000
         while (sts := self.db.sequencer.sts(self.conn)) < target:
             if time.monotonic() > deadline:
-                raise OperationalError(f"waited {self.settings.advance_timeout_ms} ms for commit {target}", "HYT00")
+                raise OperationalError(
+                    f"{what} ({target}) is not visible yet after {self.settings.advance_timeout_ms} ms: "
+                    "an earlier commit is stuck",
+                    "HYT00",
+                )
             time.sleep(0.001)
         return sts
 
@@ -385,7 +380,9 @@ class Transaction:
         A conflicting one stuck before deciding for longer than the lease (its client died after publishing)
         is expired, then the check runs again: it will never commit."""
         if self.priority:
-            self._await_sts(cts - 1)  # every earlier commit decided: only real commits count against it
+            self._await_sts(
+                cts - 1, "an earlier commit"
+            )  # every earlier commit decided: only real commits count against it
         while True:
             conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
             if -1 in conflicts:
@@ -486,6 +483,3 @@ def _show(info: TableInfo, key: Key) -> str:
 def _connection_lost(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lost the connection" in text or "connection is closed" in text or "broken pipe" in text
-
-
-__all__ = ["ROWID", "CommitResult", "Item", "Transaction", "key_hash"]

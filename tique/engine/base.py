@@ -24,10 +24,6 @@ class Result:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     rowcount: int = -1
 
-    @property
-    def has_rows(self) -> bool:
-        return bool(self.columns)
-
     def scalar(self) -> Any:
         """The first value of the first row; a statement expected to return one value."""
         return self.rows[0][0]

@@ -398,7 +398,3 @@ def _timestamp(ffi: Any, v: Any) -> datetime.datetime:
 
 
 _CONVERTERS: dict[int, Callable[[Any, Any], Any]] = {9: _str, 10: _blob, 11: _date, 12: _time, 13: _timestamp}
-
-
-def process_has_open_database() -> bool:
-    return _open_path is not None

@@ -9,7 +9,6 @@ from sqlglot import exp
 
 from tique.catalog import TableInfo
 from tique.rewrite.snapshot import snapshot_tree
-from tique.rewrite.template import slot_name
 
 Lookup = Callable[[str | None, str], TableInfo | None]
 
@@ -92,7 +91,3 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         read.add(info.name)
     return tree, read
-
-
-def uses_slot(tree: exp.Expression, name: str) -> bool:
-    return any(slot_name(p) == name for p in tree.find_all(exp.Placeholder))
