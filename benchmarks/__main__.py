@@ -5,7 +5,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {"engine": "benchmarks.engine", "txn": "benchmarks.txn", "elle": "benchmarks.elle"}
+COMMANDS = {
+    "engine": "benchmarks.engine",
+    "txn": "benchmarks.txn",
+    "elle": "benchmarks.elle",
+    "checkpoint": "benchmarks.checkpoint",
+}
 
 
 def main() -> int:

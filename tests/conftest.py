@@ -52,13 +52,14 @@ class ServeProcess:
 
 
 def start_serve(
-    directory: Path, port: int | None = None, password: str = "monetdb", timeout: float = 60
+    directory: Path, port: int | None = None, password: str = "monetdb", timeout: float = 60, args: tuple[str, ...] = ()
 ) -> ServeProcess:
-    """Start ``tique serve`` and wait for its readiness line."""
+    """Start ``tique serve`` (with extra ``args``) and wait for its readiness line."""
     port = port or free_port()
     env = {**os.environ, "TIQUE_INSTALL_SQL_SEQUENCER": "1"}
+    command = [sys.executable, "-m", "tique.cli", "serve", str(directory), "--port", str(port)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tique.cli", "serve", str(directory), "--port", str(port), "--password", password],
+        [*command, "--password", password, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

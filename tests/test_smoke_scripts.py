@@ -46,3 +46,14 @@ def test_elle_checker_benchmark(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     # the simulated store is snapshot-isolated: the checker must say so (write skews are allowed)
     assert data["valid_snapshot_isolation"] and data["transactions"] == 2000 and data["check_seconds"] > 0
+
+
+def test_checkpoint_benchmark(tmp_path: Path) -> None:
+    out = tmp_path / "checkpoint.json"
+    proc = run("-m", "benchmarks", "checkpoint", "--phase-seconds", "4", "--phases", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    with_ = data["phases"][1]
+    assert with_["checkpoints"] >= 2 and with_["moved"] > 0 and not with_["errors"]
+    assert data["drains"][0]["cache_rows_after"] < data["drains"][0]["cache_rows_before"]
+    assert out.with_suffix(".png").stat().st_size > 0

@@ -20,6 +20,31 @@ def main(argv: list[str] | None = None) -> int:
         help="password of the 'monetdb' admin user (default: $TIQUE_PASSWORD or 'monetdb')",
     )
 
+    ckpt = sub.add_parser(
+        "checkpoint",
+        help="move stable versions to Storage and trim metadata (exit 2: another checkpointer runs; "
+        "3: not a tique database)",
+    )
+    ckpt.add_argument("url", help="monetdb://user:pw@host:port/db (a 'tique serve') or monetdbe:///dir")
+    ckpt.add_argument("--interval", type=float, default=5.0, help="seconds between runs (default 5)")
+    ckpt.add_argument(
+        "--max-cache-rows", type=int, default=100_000, help="run early when a Cache table holds more rows"
+    )
+    ckpt.add_argument("--once", action="store_true", help="run one checkpoint and exit")
+    ckpt.add_argument("--stats", action="store_true", help="print the metrics (JSON) and exit")
+    ckpt.add_argument("--wait", action="store_true", help="wait for a running checkpointer instead of exiting")
+    ckpt.add_argument(
+        "--lock-lease", type=float, default=10.0, help="seconds after which a dead checkpointer's lock is free"
+    )
+
+    serve.add_argument(
+        "--checkpoint-interval",
+        type=float,
+        default=None,
+        help="also run the checkpointer inside the server, every this many seconds (default: off; "
+        "or run 'tique checkpoint' separately)",
+    )
+
     elle = sub.add_parser("elle", help="Elle-style consistency checking: run a list-append workload, check histories")
     elle_sub = elle.add_subparsers(dest="elle_command", required=True)
     run = elle_sub.add_parser("run", help="run the workload against a database and check its history")
@@ -51,10 +76,14 @@ def main(argv: list[str] | None = None) -> int:
         from tique.elle.cli import main as elle_main
 
         return elle_main(args)
+    if args.command == "checkpoint":
+        from tique.checkpoint import main as checkpoint_main
+
+        return checkpoint_main(args)
     if args.command == "serve":
         from tique.serve import serve as run_serve
 
-        return run_serve(args.directory, args.port, args.password)
+        return run_serve(args.directory, args.port, args.password, checkpoint_interval=args.checkpoint_interval)
     parser.error(f"unknown command {args.command}")
     return 2
 

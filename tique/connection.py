@@ -12,6 +12,7 @@ from tique.database import Database
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, SerializationFailure
 from tique.rewrite.reads import ReadOptions
+from tique.sequencer import CSequencer
 from tique.settings import Settings
 from tique.transaction import CommitResult, Transaction
 
@@ -46,6 +47,7 @@ class Connection:
         self._autocommit = False
         self._closed = False
         self._last_cts = 0  # this session's last commit: its next snapshot must include it
+        self._last_txid = 0  # this session's last transaction: the next begin ends its snapshot pin
         self.read_options = ReadOptions(
             formulation=settings.snapshot, latest=settings.unsafe_read_latest, expose_rowid=frozenset()
         )
@@ -79,7 +81,8 @@ class Connection:
         """The running transaction, begun now if there is none."""
         self._check_open()
         if self._txn is None:
-            self._txn = Transaction(self.db, self._raw, self.settings, self._last_cts)
+            self._txn = Transaction(self.db, self._raw, self.settings, self._last_cts, self._last_txid)
+            self._last_txid = self._txn.txid
         return self._txn
 
     @property
@@ -117,6 +120,11 @@ class Connection:
             return
         self._txn = None  # closing rolls back
         self._closed = True
+        if self._last_txid and isinstance(self.db.sequencer, CSequencer):
+            try:  # release the snapshot pin now rather than at the end of its lease
+                self._raw.execute(f"SELECT tique.end_txn({self._last_txid})")
+            except errors.Error:  # a lost connection: the lease ends the pin
+                pass
         self._raw.close()
 
     def __enter__(self) -> Connection:

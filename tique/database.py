@@ -54,6 +54,7 @@ class Database:
         self.plans = PlanCache()
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or 10000)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
+        self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)
         conn = self.engine.connect()
         try:
             catalog.install(conn)
@@ -94,4 +95,6 @@ class Database:
             for key, db in list(_registry.items()):
                 if db is self:
                     del _registry[key]
+        for stop in self.on_close:
+            stop()
         self.engine.close()

@@ -4,7 +4,8 @@
    (A transaction whose committed outcome was written before the crash stays committed.)
 2. The counters restart past everything recorded: transaction ids past any id in the metadata or in a
    Cache table (provisional rows of unfinished transactions must never look like a new transaction's own),
-   commit timestamps past the last one recorded; the snapshot moves to that timestamp, so every committed
+   commit timestamps past the last one recorded (the checkpointer's log keeps both high-water marks once it
+   has trimmed the metadata they came from); the snapshot moves to that timestamp, so every committed
    transaction is visible.
 """
 
@@ -41,12 +42,16 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
             "ON t.schema_id = s.id WHERE t.name LIKE '%\\_\\_cache' ESCAPE '\\\\' AND NOT t.system"
         ).rows
     ]
-    txid_sources = ["SELECT MAX(txid) AS m FROM tique.commits", "SELECT MAX(txid) AS m FROM tique.outcomes"]
+    txid_sources = [
+        "SELECT MAX(txid) AS m FROM tique.commits",
+        "SELECT MAX(txid) AS m FROM tique.outcomes",
+        "SELECT MAX(last_txid) AS m FROM tique.checkpoints",  # ids of trimmed metadata
+    ]
     txid_sources += [f"SELECT MAX(tq_txid) AS m FROM {c}" for c in caches]
     row = conn.execute(
         f"SELECT (SELECT MAX(m) FROM ({' UNION ALL '.join(txid_sources)}) AS x), "
         "(SELECT MAX(m) FROM (SELECT MAX(cts) AS m FROM tique.commits "
-        "UNION ALL SELECT MAX(cts) FROM tique.outcomes) AS y)"
+        "UNION ALL SELECT MAX(cts) FROM tique.outcomes UNION ALL SELECT MAX(last_cts) FROM tique.checkpoints) AS y)"
     ).rows[0]
     db_txid, db_cts = int(row[0] or 0), int(row[1] or 0)
     # Within one process the in-engine counters may already be ahead (ids burned by read-only work).

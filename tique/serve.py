@@ -106,19 +106,32 @@ class Server:
             pass
 
 
-def serve(directory: str, port: int, password: str, out: TextIO = sys.stdout) -> int:
-    """Run until SIGTERM or SIGINT; print one readiness line when clients can connect."""
+def serve(
+    directory: str, port: int, password: str, out: TextIO = sys.stdout, checkpoint_interval: float | None = None
+) -> int:
+    """Run until SIGTERM or SIGINT; print one readiness line when clients can connect. With
+    ``checkpoint_interval`` the checkpointer runs as a thread of the server (no separate process needed)."""
     try:
         server = Server(directory, port, password)
     except Error as exc:
         print(f"tique serve: {exc}", file=sys.stderr)
         return 2
+    checkpointer = None
+    if checkpoint_interval:
+        from tique.checkpoint import BackgroundCheckpointer
+
+        checkpointer = BackgroundCheckpointer(server.engine.connect, checkpoint_interval).start()
+    stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: server.stop())
+        signal.signal(sig, lambda *_: stopping.set())
     redacted = server.url.replace(f":{password}@", ":***@")
     print(
         f"tique serve: ready on {server.host}:{port}, database {server.database!r} ({redacted})", file=out, flush=True
     )
-    server.wait()
+    while not stopping.wait(0.5):
+        pass
+    if checkpointer is not None:
+        checkpointer.stop()  # before the kernel closes under it
+    server.stop()
     print("tique serve: stopped", file=out, flush=True)
     return 0

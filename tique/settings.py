@@ -41,6 +41,12 @@ class Settings(BaseModel):
         description="after this, a stuck predecessor commit is abandoned; set per database in the engine "
         "(default 10 s there); None leaves it as it is",
     )
+    snapshot_lease_ms: int = Field(
+        60000,
+        gt=0,
+        description="the checkpointer keeps every version a transaction's snapshot may read for this long after "
+        "its last statement (renewed while it runs); a transaction idle for longer aborts on its next statement",
+    )
     retries: int = Field(10, ge=0, description="default retries of Connection.run after a SerializationFailure")
     # For consistency checking only (tique elle): break isolation on purpose, to prove the checker catches it.
     unsafe_read_latest: bool = Field(False, description="NEGATIVE CONTROL: read the latest committed data")

@@ -65,7 +65,9 @@ class Transaction:
 
     _rowids = itertools.count(1)
 
-    def __init__(self, db: Database, conn: RawConnection, settings: Settings, min_sts: int = 0) -> None:
+    def __init__(
+        self, db: Database, conn: RawConnection, settings: Settings, min_sts: int = 0, prev_txid: int = 0
+    ) -> None:
         self.db = db
         self.conn = conn
         self.settings = settings
@@ -73,13 +75,19 @@ class Transaction:
         self.writes: dict[str, TableWrites] = {}
         self.failed: str | None = None  # set when the transaction can only be rolled back
         self.priority = False  # a retry holding reservations (see reserve)
-        self.sts, self.txid = self._begin(min_sts)
+        self.renewed_at = time.monotonic()
+        self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     # ---- begin ---------------------------------------------------------------------------------------------
 
-    def _begin(self, min_sts: int) -> tuple[int, int]:
+    def _begin(self, min_sts: int, prev_txid: int) -> tuple[int, int]:
         if isinstance(self.db.sequencer, CSequencer):
-            sts, txid, stuck = self.conn.execute("SELECT tique.sts(), tique.next_txid(), tique.stuck()").rows[0]
+            # One call ends the session's previous transaction and registers this one's snapshot with a lease, so
+            # the checkpointer keeps every version it may read (see renew).
+            txid, sts, stuck = self.conn.execute(
+                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck() FROM "
+                f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
+            ).rows[0]
             sts, txid = int(sts), int(txid)
             if stuck and settle_if_decided(self.conn, int(stuck)):
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
@@ -116,6 +124,23 @@ class Transaction:
             time.sleep(0.001)
         return sts
 
+    def renew(self) -> None:
+        """Keep the snapshot's lease: renewed before any statement once half of it has passed. A transaction whose
+        lease ran out (its client stalled) may find versions it needs checkpointed away, so it must abort."""
+        if not isinstance(self.db.sequencer, CSequencer):
+            return
+        if time.monotonic() - self.renewed_at < self.settings.snapshot_lease_ms / 2000:
+            return
+        sent = time.monotonic()
+        if not self.conn.execute(f"SELECT tique.renew({self.txid}, {self.settings.snapshot_lease_ms})").scalar():
+            self.failed = "its snapshot lease ran out"
+            raise SerializationFailure(
+                f"transaction {self.txid} was idle past its snapshot lease ({self.settings.snapshot_lease_ms} ms), "
+                "so the checkpointer may have moved versions it reads; it was rolled back and is safe to retry "
+                "(a longer snapshot_lease_ms keeps it longer)"
+            )
+        self.renewed_at = sent
+
     @property
     def read_only(self) -> bool:
         """No key written (a write statement that matched no row writes nothing)."""
@@ -124,6 +149,7 @@ class Transaction:
     def check_usable(self) -> None:
         if self.failed:
             raise InterfaceError(f"the transaction was aborted ({self.failed}); call rollback() to start a new one")
+        self.renew()
 
     # ---- running statements --------------------------------------------------------------------------------
 
@@ -324,7 +350,7 @@ class Transaction:
         # 1. take a commit timestamp and write the commit record with the write-set, in one statement
         conn.execute(
             f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
-            "CROSS JOIN (SELECT tique.next_cts() AS c) AS x"
+            f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
         )
         cts: int | None = None
         try:
@@ -360,7 +386,11 @@ class Transaction:
             raise
         # 5. become visible in commit order (an abort has nothing to show: it settles its slot and goes)
         try:
-            self._waiting(lambda: conn.execute(f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0})"))
+            self._waiting(
+                lambda: conn.execute(
+                    f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0}), tique.end_txn({self.txid})"
+                )
+            )
         except OperationalError as exc:
             if not (ok and _connection_lost(exc)):
                 raise

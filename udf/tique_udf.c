@@ -13,6 +13,19 @@
  *                          every contiguous DONE slot, and the call waits until sts >= c
  *   sts()                  the current snapshot timestamp: every commit <= sts is settled
  *
+ * Snapshots in use (for the checkpointer: it may only fold versions no running transaction can still need):
+ *
+ *   begin_txn(prev, lease) end transaction prev (if any), hand out a new id and register it with the current sts,
+ *                          atomically, so a checkpointer never computes a horizon past a snapshot being taken
+ *   snapshot_of(txid)      the sts registered for txid
+ *   renew(txid, lease)     extend txid's lease; 0 if it already ran out (the transaction must abort)
+ *   end_txn(txid)          unregister
+ *   horizon()              min(sts, every live registered sts): versions at or below it are stable
+ *   oldest_txid()          the lowest live registered id, or the next id to be handed out
+ *   next_cts_for(txid)     next_cts, refused once txid's lease ran out: its rows may already be cleaned away
+ *
+ * One checkpointer at a time: ckpt_acquire(owner, lease) / ckpt_release(owner), a lock with a lease.
+ *
  * A client that dies between next_cts and decide would leave a hole that blocks every later commit. A waiter
  * therefore abandons a predecessor that has stayed TAKEN or PUBLISHED for longer than the lease: the slot
  * becomes ABANDONED under the mutex, and the late owner's own publish/decide then fails, so it aborts.
@@ -33,7 +46,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 3
+#define TIQUE_UDF_ABI 4
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -219,6 +232,211 @@ check_cts(const char *fcn, tq_lng c)
 	return NULL;
 }
 
+
+/* ---- snapshots in use ------------------------------------------------------------------------------------- */
+
+#define PINS 65536 /* open addressing on txid; a live transaction needs one entry */
+#define PIN_EMPTY 0
+#define PIN_GONE (-1)
+
+typedef struct {
+	tq_lng txid; /* PIN_EMPTY, PIN_GONE or an id */
+	tq_lng sts;
+	int64_t until_ms;
+} pin_t;
+
+static pin_t pins[PINS];
+static int pins_live = 0;
+static int64_t ckpt_owner = 0, ckpt_until_ms = 0;
+
+static pin_t *
+pin_find(tq_lng txid)
+{
+	for (uint64_t i = 0; i < PINS; i++) {
+		pin_t *p = &pins[((uint64_t) txid + i) % PINS];
+		if (p->txid == txid)
+			return p;
+		if (p->txid == PIN_EMPTY)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void
+pin_drop(pin_t *p)
+{
+	p->txid = PIN_GONE;
+	pins_live--;
+}
+
+static bool
+pin_live(pin_t *p, int64_t now)
+{
+	if (p == NULL)
+		return false;
+	if (p->until_ms <= now) { /* ran out: gone for good, a late renew must not bring it back */
+		pin_drop(p);
+		return false;
+	}
+	return true;
+}
+
+static char *
+pin_add(tq_lng txid, tq_lng s, int64_t until)
+{
+	for (uint64_t i = 0; i < PINS; i++) {
+		pin_t *p = &pins[((uint64_t) txid + i) % PINS];
+		if (p->txid == PIN_EMPTY || p->txid == PIN_GONE) {
+			p->txid = txid;
+			p->sts = s;
+			p->until_ms = until;
+			pins_live++;
+			return NULL;
+		}
+	}
+	return createException(TQ_MAL, "tique.begin", "40001!tique: %d transactions running, the limit; retry", PINS);
+}
+
+static int
+lease_arg(const int *ms)
+{
+	return *ms == INT_NIL || *ms <= 0 ? 60000 : *ms;
+}
+
+static char *
+TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
+{
+	char *err;
+	pthread_mutex_lock(&lock);
+	if (*prev != LNG_NIL && *prev > 0) {
+		pin_t *p = pin_find(*prev);
+		if (p)
+			pin_drop(p);
+	}
+	tq_lng txid = last_txid + 1;
+	if ((err = pin_add(txid, sts, now_ms() + lease_arg(lease))) == NULL)
+		*ret = last_txid = txid;
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+static char *
+TQsnapshot_of(tq_lng *ret, const tq_lng *txid)
+{
+	char *err = NULL;
+	pthread_mutex_lock(&lock);
+	pin_t *p = pin_find(*txid);
+	if (pin_live(p, now_ms()))
+		*ret = p->sts;
+	else
+		err = createException(TQ_MAL, "tique.snapshot_of", "40001!tique: transaction %lld holds no snapshot "
+				      "(its lease ran out); retry it", (long long) *txid);
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+static char *
+TQrenew(int *ret, const tq_lng *txid, const int *lease)
+{
+	pthread_mutex_lock(&lock);
+	int64_t now = now_ms();
+	pin_t *p = pin_find(*txid);
+	*ret = pin_live(p, now);
+	if (*ret)
+		p->until_ms = now + lease_arg(lease);
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static char *
+TQend(int *ret, const tq_lng *txid)
+{
+	pthread_mutex_lock(&lock);
+	pin_t *p = pin_find(*txid);
+	*ret = p != NULL;
+	if (p)
+		pin_drop(p);
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* caller holds the lock: the horizon and the oldest live id, dropping pins whose lease ran out */
+static void
+pins_scan(tq_lng *horizon, tq_lng *oldest)
+{
+	int64_t now = now_ms();
+	*horizon = sts;
+	*oldest = last_txid + 1;
+	for (int i = 0; i < PINS && pins_live > 0; i++) {
+		pin_t *p = &pins[i];
+		if (p->txid <= 0 || !pin_live(p, now))
+			continue;
+		if (p->sts < *horizon)
+			*horizon = p->sts;
+		if (p->txid < *oldest)
+			*oldest = p->txid;
+	}
+}
+
+static char *
+TQhorizon(tq_lng *ret)
+{
+	tq_lng oldest;
+	pthread_mutex_lock(&lock);
+	pins_scan(ret, &oldest);
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static char *
+TQoldest_txid(tq_lng *ret)
+{
+	tq_lng horizon;
+	pthread_mutex_lock(&lock);
+	pins_scan(&horizon, ret);
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static char *
+TQpins(int *ret)
+{
+	tq_lng h, o;
+	pthread_mutex_lock(&lock);
+	pins_scan(&h, &o);
+	*ret = pins_live;
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* 0 when owner now holds the checkpointer lock (taken or renewed), else the owner holding it */
+static char *
+TQckpt_acquire(tq_lng *ret, const tq_lng *owner, const int *lease)
+{
+	pthread_mutex_lock(&lock);
+	int64_t now = now_ms();
+	if (ckpt_owner == 0 || ckpt_owner == *owner || ckpt_until_ms <= now) {
+		ckpt_owner = *owner;
+		ckpt_until_ms = now + lease_arg(lease);
+		*ret = 0;
+	} else {
+		*ret = ckpt_owner;
+	}
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static char *
+TQckpt_release(int *ret, const tq_lng *owner)
+{
+	pthread_mutex_lock(&lock);
+	*ret = ckpt_owner == *owner;
+	if (*ret)
+		ckpt_owner = 0;
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
 static char *
 TQnext_txid(tq_lng *ret)
 {
@@ -242,6 +460,19 @@ TQnext_cts(tq_lng *ret)
 	}
 	pthread_mutex_unlock(&lock);
 	return err;
+}
+
+static char *
+TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
+{
+	pthread_mutex_lock(&lock);
+	bool live = pin_live(pin_find(*txid), now_ms());
+	pthread_mutex_unlock(&lock);
+	if (!live)
+		return createException(TQ_MAL, "tique.next_cts_for", "40001!tique: transaction %lld holds no snapshot "
+				       "(its lease ran out, so the checkpointer may have folded what it read); retry it",
+				       (long long) *txid);
+	return TQnext_cts(ret);
 }
 
 static char *
@@ -402,6 +633,8 @@ TQreset(tq_lng *ret, const tq_lng *txid, const tq_lng *cts)
 		slot_of(c)->state = FREE;
 	last_txid = *txid;
 	last_cts = published = sts = *cts;
+	memset(pins, 0, sizeof(pins)); /* recovery: no transaction survives a restart */
+	pins_live = 0;
 	pthread_cond_broadcast(&changed);
 	*ret = sts;
 	pthread_mutex_unlock(&lock);
@@ -497,6 +730,16 @@ static mel_func tique_functions[] = {
 	FN("stuck", TQstuck, 1, 1, LNG),
 	FN("expire", TQexpire, 1, 2, LNG, LNG),
 	FN("abi", TQabi, 1, 1, INT),
+	FN("begin_txn", TQbegin, 1, 3, LNG, LNG, INT),
+	FN("snapshot_of", TQsnapshot_of, 1, 2, LNG, LNG),
+	FN("renew", TQrenew, 1, 3, INT, LNG, INT),
+	FN("end_txn", TQend, 1, 2, INT, LNG),
+	FN("horizon", TQhorizon, 1, 1, LNG),
+	FN("oldest_txid", TQoldest_txid, 1, 1, LNG),
+	FN("pins", TQpins, 1, 1, INT),
+	FN("next_cts_for", TQnext_cts_for, 1, 2, LNG, LNG),
+	FN("ckpt_acquire", TQckpt_acquire, 1, 3, LNG, LNG, INT),
+	FN("ckpt_release", TQckpt_release, 1, 2, INT, LNG),
 	{.mod = ""},
 };
 

@@ -1,0 +1,548 @@
+"""The checkpointer (section 2.4.1 of the paper): stable versions move to Storage, Cache and metadata shrink.
+
+One run, with H the *horizon* (no running or future transaction reads a snapshot older than H; the C module
+computes it atomically with transaction begins) and L the *low-water id*:
+
+    L = min(the oldest running transaction id, the smallest id that committed after H, or is still committing)
+
+Every transaction with an id below L is finished and settled at or below H: committed at or below H, aborted,
+or gone without committing (rolled back, died). So, per table:
+
+1. ``read``: the newest committed version at or below H of every key that has a committed version from an id
+   below L: a read-only statement (a statement that writes must not filter a table others append to).
+2. ``write``: those versions replace the keys' rows in Storage (a tombstone deletes the key), by VALUES
+   batches. Only the checkpointer writes Storage, so these statements never conflict.
+3. ``clean``: ``DELETE FROM T__cache WHERE tq_txid < L``: the oldest versions of each key first (for one key,
+   a later commit has a later id). MonetDB aborts a DELETE on a table others appended to meanwhile; appends
+   never lose, so the checkpointer retries with back-off and, failing that, leaves the rows for the next run.
+
+Then ``tique.commits``, ``tique.outcomes`` and expired reservations below L are trimmed the same way.
+
+Nothing here needs atomicity: between the steps, a reader of any snapshot at or above H finds the same newest
+version, either still in Cache (which wins over Storage) or in Storage. Every step is idempotent, so a
+checkpointer killed anywhere simply starts over. Each run appends one row to ``tique.checkpoints`` (written only
+by the checkpointer), which also keeps the counters' high-water marks for recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tique.catalog import Catalog, TableInfo
+from tique.engine.base import RawConnection
+from tique.errors import DatabaseError, OperationalError
+from tique.params import literal
+
+WRITE_BATCH = 1000  # Storage rows per statement
+LOCK_LEASE_MS = 10000  # a checkpointer that stops renewing (killed) frees the lock after this
+
+
+class NotATiqueDatabase(OperationalError):
+    pass
+
+
+class CheckpointerBusy(OperationalError):
+    pass
+
+
+@dataclass
+class TableReport:
+    moved: int = 0  # newest stable versions written to Storage
+    removed: int = 0  # rows deleted from Storage (their newest stable version is a delete)
+    cleaned: int = 0  # Cache rows deleted
+    deferred: bool = False  # the Cache delete kept conflicting: left for the next run
+
+
+@dataclass
+class CheckpointReport:
+    started: float  # unix time
+    duration_s: float
+    horizon: int
+    low_txid: int
+    sts: int
+    last_cts: int
+    tables: dict[str, TableReport] = field(default_factory=dict)
+    metadata_trimmed: int = 0
+    conflicts: int = 0  # MonetDB conflict aborts retried
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def moved(self) -> int:
+        return sum(t.moved + t.removed for t in self.tables.values())
+
+    @property
+    def cleaned(self) -> int:
+        return sum(t.cleaned for t in self.tables.values())
+
+    def line(self) -> str:
+        deferred = [n for n, t in self.tables.items() if t.deferred]
+        return (
+            f"checkpoint: horizon {self.horizon} (sts {self.sts}), below txid {self.low_txid}: "
+            f"{self.moved} versions to Storage, {self.cleaned} Cache rows and {self.metadata_trimmed} metadata rows "
+            f"removed, {self.conflicts} conflicts retried in {self.duration_s * 1000:.0f} ms"
+            + (f"; deferred: {', '.join(deferred)}" if deferred else "")
+            + (f"; errors: {'; '.join(self.errors)}" if self.errors else "")
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["moved"], out["cleaned"] = self.moved, self.cleaned
+        return out
+
+
+def _conflict(exc: Exception) -> bool:
+    return "concurrency conflict" in str(exc).lower()
+
+
+def check_database(conn: RawConnection) -> None:
+    """Refuse a database tique never set up (rather than creating tique's tables in it)."""
+    names = {
+        str(r[0])
+        for r in conn.execute(
+            "SELECT t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = 'tique'"
+        ).rows
+    }
+    missing = {"commits", "outcomes", "tables"} - names
+    if missing:
+        raise NotATiqueDatabase(
+            f"not a tique database: table(s) {', '.join('tique.' + m for m in sorted(missing))} missing; "
+            "open it once with tique.connect() (or 'tique serve') before checkpointing it"
+        )
+    try:
+        conn.execute("SELECT tique.horizon()")
+    except DatabaseError as exc:
+        raise NotATiqueDatabase(
+            f"the engine has no tique.horizon(): tique's C module (ABI 4) is not loaded ({exc}); "
+            "checkpoint through 'tique serve' or an embedded URL"
+        ) from exc
+
+
+class Checkpointer:
+    """Runs checkpoints over one raw connection. ``retries``/``backoff_s`` bound how long a conflicting Cache
+    DELETE is retried before it is deferred to the next run."""
+
+    def __init__(
+        self,
+        conn: RawConnection,
+        *,
+        retries: int = 8,
+        backoff_s: float = 0.002,
+        owner: int | None = None,
+        step_hook: Callable[[str], None] | None = None,
+        lock_lease_ms: int = LOCK_LEASE_MS,
+    ) -> None:
+        self.conn = conn
+        self.lock_lease_ms = lock_lease_ms
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.owner = owner or (os.getpid() << 20 | random.getrandbits(20))
+        self.catalog = Catalog()
+        self.step_hook = step_hook  # tests pause or kill the checkpointer at named steps
+        check_database(conn)
+        self._ensure_log()
+
+    def _ensure_log(self) -> None:
+        from tique.catalog import install
+
+        install(self.conn)  # adds tique.checkpoints to a database created before it existed
+
+    # ---- the lock ------------------------------------------------------------------------------------------
+
+    def acquire(self) -> None:
+        holder = int(self.conn.execute(f"SELECT tique.ckpt_acquire({self.owner}, {self.lock_lease_ms})").scalar())
+        if holder:
+            raise CheckpointerBusy(
+                f"another checkpointer (owner {holder}, pid {holder >> 20}) is running on this database; "
+                "only one may run at a time (its lock expires when it has not renewed it for its lease)"
+            )
+
+    def release(self) -> None:
+        try:
+            self.conn.execute(f"SELECT tique.ckpt_release({self.owner})")
+        except DatabaseError:
+            pass
+
+    # ---- one run -------------------------------------------------------------------------------------------
+
+    def run_once(self, release: bool = True) -> CheckpointReport:
+        """One checkpoint under the lock; ``release=False`` keeps the lock (a looping checkpointer holds it)."""
+        self.acquire()
+        try:
+            return self._run()
+        finally:
+            if release:
+                self.release()
+
+    def _run(self) -> CheckpointReport:
+        started, t0 = time.time(), time.monotonic()
+        horizon, oldest, sts, last_cts, last_txid = (
+            int(v)
+            for v in self.conn.execute(
+                "SELECT tique.horizon(), tique.oldest_txid(), tique.sts(), tique.last_cts(), tique.last_txid()"
+            ).rows[0]
+        )
+        busy = self.conn.execute(
+            f"SELECT MIN(txid) FROM tique.commits WHERE cts > {horizon} "
+            "OR txid NOT IN (SELECT txid FROM tique.outcomes)"
+        ).scalar()
+        low = min(oldest, int(busy)) if busy is not None else oldest
+        report = CheckpointReport(started, 0.0, horizon, low, sts, last_cts)
+        self._hook("planned")
+        self.catalog.refresh(self.conn)
+        for info in self.catalog.all():
+            if info.kind != "tx":
+                continue
+            try:
+                report.tables[info.name] = self._table(info, horizon, low, report)
+            except DatabaseError as exc:
+                report.errors.append(f"{info.name}: {exc}")
+            self.acquire()  # renew the lock between tables
+        if not report.errors:
+            # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows.
+            self._trim_metadata(low, report)
+        report.duration_s = time.monotonic() - t0
+        self._log(report, last_txid)
+        return report
+
+    def _hook(self, step: str) -> None:
+        if self.step_hook:
+            self.step_hook(step)
+
+    def _table(self, info: TableInfo, horizon: int, low: int, report: CheckpointReport) -> TableReport:
+        out = TableReport()
+        cols = list(info.stored_names)
+        key = ", ".join(f'c."{k}"' for k in info.key)
+        ccols = ", ".join(f'c."{c}"' for c in cols)
+        plain = ", ".join(f'"{c}"' for c in cols)
+        rows = self.conn.execute(
+            f"SELECT {plain}, tq_deleted FROM (SELECT {ccols}, c.tq_deleted, ROW_NUMBER() OVER (PARTITION BY {key} "
+            f"ORDER BY o.cts DESC, c.tq_seq DESC) AS tq_rk, MIN(c.tq_txid) OVER (PARTITION BY {key}) AS tq_lo "
+            f"FROM {info.cache} AS c JOIN tique.outcomes AS o ON o.txid = c.tq_txid "
+            f"WHERE o.ok AND o.cts <= {horizon}) AS z WHERE tq_rk = 1 AND tq_lo < {low}"
+        ).rows
+        self._hook("read")
+        key_pos = [cols.index(k) for k in info.key]
+        for start in range(0, len(rows), WRITE_BATCH):
+            batch = rows[start : start + WRITE_BATCH]
+            self._delete_keys(info, [tuple(r[i] for i in key_pos) for r in batch])
+            live = [r[: len(cols)] for r in batch if not r[-1]]
+            if live:
+                self.conn.execute(
+                    f"INSERT INTO {info.storage} ({plain}) VALUES "
+                    + ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in live)
+                )
+            out.moved += len(live)
+            out.removed += len(batch) - len(live)
+            self.acquire()  # renew the lock: a big table takes many batches
+            self._hook("wrote")
+        cleaned = self._retrying(f"DELETE FROM {info.cache} WHERE tq_txid < {low}", report)
+        if cleaned is None:
+            out.deferred = True
+        else:
+            out.cleaned = cleaned
+        self._hook("cleaned")
+        return out
+
+    def _delete_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> None:
+        if len(info.key) == 1:
+            where = f'"{info.key[0]}" IN ({", ".join(literal(k[0]) for k in keys)})'
+        else:
+            names = ", ".join(f"k{i}" for i in range(len(info.key)))
+            values = ", ".join("(" + ", ".join(literal(v) for v in k) + ")" for k in keys)
+            # MonetDB resolves at most table.column here, not schema.table.column
+            match = " AND ".join(f'v.k{i} = "{info.name}__storage"."{k}"' for i, k in enumerate(info.key))
+            where = f"EXISTS (SELECT 1 FROM (VALUES {values}) AS v({names}) WHERE {match})"
+        self.conn.execute(f"DELETE FROM {info.storage} WHERE {where}")
+
+    def _trim_metadata(self, low: int, report: CheckpointReport) -> None:
+        now_ms = int(time.time() * 1000)
+        # commits before outcomes: an outcome without its commit record is harmless, the reverse would look
+        # unfinished to recovery
+        for sql in (
+            f"DELETE FROM tique.commits WHERE txid < {low}",
+            f"DELETE FROM tique.outcomes WHERE txid < {low}",
+            f"DELETE FROM tique.reservations WHERE txid < {low} OR until_ms < {now_ms}",
+        ):
+            n = self._retrying(sql, report)
+            if n is None:
+                report.errors.append(f"deferred: {sql.split(' WHERE')[0]}")
+            else:
+                report.metadata_trimmed += n
+        self._hook("trimmed")
+
+    def _retrying(self, sql: str, report: CheckpointReport) -> int | None:
+        """Run a DELETE on a table others append to; MonetDB aborts it when an append committed meanwhile.
+        The number of rows deleted (counted first: over MAPI the engine sends no update counts), or None after
+        the retries ran out. The rows it deletes are never appended again, so the count stays exact."""
+        count = int(self.conn.execute(sql.replace("DELETE FROM", "SELECT COUNT(*) FROM", 1)).scalar())
+        if not count:
+            return 0
+        delay = self.backoff_s
+        for _ in range(self.retries + 1):
+            try:
+                self.conn.execute(sql)
+                return count
+            except DatabaseError as exc:
+                if not _conflict(exc):
+                    raise
+                report.conflicts += 1
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay = min(delay * 2, 0.2)
+        return None
+
+    def _log(self, report: CheckpointReport, last_txid: int) -> None:
+        note = "; ".join(report.errors)[:1000]
+        self.conn.execute(
+            "INSERT INTO tique.checkpoints VALUES ("
+            f"{int(report.started * 1000)}, {int(report.duration_s * 1000)}, {report.horizon}, {report.low_txid}, "
+            f"{last_txid}, {report.last_cts}, {report.moved}, {report.cleaned}, {report.metadata_trimmed}, "
+            f"{report.conflicts}, {len(report.errors)}, {literal(note)})"
+        )
+        # the log itself stays small: only the checkpointer writes it, so this never conflicts
+        self.conn.execute(
+            "DELETE FROM tique.checkpoints WHERE started_ms < (SELECT MIN(started_ms) FROM (SELECT started_ms FROM "
+            "tique.checkpoints ORDER BY started_ms DESC LIMIT 1000) AS recent)"
+        )
+
+
+def stats(conn: RawConnection) -> dict[str, Any]:
+    """What an operator watches: Cache rows per table, metadata rows, horizon lag and the last run."""
+    catalog = Catalog()
+    catalog.refresh(conn)
+    horizon, sts, last_cts, pins = (
+        int(v) for v in conn.execute("SELECT tique.horizon(), tique.sts(), tique.last_cts(), tique.pins()").rows[0]
+    )
+    cache = {
+        info.name: int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar())
+        for info in catalog.all()
+        if info.kind == "tx"
+    }
+    meta = {
+        name: int(conn.execute(f"SELECT COUNT(*) FROM tique.{name}").scalar())
+        for name in ("commits", "outcomes", "reservations")
+    }
+    last = conn.execute(
+        "SELECT started_ms, duration_ms, horizon, low_txid, moved, cleaned, trimmed, conflicts, errors, note "
+        "FROM tique.checkpoints ORDER BY started_ms DESC LIMIT 1"
+    )
+    last_run = dict(zip([c.name for c in last.columns], last.rows[0])) if last.rows else None
+    runs = int(conn.execute("SELECT COUNT(*) FROM tique.checkpoints").scalar())
+    return {
+        "cache_rows": cache,
+        "metadata_rows": meta,
+        "horizon": horizon,
+        "sts": sts,
+        "last_cts": last_cts,
+        "horizon_lag": sts - horizon,  # commits visible to new transactions but not yet foldable
+        "running_transactions": pins,
+        "runs_logged": runs,
+        "last_run": last_run,
+    }
+
+
+class BackgroundCheckpointer:
+    """The checkpointer as a thread of the process that holds the engine (an embedded database allows one
+    process). Runs every ``interval_s`` or sooner when a Cache table holds more than ``max_cache_rows``."""
+
+    def __init__(
+        self,
+        connect: Callable[[], RawConnection],
+        interval_s: float,
+        max_cache_rows: int | None = None,
+        on_report: Callable[[CheckpointReport], None] | None = None,
+    ) -> None:
+        self._connect = connect
+        self.interval_s = interval_s
+        self.max_cache_rows = max_cache_rows
+        self.on_report = on_report
+        self.reports: list[CheckpointReport] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tique-checkpointer", daemon=True)
+
+    def start(self) -> BackgroundCheckpointer:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        conn = self._connect()
+        try:
+            ckpt = Checkpointer(conn)
+            run_loop(ckpt, self.interval_s, self.max_cache_rows, self._stop, self._record)
+            ckpt.release()
+        except Exception as exc:  # the thread must say why it stopped
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            conn.close()
+
+    def _record(self, report: CheckpointReport) -> None:
+        self.reports.append(report)
+        del self.reports[:-100]
+        if self.on_report:
+            self.on_report(report)
+
+
+def _over_limit(conn: RawConnection, catalog: Catalog, limit: int) -> bool:
+    return any(
+        int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar()) > limit
+        for info in catalog.all()
+        if info.kind == "tx"
+    )
+
+
+def run_loop(
+    ckpt: Checkpointer,
+    interval_s: float,
+    max_cache_rows: int | None,
+    stop: threading.Event,
+    on_report: Callable[[CheckpointReport], None],
+) -> None:
+    """Checkpoint every ``interval_s`` (sooner when a Cache table outgrows ``max_cache_rows``) until ``stop``.
+    A failed run is reported and retried at the next tick; a busy lock waits for the other checkpointer."""
+    last = 0.0
+    poll = min(interval_s, 0.5)
+    while not stop.is_set():
+        ckpt.acquire()  # held (renewed) for as long as the loop runs: a second checkpointer is told so
+        due = time.monotonic() - last >= interval_s
+        if not due and max_cache_rows is not None:
+            due = _over_limit(ckpt.conn, ckpt.catalog, max_cache_rows)
+        if due:
+            last = time.monotonic()
+            try:
+                on_report(ckpt.run_once(release=False))
+            except CheckpointerBusy:
+                raise
+            except DatabaseError as exc:
+                if "lost the connection" in str(exc).lower() or "closed" in str(exc).lower():
+                    raise
+                failed = CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[str(exc)])
+                on_report(failed)
+        stop.wait(poll)
+
+
+def open_for_checkpoint(url: str) -> tuple[Any, RawConnection]:
+    """The engine and a raw connection of a database to checkpoint; an embedded one is recovered first (this
+    process is then its only user). Refuses a database tique never set up."""
+    from tique.engine import open_engine
+    from tique.engine.url import parse_url
+
+    parsed = parse_url(url)
+    engine = open_engine(parsed, create=False) if parsed.kind == "embedded" else open_engine(parsed)
+    conn = engine.connect()
+    try:
+        check_tables = conn.execute(
+            "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+            "WHERE s.name = 'tique' AND t.name IN ('commits', 'outcomes', 'tables')"
+        ).scalar()
+        if parsed.kind == "embedded" and int(check_tables) == 3:
+            from tique.recovery import recover
+            from tique.sequencer import CSequencer
+
+            sequencer = CSequencer()
+            sequencer.install(conn)
+            recover(conn, sequencer)
+        check_database(conn)
+    except Exception:
+        conn.close()
+        engine.close()
+        raise
+    return engine, conn
+
+
+_background: dict[int, BackgroundCheckpointer] = {}
+
+
+def start_background(
+    url: str, interval_s: float = 5.0, max_cache_rows: int | None = 100_000, verbose: bool = False
+) -> BackgroundCheckpointer:
+    """Run the checkpointer as a thread of this process, on the database ``url`` as tique.connect opens it
+    (the way to checkpoint an embedded database that this process holds). One per database; stopped at exit."""
+    import atexit
+
+    from tique.database import Database
+
+    db = Database.get(url)
+    existing = _background.get(id(db))
+    if existing is not None and existing._thread.is_alive():
+        return existing
+    on_report = (lambda r: print(r.line(), flush=True)) if verbose else None
+    worker = BackgroundCheckpointer(db.connect_raw, interval_s, max_cache_rows, on_report).start()
+    _background[id(db)] = worker
+    db.on_close.append(worker.stop)
+    atexit.register(worker.stop)  # before the engine's own exit handler closes the kernel under it
+    return worker
+
+
+def _pause_hook(step: str | None) -> Callable[[str], None] | None:
+    """Crash tests: stop at a named step (planned, read, wrote, cleaned, trimmed), say so, and wait to be killed."""
+    if not step:
+        return None
+
+    def hook(name: str) -> None:
+        if name == step:
+            print(f"paused at {name}", flush=True)
+            time.sleep(3600)
+
+    return hook
+
+
+def main(args: Any) -> int:
+    """``tique checkpoint``: exit 0, 1 on an error, 2 when another checkpointer holds the lock, 3 when the
+    database is not a tique database."""
+    import json
+    import signal
+    import sys
+
+    try:
+        engine, conn = open_for_checkpoint(args.url)
+    except NotATiqueDatabase as exc:
+        print(f"tique checkpoint: {exc}", file=sys.stderr)
+        return 3
+    except DatabaseError as exc:
+        print(f"tique checkpoint: cannot open {args.url}: {exc}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        if args.stats:
+            print(json.dumps(stats(conn), indent=2, default=str))
+            return 0
+        ckpt = Checkpointer(
+            conn,
+            step_hook=_pause_hook(os.environ.get("TIQUE_CHECKPOINT_PAUSE")),
+            lock_lease_ms=int(args.lock_lease * 1000),
+        )
+        while True:
+            try:
+                if args.once:
+                    print(ckpt.run_once().line(), flush=True)
+                else:
+                    print(f"tique checkpoint: every {args.interval} s on {engine.describe()}", flush=True)
+                    run_loop(ckpt, args.interval, args.max_cache_rows, stop, lambda r: print(r.line(), flush=True))
+                break
+            except CheckpointerBusy as exc:
+                if not args.wait:
+                    print(f"tique checkpoint: {exc}; exiting (--wait waits for it)", file=sys.stderr)
+                    return 2
+                if stop.wait(1.0):
+                    break
+        ckpt.release()
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except DatabaseError as exc:
+        print(f"tique checkpoint: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        conn.close()
+        engine.close()
