@@ -114,8 +114,8 @@ def phase(url: str, clients: int, seconds: float, with_checkpointer: bool, inter
     samples.append([round(time.monotonic() - t0, 2), cache, meta])
     sampler.close()
     reports = ckpt.reports if ckpt else []
-    busy = sum(r.duration_s for r in reports)
-    moved = sum(r.moved for r in reports)
+    totals = ckpt.totals if ckpt else {"runs": 0, "moved": 0, "busy_s": 0.0, "conflicts": 0}
+    busy, moved = totals["busy_s"], totals["moved"]
     return {
         "checkpointer": with_checkpointer,
         "seconds": round(wall, 2),
@@ -126,10 +126,10 @@ def phase(url: str, clients: int, seconds: float, with_checkpointer: bool, inter
         "max_cache_rows": max(s[1] for s in samples),
         "final_cache_rows": samples[-1][1],
         "max_metadata_rows": max(s[2] for s in samples),
-        "checkpoints": len(reports),
+        "checkpoints": totals["runs"],
         "moved": moved,
         "moved_per_s": round(moved / busy, 1) if busy else None,
-        "conflicts_retried": sum(r.conflicts for r in reports),
+        "conflicts_retried": totals["conflicts"],
         "deferred_deletes": sum(1 for r in reports for t in r.tables.values() if t.deferred),
         "errors": (ckpt.errors if ckpt else []) + [e for r in reports for e in r.errors][:5],
     }

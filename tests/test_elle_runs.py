@@ -87,3 +87,15 @@ def test_native_monetdb_is_checked_and_aborts_a_lot(tmp_path: Path) -> None:
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["system"] == "native" and 0 < result["abort_rate"] < 1
+
+
+def test_tique_with_a_busy_checkpointer_is_snapshot_isolated(tmp_path: Path) -> None:
+    """The same workload while the checkpointer folds versions into Storage every 20 ms."""
+    url = f"monetdbe://{tmp_path / 'db'}"
+    args = ("--clients", "6", "--txns", str(TXNS), "--checkpoint-interval", "0.02", "--out", str(tmp_path))
+    proc = elle("run", url, *args)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert result["valid?"] and result["verdicts"]["strong-snapshot-isolation"]
+    assert result["checkpointer"]["checkpoints"] >= 10 and result["checkpointer"]["versions_moved"] > 100
+    assert not result["checkpointer"]["errors"]

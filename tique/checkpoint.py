@@ -361,7 +361,8 @@ class BackgroundCheckpointer:
         self.interval_s = interval_s
         self.max_cache_rows = max_cache_rows
         self.on_report = on_report
-        self.reports: list[CheckpointReport] = []
+        self.reports: list[CheckpointReport] = []  # the last 100
+        self.totals = {"runs": 0, "moved": 0, "cleaned": 0, "conflicts": 0, "busy_s": 0.0}
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tique-checkpointer", daemon=True)
@@ -386,6 +387,14 @@ class BackgroundCheckpointer:
             conn.close()
 
     def _record(self, report: CheckpointReport) -> None:
+        for name, value in (
+            ("runs", 1),
+            ("moved", report.moved),
+            ("cleaned", report.cleaned),
+            ("conflicts", report.conflicts),
+            ("busy_s", report.duration_s),
+        ):
+            self.totals[name] += value
         self.reports.append(report)
         del self.reports[:-100]
         if self.on_report:

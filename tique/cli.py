@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         help="break isolation on purpose (only to prove the checker catches it)",
     )
     run.add_argument("--processes", action="store_true", help="clients are processes (needs a monetdb:// URL)")
+    run.add_argument(
+        "--checkpoint-interval", type=float, default=None, help="run the checkpointer beside the workload (seconds)"
+    )
     run.add_argument("--model", default="snapshot-isolation")
     run.add_argument("--out", default="results/elle", help="directory for history.json and results.json")
     check = elle_sub.add_parser("check", help="check a list-append history file (elle-cli's JSON)")

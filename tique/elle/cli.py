@@ -42,8 +42,22 @@ def run_and_check(args: argparse.Namespace) -> int:
     from tique.elle.workload import Plan, run, write
 
     plan = Plan(args.url, args.clients, args.txns, args.keys, args.max_ops, args.system, args.negative)
+    checkpointer = None
+    if args.checkpoint_interval and args.system == "tique":
+        from tique.checkpoint import start_background
+
+        checkpointer = start_background(args.url, args.checkpoint_interval, max_cache_rows=None)
     with tqdm(total=args.txns, desc="elle workload", unit="txn") as bar:
         ops = run(plan, processes=args.processes, progress=bar.update)
+    checkpoints = {}
+    if checkpointer is not None:
+        checkpointer.stop()
+        checkpoints = {
+            "checkpoints": checkpointer.totals["runs"],
+            "versions_moved": checkpointer.totals["moved"],
+            "errors": checkpointer.errors + [e for r in checkpointer.reports for e in r.errors],
+        }
+        print(f"checkpointer: {checkpoints['checkpoints']} runs, {checkpoints['versions_moved']} versions moved")
     path = write(ops, args.out)
     completions = [op for op in ops if op.type != "invoke"]
     counts = {kind: sum(op.type == kind for op in completions) for kind in ("ok", "fail", "info")}
@@ -57,6 +71,7 @@ def run_and_check(args: argparse.Namespace) -> int:
         "counts": counts,
         "system": args.system,
         "negative": args.negative,
+        "checkpointer": checkpoints,
     }
     (Path(args.out) / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
     for line in summarize(result, args.model):
