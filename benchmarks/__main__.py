@@ -10,6 +10,8 @@ COMMANDS = {
     "txn": "benchmarks.txn",
     "elle": "benchmarks.elle",
     "checkpoint": "benchmarks.checkpoint",
+    "tpcc": "benchmarks.tpcc.cli",
+    "contention": "benchmarks.tpcc.cli",
 }
 
 
@@ -20,6 +22,8 @@ def main() -> int:
         )
         return 2
     module = importlib.import_module(COMMANDS[sys.argv[1]])
+    if module.__name__ == "benchmarks.tpcc.cli":
+        return int(module.main(sys.argv[2:], sys.argv[1]))
     return int(module.main(sys.argv[2:]))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -181,6 +182,39 @@ class Connection:
                 send()
         send()
         return total
+
+    def bulk_load_csv(self, table: str, path: str | os.PathLike[str], delimiter: str = ",", null: str = "") -> int:
+        """Load a CSV file (every column of the table, in order; ``"`` quotes; ``null`` marks NULL) straight
+        into Storage with MonetDB's COPY INTO: the fast path for initial loads. The file is read by the engine,
+        so it must be on the engine's machine. Same rules as ``bulk_load``. Returns the number of rows loaded."""
+        self._check_open()
+        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table.lower())
+        if info is None:
+            raise errors.ProgrammingError(f"bulk_load_csv: {table!r} is not a table of tique's")
+        source = os.path.abspath(path)
+        if not os.path.exists(source):
+            raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
+        target = info.storage if info.kind == "tx" else f'"{info.schema}"."{info.name}"'
+        before = int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar())
+        options = f"USING DELIMITERS '{delimiter}', E'\\n', '\"' NULL AS '{null}'"
+        cols = ", ".join(f'"{c}"' for c in info.column_names)
+        if info.has_rowid and info.kind == "tx":
+            # hidden row ids for the new rows, counting down below any stored one (transactions use positive ones)
+            low = min(0, int(self._raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {target}").scalar()))
+            staging = f"tq_load_{info.table_id}"
+            columns = ", ".join(f'"{c.name}" {c.sql_type}' for c in info.columns)
+            self._raw.execute(f"CREATE LOCAL TEMPORARY TABLE {staging} ({columns}) ON COMMIT PRESERVE ROWS")
+            try:
+                self._raw.execute(f"COPY INTO tmp.{staging} FROM '{source}' {options}")
+                self._raw.execute(
+                    f"INSERT INTO {target} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () "
+                    f"FROM tmp.{staging}"
+                )
+            finally:
+                self._raw.execute(f"DROP TABLE tmp.{staging}")
+        else:
+            self._raw.execute(f"COPY INTO {target} ({cols}) FROM '{source}' {options}")
+        return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
 
     def rewrite(self, operation: str, parameters: Any = None) -> str:
         """The SQL tique would send to MonetDB for a read, in this connection's current transaction."""

@@ -1,0 +1,319 @@
+"""The systems under test, one interface: ``start()`` a throw-away database, ``load()`` the CSV files,
+``connect()`` a DB-API connection (``%s`` parameters, explicit commit), ``is_conflict(exc)``, ``stop()``.
+
+- ``tique`` / ``tique-mapi``: tique embedded in the worker process / over a ``tique serve`` subprocess;
+  loaded with ``Connection.bulk_load_csv`` straight into Storage.
+- ``monetdb`` / ``monetdb-mapi``: native MonetDB transactions on the same kernel (embedded, or pymonetdb over
+  a ``tique serve`` of a separate directory, used as a plain MonetDB server); loaded with COPY INTO.
+- ``postgres``: PostgreSQL from Debian on a loopback port, REPEATABLE READ (its snapshot isolation), default
+  durability settings; initdb'd into a temporary directory and stopped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT, free_port
+from benchmarks.tpcc.data import TABLE_ORDER
+from benchmarks.tpcc.schema import ALL_TABLES
+
+CHECKPOINT_INTERVAL_S = 1.0
+CONFLICT_MESSAGES = ("concurrency conflict", "conflict with another transaction", "could not serialize", "40001")
+SYSTEMS = ("tique", "tique-mapi", "monetdb", "monetdb-mapi", "postgres")
+
+
+class SystemUnavailable(RuntimeError):
+    """The system cannot run here (its server is missing or cannot start); the reason says why."""
+
+
+class System:
+    name = ""
+
+    def start(self) -> None: ...
+
+    def load(self, csv_dir: Path) -> None: ...
+
+    def after_load(self) -> None: ...
+
+    def connect(self) -> Any: ...
+
+    def is_conflict(self, exc: BaseException) -> bool:
+        text = str(exc).lower()
+        return any(
+            m in text
+            for m in ("concurrency conflict", "conflict with another transaction", "could not serialize", "40001")
+        )
+
+    def stop(self) -> None: ...
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+def _copy_sql(table: str, path: Path) -> str:
+    return f"COPY INTO {table} FROM '{path}' USING DELIMITERS ',', E'\\n', '\"' NULL AS ''"
+
+
+class _Serve:
+    """A ``tique serve`` subprocess on a temporary directory."""
+
+    def __init__(self, tmp: Path, name: str, args: tuple[str, ...] = ()) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tique.cli", "serve", str(tmp / name), "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if "ready on" not in line:
+            raise SystemUnavailable(
+                f"tique serve did not start: {line} {self.proc.stderr.read() if self.proc.stderr else ''}"
+            )
+        self.url = f"monetdb://monetdb:monetdb@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Tique(System):
+    def __init__(self, mapi: bool, **settings: Any) -> None:
+        self.name = "tique-mapi" if mapi else "tique"
+        self.mapi = mapi
+        self.settings = settings
+        self._tmp = Path(tempfile.mkdtemp(prefix="tpcc-tique-"))
+        self._serve: _Serve | None = None
+
+    def start(self) -> None:
+        # a deployment runs the checkpointer: without it every snapshot scans an ever-growing Cache
+        if self.mapi:
+            self._serve = _Serve(self._tmp, "tpcc", ("--checkpoint-interval", str(CHECKPOINT_INTERVAL_S)))
+            self.url = self._serve.url
+        else:
+            self.url = f"monetdbe://{self._tmp / 'tpcc'}"
+
+    def after_load(self) -> None:
+        if not self.mapi:
+            from tique.checkpoint import start_background
+
+            self._checkpointer = start_background(self.url, CHECKPOINT_INTERVAL_S)
+
+    def load(self, csv_dir: Path) -> None:
+        import tique
+
+        conn = tique.connect(self.url)
+        cur = conn.cursor()
+        for name in TABLE_ORDER:
+            cur.execute(ALL_TABLES[name])
+        for name in TABLE_ORDER:
+            conn.bulk_load_csv(name, csv_dir / f"{name}.csv")
+        conn.close()
+        self.after_load()
+
+    def connect(self) -> Any:
+        import tique
+
+        return tique.connect(self.url, **self.settings)
+
+    def stop(self) -> None:
+        if self._serve:
+            self._serve.stop()
+        else:
+            from tique.database import Database
+
+            Database.get(self.url).close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class NativeEmbedded:
+    """Native MonetDB transactions on the embedded kernel: START TRANSACTION ... COMMIT on one session."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.open = False
+        self.rows: list[tuple[Any, ...]] = []
+
+    def cursor(self) -> NativeEmbedded:
+        return self
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        from tique.params import literal
+
+        if not self.open:
+            self.raw.execute("START TRANSACTION")
+            self.open = True
+        text = sql % tuple(literal(p) for p in params) if params else sql
+        try:
+            self.rows = self.raw.execute(text).rows
+        except Exception:
+            self.rollback()
+            raise
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self.rows
+
+    def commit(self) -> None:
+        if self.open:
+            self.open = False
+            self.raw.execute("COMMIT")  # a conflict aborts here; MonetDB has rolled back
+
+    def rollback(self) -> None:
+        if self.open:
+            self.open = False
+            try:
+                self.raw.execute("ROLLBACK")
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        self.rollback()
+        self.raw.close()
+
+
+class Monetdb(System):
+    def __init__(self, mapi: bool) -> None:
+        self.name = "monetdb-mapi" if mapi else "monetdb"
+        self.mapi = mapi
+        self._tmp = Path(tempfile.mkdtemp(prefix="tpcc-monetdb-"))
+        self._serve: _Serve | None = None
+        self._engine: Any = None
+
+    def start(self) -> None:
+        from tique.engine import open_engine
+
+        if self.mapi:
+            self._serve = _Serve(self._tmp, "tpcc")
+            self._engine = open_engine(self._serve.url)
+        else:
+            self._engine = open_engine(f"monetdbe://{self._tmp / 'tpcc'}")
+
+    def load(self, csv_dir: Path) -> None:
+        raw = self._engine.connect()
+        for name in TABLE_ORDER:
+            raw.execute(ALL_TABLES[name])
+            raw.execute(_copy_sql(name, (csv_dir / f"{name}.csv").resolve()))
+        raw.close()
+
+    def is_conflict(self, exc: BaseException) -> bool:
+        # MonetDB reports a write-write conflict inside a transaction as a bare "Update failed" (the store
+        # refused the update of a row another transaction changed) as well as at COMMIT
+        return "update failed" in str(exc).lower() or super().is_conflict(exc)
+
+    def connect(self) -> Any:
+        if self.mapi:
+            import pymonetdb
+
+            assert self._serve is not None
+            return pymonetdb.connect(
+                "tpcc", hostname="127.0.0.1", port=self._serve.port, username="monetdb", password="monetdb"
+            )
+        return NativeEmbedded(self._engine.connect())
+
+    def stop(self) -> None:
+        if self._engine is not None and not self.mapi:
+            self._engine.close()
+        if self._serve:
+            self._serve.stop()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _pg_bin(name: str) -> str:
+    where = os.environ.get("PG_BIN_DIR")  # PostgreSQL's bin directory, when not the default one
+    candidates = [f"{where}/{name}"] if where else [shutil.which(name), f"/usr/lib/postgresql/15/bin/{name}"]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise SystemUnavailable(
+        f"PostgreSQL's {name} was not found ({where or 'PATH, /usr/lib/postgresql/15/bin'}): "
+        "apt-get install postgresql, or set PG_BIN_DIR"
+    )
+
+
+class Postgres(System):
+    name = "postgres"
+
+    def __init__(self) -> None:
+        self._tmp = Path(tempfile.mkdtemp(prefix="tpcc-pg-"))
+        self.port = free_port()
+        self._as: list[str] = []
+
+    def start(self) -> None:
+        initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root: run it as the postgres user
+            shutil.chown(self._tmp, "postgres")
+            self._as = ["runuser", "-u", "postgres", "--"]
+        data = self._tmp / "data"
+        done = subprocess.run(
+            [*self._as, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"], capture_output=True, text=True
+        )
+        if done.returncode:
+            raise SystemUnavailable(f"initdb failed: {done.stderr.strip()[-500:]}")
+        opts = f"-p {self.port} -k {self._tmp} -c listen_addresses=127.0.0.1 -c max_connections=100"
+        done = subprocess.run(
+            [*self._as, pg_ctl, "-D", str(data), "-o", opts, "-l", str(self._tmp / "log"), "-w", "start"],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode:
+            log = (self._tmp / "log").read_text()[-500:] if (self._tmp / "log").exists() else ""
+            raise SystemUnavailable(f"PostgreSQL did not start on port {self.port}: {done.stderr.strip()} {log}")
+
+    def connect(self) -> Any:
+        import psycopg
+
+        conn = psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres")
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        return conn
+
+    def load(self, csv_dir: Path) -> None:
+        conn = self.connect()
+        with conn.cursor() as cur:
+            for name in TABLE_ORDER:
+                cur.execute(ALL_TABLES[name])
+                with (
+                    open(csv_dir / f"{name}.csv", "rb") as f,
+                    cur.copy(f"COPY {name} FROM STDIN WITH (FORMAT csv)") as cp,
+                ):
+                    while chunk := f.read(1 << 20):
+                        cp.write(chunk)
+        conn.commit()
+        with conn.cursor() as cur:
+            conn.autocommit = True
+            cur.execute("VACUUM ANALYZE")
+        conn.close()
+
+    def is_conflict(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlstate", None) in ("40001", "40P01") or super().is_conflict(exc)
+
+    def stop(self) -> None:
+        data = self._tmp / "data"
+        if data.exists():
+            subprocess.run([*self._as, _pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+                           capture_output=True)  # fmt: skip
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def make(name: str, **tique_settings: Any) -> System:
+    if name == "tique":
+        return Tique(False, **tique_settings)
+    if name == "tique-mapi":
+        return Tique(True, **tique_settings)
+    if name == "monetdb":
+        return Monetdb(False)
+    if name == "monetdb-mapi":
+        return Monetdb(True)
+    if name == "postgres":
+        return Postgres()
+    raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
