@@ -6,6 +6,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from tique import errors
@@ -39,11 +40,8 @@ class Connection:
         self._raw = self.db.connect_raw()
         if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
             self.db.apply_lease(self._raw, settings.lease_ms)
-        if settings.short_pipeline:
-            try:
-                self._raw.execute(f"SET optimizer = '{settings.short_pipeline}'")
-            except errors.DatabaseError:
-                pass  # an engine without that pipeline keeps its default
+        self._pipeline = "default_pipe"
+        self.use_pipeline(False)
         self._txn: Transaction | None = None
         self._autocommit = False
         self._closed = False
@@ -56,6 +54,28 @@ class Connection:
         self.last_failed_write_set: list[int] = []
 
     # ---- state ---------------------------------------------------------------------------------------------
+
+    def options_now(self) -> ReadOptions:
+        """Read options for the next statement: snapshots include the transaction's own writes only for the
+        tables it has written (statements are planned, and cached, per such set)."""
+        txn = self._txn
+        own = frozenset(n for n, e in txn.writes.items() if e.pending or e.flushed) if txn else frozenset()
+        if own == self.read_options.own:
+            return self.read_options
+        return replace(self.read_options, own=own)
+
+    def use_pipeline(self, analytical: bool) -> None:
+        """The engine's optimizer pipeline for the next read: the short pipeline (the paper found minimal_fast
+        best for short statements) or, for a scan or aggregate, the default one with its parallelism. A switch
+        costs one round trip, so it happens only when the kind of statement changes."""
+        wanted = "default_pipe" if analytical or not self.settings.short_pipeline else self.settings.short_pipeline
+        if wanted == self._pipeline:
+            return
+        try:
+            self._raw.execute(f"SET optimizer = '{wanted}'")
+            self._pipeline = wanted
+        except errors.DatabaseError:
+            self._pipeline = wanted  # an engine without that pipeline keeps its default; do not try again
 
     @property
     def closed(self) -> bool:
@@ -221,7 +241,7 @@ class Connection:
         from tique.params import resolve
         from tique.statements import ReadPlan, plan_statement
 
-        plan = plan_statement(self.db, self._raw, operation, parameters is not None, self.read_options)
+        plan = plan_statement(self.db, self._raw, operation, parameters is not None, self.options_now())
         if not isinstance(plan, ReadPlan):
             raise errors.ProgrammingError("rewrite() shows reads (SELECT) only")
         txn = self.transaction()

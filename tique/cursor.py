@@ -32,7 +32,7 @@ class Cursor:
     def execute(self, operation: str, parameters: Params = None) -> Cursor:
         self._check()
         conn = self.connection
-        plan = plan_statement(conn.db, conn._raw, operation, parameters is not None, conn.read_options)
+        plan = plan_statement(conn.db, conn._raw, operation, parameters is not None, conn.options_now())
         self._set(Result())
         if isinstance(plan, Control):
             if plan.action == "commit":
@@ -53,6 +53,7 @@ class Cursor:
                 )
             elif isinstance(plan, ReadPlan):
                 params = self._rendered(plan.template.param_slots, parameters)
+                conn.use_pipeline(plan.analytical)
                 self._set(txn.run(plan.template, params, plan.reads))
             elif isinstance(plan, InsertPlan):
                 slots = _insert_slots(plan)

@@ -20,7 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 from benchmarks.common import ROOT, machine_info, write_json
-from benchmarks.tpcc.data import Scale, generate
+from benchmarks.tpcc.data import DATA_VERSION, Scale, generate
 from benchmarks.tpcc.systems import SYSTEMS
 
 DATA_CACHE = Path(tempfile.gettempdir()) / "tique-tpcc-data"
@@ -42,7 +42,7 @@ def parse(argv: list[str], command: str) -> argparse.Namespace:
 
 def run_workers(command: str, args: argparse.Namespace, extra: dict[str, Any]) -> dict[str, Any]:
     size = Scale(args.warehouses, args.scale)
-    csv_dir = DATA_CACHE / f"w{size.warehouses}-s{size.scale}"
+    csv_dir = DATA_CACHE / f"v{DATA_VERSION}-w{size.warehouses}-s{size.scale}"
     t0 = time.monotonic()
     generate(csv_dir, size)
     print(f"data: {csv_dir} ({time.monotonic() - t0:.1f} s)", flush=True)

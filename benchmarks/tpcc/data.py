@@ -3,8 +3,13 @@
 
 ``scale`` shrinks the per-warehouse cardinalities (items, customers and orders per district) for smoke runs;
 1.0 is the standard: 100,000 items, 3,000 customers and orders per district, 900 new orders.
-Dates of the initial orders fall between 2010-06 and 2011-12, inside the CH queries' date ranges, and customer
-states start with an upper-case letter whose code is a nation key, so every CH query returns rows.
+So that every CH query returns rows (tested), the data departs from the letter of TPC-C where CH needs it, and
+nowhere the TPC-C consistency conditions look: initial orders fall between 2010-06 and 2011-12 (inside the CH
+date ranges) and are delivered 1-72 hours after entry; delivered initial order lines have amounts too; customer
+states start with an upper-case letter whose code is a nation key (CH joins on it); every 10th item's data
+starts with 'co', every 50th with 'PR' and every 50th ends in 'BB'; initial s_order_cnt is heavy-tailed (a few
+best sellers) instead of 0; every 7th customer starts with a positive balance; and every 10th initial order
+goes to the customer of the order before it, so some customers have no order.
 """
 
 from __future__ import annotations
@@ -109,6 +114,7 @@ def _ts(t: dt.datetime) -> str:
 
 
 START = dt.datetime(2010, 6, 1)
+DATA_VERSION = 3  # bump when the generated data changes: cached CSV files are keyed by it
 
 
 def generate(directory: Path, size: Scale, seed: int = 7) -> Path:
@@ -127,13 +133,20 @@ def generate(directory: Path, size: Scale, seed: int = 7) -> Path:
 def _write(out: dict[str, Any], size: Scale, rng: random.Random) -> None:
     span = (dt.datetime(2011, 12, 1) - START).total_seconds()
     for i in range(1, size.items + 1):
-        out["item"].writerow([i, rng.randint(1, 10_000), _astr(rng, 14, 24), f"{rng.uniform(1, 100):.2f}",
-                              _data(rng, 26, 50)])  # fmt: skip
+        data = _data(rng, 26, 50)
+        if i % 10 == 2:  # even, so that some have German suppliers at one warehouse (supplier = w * i mod 10000)
+            data = "co" + data[2:]
+        elif i % 50 == 5:
+            data = "PR" + data[2:]
+        if i % 50 == 0:
+            data = data[:-2] + "BB"
+        out["item"].writerow([i, rng.randint(1, 10_000), _astr(rng, 14, 24), f"{rng.uniform(1, 100):.2f}", data])
     for w in range(1, size.warehouses + 1):
         out["warehouse"].writerow([w, _astr(rng, 6, 10), *_address(rng), f"{rng.uniform(0, 0.2):.4f}", "300000.00"])
         for i in range(1, size.items + 1):
-            out["stock"].writerow([i, w, rng.randint(10, 100), *[_astr(rng, 24, 24) for _ in range(10)], 0, 0, 0,
-                                   _data(rng, 26, 50)])  # fmt: skip
+            order_cnt = min(10_000, int(rng.paretovariate(1.2)) - 1)
+            out["stock"].writerow([i, w, rng.randint(10, 100), *[_astr(rng, 24, 24) for _ in range(10)], 0,
+                                   order_cnt, 0, _data(rng, 26, 50)])  # fmt: skip
         for d in range(1, DISTRICTS + 1):
             out["district"].writerow([d, w, _astr(rng, 6, 10), *_address(rng), f"{rng.uniform(0, 0.2):.4f}",
                                       "30000.00", size.customers + 1])  # fmt: skip
@@ -142,7 +155,8 @@ def _write(out: dict[str, Any], size: Scale, rng: random.Random) -> None:
                 since = _ts(START + dt.timedelta(seconds=rng.uniform(0, span)))
                 out["customer"].writerow([c, d, w, _astr(rng, 8, 16), "OE", last, *_address(rng),
                                           _nstr(rng, 16), since, "BC" if rng.random() < 0.1 else "GC", "50000.00",
-                                          f"{rng.uniform(0, 0.5):.4f}", "-10.00", "10.00", 1, 0,
+                                          f"{rng.uniform(0, 0.5):.4f}",
+                                          f"{rng.uniform(1, 5000):.2f}" if c % 7 == 0 else "-10.00", "10.00", 1, 0,
                                           _astr(rng, 300, 500)])  # fmt: skip
                 out["history"].writerow([c, d, w, d, w, since, "10.00", _astr(rng, 12, 24)])
             permutation = list(range(1, size.customers + 1))
@@ -152,14 +166,16 @@ def _write(out: dict[str, Any], size: Scale, rng: random.Random) -> None:
                 entry = START + dt.timedelta(seconds=span * o / size.customers)
                 delivered = o < first_new
                 ol_cnt = rng.randint(5, 15)
-                out["oorder"].writerow([o, d, w, permutation[o - 1], _ts(entry),
+                customer = permutation[o - 2] if o % 10 == 0 else permutation[o - 1]
+                delivered_at = _ts(entry + dt.timedelta(hours=rng.uniform(1, 72)))
+                out["oorder"].writerow([o, d, w, customer, _ts(entry),
                                         rng.randint(1, 10) if delivered else "", ol_cnt, 1])  # fmt: skip
                 if not delivered:
                     out["new_order"].writerow([o, d, w])
                 for n in range(1, ol_cnt + 1):
-                    amount = "0.00" if delivered else f"{rng.uniform(0.01, 9999.99):.2f}"
+                    amount = f"{rng.uniform(0.01, 9999.99):.2f}"  # TPC-C says 0.00 if delivered: CH sums them
                     out["order_line"].writerow([o, d, w, n, rng.randint(1, size.items), w,
-                                                _ts(entry) if delivered else "", 5, amount,
+                                                delivered_at if delivered else "", 5, amount,
                                                 _astr(rng, 24, 24)])  # fmt: skip
     for r, name in enumerate(REGIONS):
         out["region"].writerow([r, name, _astr(rng, 31, 115)])

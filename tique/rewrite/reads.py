@@ -18,6 +18,7 @@ class ReadOptions:
     formulation: str = "auto"  # auto | point | analytical
     latest: bool = False  # negative control: no snapshot bound
     expose_rowid: frozenset[str] = frozenset()  # tables whose hidden row id the statement needs (writes)
+    own: frozenset[str] | None = None  # tables the transaction has written (None: assume all of them)
 
 
 def _ident(node: exp.Expression | None) -> str:
@@ -70,6 +71,15 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
 
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> tuple[exp.Expression, set[str]]:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree and the tables read."""
+    tree, read, _ = snapshot_reads_ex(tree, lookup, options)
+    return tree, read
+
+
+def snapshot_reads_ex(
+    tree: exp.Expression, lookup: Lookup, options: ReadOptions
+) -> tuple[exp.Expression, set[str], bool]:
+    """``snapshot_reads``, also saying whether any table got the analytical formulation."""
+    analytical = False
     cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
     read: set[str] = set()
     for table in list(tree.find_all(exp.Table)):
@@ -84,10 +94,12 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
         formulation = options.formulation
         if formulation == "auto":
             formulation = "point" if preds else "analytical"
+        analytical = analytical or formulation == "analytical"
+        own = options.own is None or info.name in options.own
         snap = snapshot_tree(
-            info, formulation, preds, expose_rowid=info.name in options.expose_rowid, latest=options.latest
+            info, formulation, preds, expose_rowid=info.name in options.expose_rowid, latest=options.latest, own=own
         )
         alias = table.alias_or_name
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         read.add(info.name)
-    return tree, read
+    return tree, read, analytical

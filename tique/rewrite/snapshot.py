@@ -50,16 +50,23 @@ def _where(preds: Sequence[exp.Expression], table: str | None, extra: Sequence[s
     return (" WHERE " + " AND ".join(parts)) if parts else ""
 
 
-def _visible_cache(info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression], latest: bool) -> str:
-    """Cache versions this transaction may see, with their order: committed ones, then its own."""
+def _visible_cache(
+    info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression], latest: bool, own: bool
+) -> str:
+    """Cache versions this transaction may see, with their order: committed ones, then its own (only when it
+    has written the table: the branch costs a scan of the Cache even when it finds nothing)."""
     ccols = ", ".join(f"c.{_q(c)}" for c in cols)
     committed = ["o.ok"] if latest else ["o.ok", f"o.cts <= :{slot(STS).name}"]
-    return (
+    sql = (
         f"SELECT {ccols}, c.tq_deleted, o.cts AS tq_cts, c.tq_seq FROM {info.cache} AS c "
-        f"JOIN tique.outcomes AS o ON o.txid = c.tq_txid{_where(preds, 'c', committed)} "
-        f"UNION ALL SELECT {ccols}, c.tq_deleted, {MAX_CTS} AS tq_cts, c.tq_seq FROM {info.cache} AS c"
-        f"{_where(preds, 'c', [f'c.tq_txid = :{slot(TXID).name}'])}"
+        f"JOIN tique.outcomes AS o ON o.txid = c.tq_txid{_where(preds, 'c', committed)}"
     )
+    if own:
+        sql += (
+            f" UNION ALL SELECT {ccols}, c.tq_deleted, {MAX_CTS} AS tq_cts, c.tq_seq FROM {info.cache} AS c"
+            f"{_where(preds, 'c', [f'c.tq_txid = :{slot(TXID).name}'])}"
+        )
+    return sql
 
 
 def _newest(cols: Sequence[str], key: Sequence[str], source: str) -> str:
@@ -78,9 +85,11 @@ def snapshot_sql(
     *,
     expose_rowid: bool = False,
     latest: bool = False,
+    own: bool = True,
 ) -> str:
     """SQL for the snapshot of ``info``; ``sts``/``txid`` are slots. ``latest`` drops the sts bound
-    (a negative control for consistency checking only)."""
+    (a negative control for consistency checking only); ``own=False`` leaves out the transaction's own
+    writes (for a transaction that has written none to this table)."""
     cols = list(info.column_names)
     if info.has_rowid and (expose_rowid or formulation == "analytical"):
         cols.append(ROWID)
@@ -89,16 +98,16 @@ def snapshot_sql(
     if formulation == "point":
         source = (
             f"SELECT {scols}, FALSE AS tq_deleted, CAST(0 AS BIGINT) AS tq_cts, 0 AS tq_seq FROM {info.storage}"
-            f"{_where(preds, None)} UNION ALL {_visible_cache(info, cols, preds, latest)}"
+            f"{_where(preds, None)} UNION ALL {_visible_cache(info, cols, preds, latest, own)}"
         )
         sql = _newest(cols, info.key, source)
     else:
         match = " AND ".join(f"v.{_q(k)} = s.{_q(k)}" for k in info.key)
-        overridden = f"NOT EXISTS (SELECT 1 FROM ({_visible_cache(info, cols, preds, latest)}) AS v WHERE {match})"
+        overridden = f"NOT EXISTS (SELECT 1 FROM ({_visible_cache(info, cols, preds, latest, own)}) AS v WHERE {match})"
         stable = (
             f"SELECT {', '.join(f's.{_q(c)}' for c in cols)} FROM {info.storage} AS s{_where(preds, 's', [overridden])}"
         )
-        sql = f"{stable} UNION ALL {_newest(cols, info.key, _visible_cache(info, cols, preds, latest))}"
+        sql = f"{stable} UNION ALL {_newest(cols, info.key, _visible_cache(info, cols, preds, latest, own))}"
     if out_cols != cols:
         sql = f"SELECT {', '.join(_q(c) for c in out_cols)} FROM ({sql}) AS tq_o"
     return sql
