@@ -12,6 +12,9 @@ COMMANDS = {
     "checkpoint": "benchmarks.checkpoint",
     "tpcc": "benchmarks.tpcc.cli",
     "contention": "benchmarks.tpcc.cli",
+    "ch": "benchmarks.tpcc.cli",
+    "htap": "benchmarks.tpcc.cli",
+    "longtx": "benchmarks.tpcc.cli",
 }
 
 

@@ -367,3 +367,46 @@ def test_bulk_load_writes_stable_rows_to_storage(connect: Connect, kv: str, uniq
     assert conn.cursor().execute(f"SELECT COUNT(*) FROM {bag}").fetchone() == (2,)
     conn.commit()
     assert rows(conn, f"SELECT a, COUNT(*) FROM {bag} GROUP BY a") == [(2, 2)]
+
+
+def test_a_read_by_exact_key_flushes_pending_writes_only_when_one_has_that_key(connect: Connect, kv: str) -> None:
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'a'), (2, 'b')")
+    conn.commit()
+    cur.execute(f"UPDATE {kv} SET v = 'new' WHERE k = %s", (1,))
+    txid = conn.transaction().txid
+
+    def flushed() -> int:
+        return int(conn._raw.execute(f"SELECT COUNT(*) FROM {kv}__cache WHERE tq_txid = {txid}").scalar())
+
+    assert rows(conn, f"SELECT v FROM {kv} WHERE k = %s", (2,)) == [("b",)]
+    assert flushed() == 0  # no pending write has key 2: nothing to send first
+    assert rows(conn, f"SELECT v FROM {kv} WHERE k = %s", ("1",)) == [("new",)]  # a string for an INT key: flush
+    assert flushed() == 1
+    cur.execute(f"UPDATE {kv} SET v = 'newer' WHERE k = %s", (1,))
+    assert rows(conn, f"SELECT v FROM {kv} WHERE k = %s", (1,)) == [("newer",)]
+    cur.execute(f"UPDATE {kv} SET v = 'b2' WHERE k = %s", (2,))
+    assert rows(conn, f"SELECT k, v FROM {kv} ORDER BY k") == [(1, "newer"), (2, "b2")]  # a scan flushes all
+    conn.commit()
+    assert rows(conn, f"SELECT k, v FROM {kv} ORDER BY k") == [(1, "newer"), (2, "b2")]
+
+
+def test_insert_check_flush_defers_the_duplicate_check_to_the_next_read_or_commit(connect: Connect, kv: str) -> None:
+    conn = connect(insert_check="flush")
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'a')")
+    conn.commit()
+    cur.execute(f"INSERT INTO {kv} (k, v) VALUES (2, 'b')")
+    with pytest.raises(tique.IntegrityError, match="duplicate key"):
+        cur.execute(f"INSERT INTO {kv} (k, v) VALUES (2, 'again')")  # within the transaction: at once
+    cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'dup')")  # against the snapshot: not yet checked
+    with pytest.raises(tique.IntegrityError, match=r"duplicate key \(k=1\)"):
+        cur.execute(f"SELECT v FROM {kv} WHERE k = 1")  # the read sends the rows: checked there
+    with pytest.raises(tique.InterfaceError, match="rollback"):
+        cur.execute(f"SELECT v FROM {kv}")
+    conn.rollback()
+    cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'dup')")
+    with pytest.raises(tique.IntegrityError, match="duplicate key"):
+        conn.commit()  # or at COMMIT, which then rolls back
+    assert rows(conn, f"SELECT k, v FROM {kv} ORDER BY k") == [(1, "a")]

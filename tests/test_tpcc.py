@@ -50,3 +50,32 @@ def test_contention_and_a_missing_server_is_skipped_with_its_reason(tmp_path: Pa
     assert set(data["by_warehouses"]) == {"2", "1"}
     assert all(data["by_warehouses"][k]["tique"]["tpmC"] > 0 for k in ("2", "1"))
     assert data["consistency"]["tique"]["all_ok"]
+
+
+def test_every_ch_query_returns_rows_and_tique_answers_as_monetdb_does(tmp_path: Path) -> None:
+    out = tmp_path / "ch.json"
+    proc = bench("ch", "--systems", "tique,monetdb", "--warehouses", "1", "--scale", "0.02", "--oltp-seconds", "0",
+                 "--repeat", "1", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    tq, native = data["systems"]["tique"], data["systems"]["monetdb"]
+    assert not tq["errors"] and not native["errors"], (tq["errors"], native["errors"])
+    assert sorted(tq["rows"], key=int) == [str(q) for q in range(1, 23)]
+    assert all(n > 0 for n in tq["rows"].values()), tq["rows"]
+    assert tq["checksums"] == native["checksums"]  # every statement went through tique's rewriting
+    assert tq["total_s"] > 0 and set(tq["queries"]) == set(tq["rows"])
+
+
+def test_htap_and_long_transactions_run(tmp_path: Path) -> None:
+    out = tmp_path / "htap.json"
+    proc = bench("htap", "--systems", "tique", "--warehouses", "1", "--scale", "0.01", "--grid", "1:0,1:1",
+                 "--duration", "3", "--warmup", "0.5", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads(out.read_text())["systems"]["tique"]["runs"]
+    assert runs["1-0"]["tpmC"] > 0 and runs["1-1"]["olap_queries"] > 0
+    out = tmp_path / "longtx.json"
+    proc = bench("longtx", "--systems", "tique", "--warehouses", "1", "--scale", "0.01", "--clients", "1",
+                 "--rows", "5", "--duration", "3", "--warmup", "0.5", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads(out.read_text())["systems"]["tique"]["runs"]
+    assert set(runs) == {"plain", "priority"} and runs["priority"]["long_committed"] > 0

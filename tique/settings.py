@@ -24,7 +24,7 @@ class Settings(BaseModel):
         "Storage and Cache), 'analytical' (no full-relation sort), or chosen per statement",
     )
     insert_check: Literal["flush", "immediate"] = Field(
-        "flush",
+        "immediate",
         description="when an INSERT's keys are checked against the snapshot: at the flush before the next read "
         "of the table or at COMMIT ('flush'), or at the INSERT itself ('immediate', one more round trip)",
     )

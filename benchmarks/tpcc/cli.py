@@ -37,6 +37,15 @@ def parse(argv: list[str], command: str) -> argparse.Namespace:
     p.add_argument("--out", default=f"results/{command}.json")
     if command == "contention":
         p.add_argument("--warehouse-counts", default=None, help="comma list; default W, W/2, ..., 1")
+    if command == "ch":
+        p.add_argument("--oltp-seconds", type=float, default=30, help="TPC-C run before the queries (fills Cache)")
+        p.add_argument("--repeat", type=int, default=5, help="runs per query; the median is reported")
+    if command == "htap":
+        p.add_argument("--grid", default="4:0,4:1,4:2,0:2,1:2,2:2",
+                       help="OLTP:analytical client pairs, run one after another")  # fmt: skip
+    if command == "longtx":
+        p.add_argument("--rows", type=int, default=100, help="stock rows the long transaction updates")
+        p.add_argument("--max-attempts", type=int, default=20)
     return p.parse_args(argv)
 
 
@@ -85,8 +94,16 @@ def main(argv: list[str], command: str = "tpcc") -> int:
             str(k) for k in sorted({max(1, args.warehouses // 2**i) for i in range(8)}, reverse=True)
         )
         extra["warehouse_counts"] = [int(k) for k in counts.split(",")]
+    if command == "ch":
+        extra.update(oltp_seconds=args.oltp_seconds, repeat=args.repeat)
+    if command == "htap":
+        extra["grid"] = [[int(x) for x in pair.split(":")] for pair in args.grid.split(",")]
+    if command == "longtx":
+        extra.update(rows=args.rows, max_attempts=args.max_attempts)
     results = run_workers(command, args, extra)
     payload: dict[str, Any] = {"machine": machine_info(), "settings": vars(args) | extra, "command": command}
+    if command in ("ch", "htap", "longtx"):
+        return finish_other(command, args, payload, results)
     payload["skipped"] = {n: r.get("skipped") or r.get("failed") for n, r in results.items() if "runs" not in r}
     ok = {n: r for n, r in results.items() if "runs" in r}
     keys = list(next(iter(ok.values()))["runs"]) if ok else []
@@ -145,5 +162,116 @@ def plot(payload: dict[str, Any], command: str, path: Path) -> None:
     ax2.set(xlabel=label, ylabel="aborted attempts (%)", title="abort rate")
     ax1.set_yscale("log")
     ax1.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def finish_other(command: str, args: argparse.Namespace, payload: dict[str, Any], results: dict[str, Any]) -> int:
+    payload["skipped"] = {n: r.get("skipped") or r.get("failed") for n, r in results.items() if "load_s" not in r}
+    systems = {n: {k: v for k, v in r.items() if k != "system"} for n, r in results.items() if "load_s" in r}
+    if command == "ch":
+        for r in systems.values():
+            r.update(r.pop("ch"))
+    payload["systems"] = systems
+    out = write_json(args.out, payload)
+    md = {"ch": ch_markdown, "htap": htap_markdown, "longtx": longtx_markdown}[command](payload)
+    out.with_suffix(".md").write_text(md)
+    {"ch": ch_plot, "htap": htap_plot, "longtx": longtx_plot}[command](payload, out.with_suffix(".png"))
+    print(md)
+    print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}")
+    return 0
+
+
+def _skipped(payload: dict[str, Any]) -> str:
+    return "".join(f"\nskipped {n}: {reason}" for n, reason in payload.get("skipped", {}).items())
+
+
+def ch_markdown(payload: dict[str, Any]) -> str:
+    names = list(payload["systems"])
+    lines = ["| query | " + " | ".join(f"{n} (s)" for n in names) + " | rows |", "|---" * (len(names) + 2) + "|"]
+    first = payload["systems"][names[0]] if names else {}
+    for q in [str(i) for i in range(1, 23)]:
+        cells = [str(payload["systems"][n]["queries"].get(q, "error")) for n in names]
+        lines.append(f"| Q{q} | " + " | ".join(cells) + f" | {first.get('rows', {}).get(q, '-')} |")
+    lines.append("| total | " + " | ".join(f"{payload['systems'][n]['total_s']:.3f}" for n in names) + " | |")
+    same = [n for n in names if payload["systems"][n].get("checksums") == first.get("checksums")]
+    note = f"\nidentical answers (checksums) on: {', '.join(same)}"
+    errors = {n: payload["systems"][n]["errors"] for n in names if payload["systems"][n].get("errors")}
+    return "\n".join(lines) + note + (f"\nerrors: {errors}" if errors else "") + _skipped(payload) + "\n"
+
+
+def htap_markdown(payload: dict[str, Any]) -> str:
+    lines = ["| system | OLTP clients | analytical clients | tpmC | txn/s | abort rate | queries/min | query median s "
+             "|",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for n, r in payload["systems"].items():
+        for run in r["runs"].values():
+            lines.append(f"| {n} | {run['oltp_clients']} | {run['olap_clients']} | {run['tpmC']:.0f} | "
+                         f"{run['tps']:.1f} | {run['abort_rate']:.1%} | {run['olap_queries_per_min']} | "
+                         f"{run['olap_query_median_s']} |")  # fmt: skip
+    return "\n".join(lines) + _skipped(payload) + "\n"
+
+
+def longtx_markdown(payload: dict[str, Any]) -> str:
+    lines = ["| system | priority | long txns committed | failed | attempts mean / max | long latency p50 s | "
+             "OLTP tpmC | OLTP abort rate |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for n, r in payload["systems"].items():
+        for run in r["runs"].values():
+            lines.append(f"| {n} | {run['priority']} | {run['long_committed']} | {run['long_failed']} | "
+                         f"{run['long_attempts_mean']} / {run['long_attempts_max']} | {run['long_latency_median_s']} | "
+                         f"{run['oltp_tpmC']:.0f} | {run['oltp_abort_rate']:.1%} |")  # fmt: skip
+    return "\n".join(lines) + _skipped(payload) + "\n"
+
+
+def _figure() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def ch_plot(payload: dict[str, Any], path: Path) -> None:
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(11, 4))
+    names = list(payload["systems"])
+    width = 0.8 / max(len(names), 1)
+    for k, n in enumerate(names):
+        qs = payload["systems"][n]["queries"]
+        ax.bar([int(q) + k * width for q in qs], list(qs.values()), width, label=n)
+    ax.set(xlabel="CH query", ylabel="median seconds (log)", yscale="log", title="CH-benCHmark per query")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def htap_plot(payload: dict[str, Any], path: Path) -> None:
+    plt = _figure()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for n, r in payload["systems"].items():
+        runs = list(r["runs"].values())
+        fixed_oltp = [x for x in runs if x["oltp_clients"] == max(y["oltp_clients"] for y in runs)]
+        fixed_olap = [x for x in runs if x["olap_clients"] == max(y["olap_clients"] for y in runs)]
+        ax1.plot([x["olap_clients"] for x in fixed_oltp], [x["tpmC"] for x in fixed_oltp], "o-", label=n)
+        ax2.plot([x["oltp_clients"] for x in fixed_olap], [x["olap_query_median_s"] or 0 for x in fixed_olap], "o-",
+                 label=n)  # fmt: skip
+    ax1.set(xlabel="analytical clients", ylabel="tpmC", title="OLTP throughput, fixed OLTP clients")
+    ax2.set(xlabel="OLTP clients", ylabel="median query s", title="analytical latency, fixed analytical clients")
+    ax1.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def longtx_plot(payload: dict[str, Any], path: Path) -> None:
+    plt = _figure()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels, values = [], []
+    for n, r in payload["systems"].items():
+        for run in r["runs"].values():
+            labels.append(f"{n}{' priority' if run['priority'] else ''}")
+            values.append(run["long_attempts_mean"] or 0)
+    ax.bar(labels, values)
+    ax.set(ylabel="attempts per long transaction (mean)", title="long read-write transactions")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

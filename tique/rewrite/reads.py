@@ -11,6 +11,17 @@ from tique.catalog import TableInfo
 from tique.rewrite.snapshot import snapshot_tree
 
 Lookup = Callable[[str | None, str], TableInfo | None]
+# Per table read by key equality on parameters only: (table, the parameter slot of each key column, in key
+# order). A transaction need not flush pending writes of such a table before the read unless one has that key.
+PointKeys = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class Reads:
+    tree: exp.Expression
+    reads: set[str]
+    analytical: bool  # some table got the analytical formulation
+    point_keys: PointKeys
 
 
 @dataclass(frozen=True)
@@ -71,15 +82,32 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
 
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> tuple[exp.Expression, set[str]]:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree and the tables read."""
-    tree, read, _ = snapshot_reads_ex(tree, lookup, options)
-    return tree, read
+    found = snapshot_reads_ex(tree, lookup, options)
+    return found.tree, found.reads
 
 
-def snapshot_reads_ex(
-    tree: exp.Expression, lookup: Lookup, options: ReadOptions
-) -> tuple[exp.Expression, set[str], bool]:
-    """``snapshot_reads``, also saying whether any table got the analytical formulation."""
+def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...] | None:
+    """The parameter slot each key column is equal to, when the predicates pin every one that way."""
+    from tique.rewrite.template import slot_name
+
+    slots: dict[str, str] = {}
+    for pred in preds:
+        if not isinstance(pred, exp.EQ):
+            continue
+        col, val = (pred.this, pred.expression) if isinstance(pred.this, exp.Column) else (pred.expression, pred.this)
+        name = slot_name(val)
+        if isinstance(col, exp.Column) and name and name not in ("sts", "txid"):
+            slots[_ident(col)] = name
+    if all(k in slots for k in info.key):
+        return tuple(slots[k] for k in info.key)
+    return None
+
+
+def snapshot_reads_ex(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
+    """``snapshot_reads``, also saying whether any table got the analytical formulation and which tables are
+    read by their full key (see PointKeys)."""
     analytical = False
+    point: dict[str, tuple[str, ...] | None] = {}
     cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
     read: set[str] = set()
     for table in list(tree.find_all(exp.Table)):
@@ -95,6 +123,8 @@ def snapshot_reads_ex(
         if formulation == "auto":
             formulation = "point" if preds else "analytical"
         analytical = analytical or formulation == "analytical"
+        pinned = _point_slots(info, preds) if formulation == "point" else None
+        point[info.name] = pinned if info.name not in point else None  # read twice: no shortcut
         own = options.own is None or info.name in options.own
         snap = snapshot_tree(
             info, formulation, preds, expose_rowid=info.name in options.expose_rowid, latest=options.latest, own=own
@@ -102,4 +132,5 @@ def snapshot_reads_ex(
         alias = table.alias_or_name
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         read.add(info.name)
-    return tree, read, analytical
+    keys = tuple((name, slots) for name, slots in point.items() if slots is not None)
+    return Reads(tree, read, analytical, keys)

@@ -35,8 +35,11 @@ def _q(name: str) -> str:
     return f'"{name}"'
 
 
-def _requalify(pred: exp.Expression, table: str | None) -> str:
-    """A pushed predicate with its columns pointed at one branch's table alias (or none)."""
+def _requalify(pred: exp.Expression | str, table: str | None) -> str:
+    """A pushed predicate with its columns pointed at one branch's table alias (or none). A string predicate
+    (built by tique itself, no parsing needed) says where the alias goes with ``{t}``."""
+    if isinstance(pred, str):
+        return pred.format(t=f"{table}." if table else "")
     copy = pred.copy()
     for col in copy.find_all(exp.Column):
         col.set("table", exp.to_identifier(table) if table else None)
@@ -45,13 +48,13 @@ def _requalify(pred: exp.Expression, table: str | None) -> str:
     return copy.sql(dialect=MonetDB)
 
 
-def _where(preds: Sequence[exp.Expression], table: str | None, extra: Sequence[str] = ()) -> str:
+def _where(preds: Sequence[exp.Expression | str], table: str | None, extra: Sequence[str] = ()) -> str:
     parts = list(extra) + [_requalify(p, table) for p in preds]
     return (" WHERE " + " AND ".join(parts)) if parts else ""
 
 
 def _visible_cache(
-    info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression], latest: bool, own: bool
+    info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression | str], latest: bool, own: bool
 ) -> str:
     """Cache versions this transaction may see, with their order: committed ones, then its own (only when it
     has written the table: the branch costs a scan of the Cache even when it finds nothing)."""
@@ -81,7 +84,7 @@ def _newest(cols: Sequence[str], key: Sequence[str], source: str) -> str:
 def snapshot_sql(
     info: TableInfo,
     formulation: str,
-    preds: Sequence[exp.Expression] = (),
+    preds: Sequence[exp.Expression | str] = (),
     *,
     expose_rowid: bool = False,
     latest: bool = False,
@@ -113,7 +116,9 @@ def snapshot_sql(
     return sql
 
 
-def snapshot_tree(info: TableInfo, formulation: str, preds: Sequence[exp.Expression] = (), **kw: bool) -> exp.Select:
+def snapshot_tree(
+    info: TableInfo, formulation: str, preds: Sequence[exp.Expression | str] = (), **kw: bool
+) -> exp.Select:
     tree = sqlglot.parse_one(snapshot_sql(info, formulation, preds, **kw), read=MonetDB)
     assert isinstance(tree, (exp.Select, exp.Union))
     return tree  # type: ignore[return-value]

@@ -8,14 +8,14 @@ are the new versions. The transaction turns those rows into Cache rows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
 
 from tique.catalog import TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.rewrite.reads import ReadOptions, snapshot_reads
+from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads, snapshot_reads_ex
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import python_value
 
@@ -40,6 +40,7 @@ class UpdatePlan:
     select: Template  # returns the old key values, then every stored column's new value
     key_changes: bool
     reads: frozenset[str]
+    point_keys: PointKeys = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class DeletePlan:
     table: TableInfo
     select: Template  # returns the key values of the rows to delete
     reads: frozenset[str]
+    point_keys: PointKeys = ()
 
 
 def ident(node: exp.Expression | str | None) -> str:
@@ -141,9 +143,9 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     select = exp.select(*old_keys, *new_values).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
-    rewritten, reads = snapshot_reads(select, lookup, _with_rowid(options, info))
+    found = snapshot_reads_ex(select, lookup, _with_rowid(options, info))
     key_changes = any(k in assignments for k in info.key)
-    return UpdatePlan(info, Template.from_tree(rewritten), key_changes, frozenset(reads))
+    return UpdatePlan(info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys)
 
 
 def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> DeletePlan:
@@ -154,11 +156,11 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
     select = exp.select(*[exp.column(k, table=alias) for k in info.key]).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
-    rewritten, reads = snapshot_reads(select, lookup, _with_rowid(options, info))
-    return DeletePlan(info, Template.from_tree(rewritten), frozenset(reads))
+    found = snapshot_reads_ex(select, lookup, _with_rowid(options, info))
+    return DeletePlan(info, Template.from_tree(found.tree), frozenset(found.reads), found.point_keys)
 
 
 def _with_rowid(options: ReadOptions, info: TableInfo) -> ReadOptions:
     if not info.has_rowid:
         return options
-    return ReadOptions(options.formulation, options.latest, options.expose_rowid | {info.name})
+    return replace(options, expose_rowid=options.expose_rowid | {info.name})
