@@ -13,6 +13,7 @@ from tique import errors
 from tique.database import Database
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, SerializationFailure
+from tique.prepared import PreparingConnection
 from tique.rewrite.reads import ReadOptions
 from tique.sequencer import CSequencer
 from tique.settings import Settings
@@ -37,7 +38,7 @@ class Connection:
     def __init__(self, url: str, settings: Settings) -> None:
         self.settings = settings
         self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms)
-        self._raw = self.db.connect_raw()
+        self._raw: Any = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
         if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
             self.db.apply_lease(self._raw, settings.lease_ms)
         self._pipeline = "default_pipe"

@@ -33,6 +33,11 @@ class Settings(BaseModel):
         description="MonetDB optimizer pipeline for short statements (the paper found minimal_fast best); "
         "None keeps the engine's default",
     )
+    prepare: bool = Field(
+        True,
+        description="send a rewritten statement MonetDB has seen on this connection as EXEC of a prepared "
+        "statement (skips its SQL parser and optimizer)",
+    )
     publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
     advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")
     lease_ms: int | None = Field(

@@ -23,6 +23,7 @@ from tique.errors import (
     SerializationFailure,
 )
 from tique.params import literal
+from tique.prepared import PreparingConnection
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
@@ -167,7 +168,10 @@ class Transaction:
         self.check_usable()
         pinned = dict(point_keys)
         self.flush([t for t in reads if t not in pinned or self._pending_match(t, pinned[t], params)])
-        return self.conn.execute(template.render({**self.slots(), **params}))
+        values = {**self.slots(), **params}
+        if isinstance(self.conn, PreparingConnection):
+            return self.conn.run(template, values)
+        return self.conn.execute(template.render(values))
 
     def _pending_match(self, table: str, slots: tuple[str, ...], params: dict[str, str]) -> bool:
         entry = self.writes.get(table)

@@ -23,6 +23,7 @@ class Result:
     columns: list[Column] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     rowcount: int = -1
+    prepared_id: int | None = None  # the id a PREPARE got, when the adapter can tell
 
     def scalar(self) -> Any:
         """The first value of the first row; a statement expected to return one value."""

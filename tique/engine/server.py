@@ -82,7 +82,8 @@ class ServerConnection:
                 self._abandon()
                 raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}") from None
             columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
-            return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows))
+            prepared = cur.lastrowid if sql.lstrip()[:7].upper() == "PREPARE" else None
+            return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
     def _abandon(self) -> None:
         conn, self._conn = self._conn, None

@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from tique.catalog import TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.rewrite.dialect import MonetDB
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads, snapshot_reads_ex
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import python_value
@@ -132,8 +133,11 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise ProgrammingError(f"UPDATE: cannot read assignment {eq.sql()}")
         name = ident(eq.this)
-        info.column(name)
-        assignments[name] = eq.expression
+        column = info.column(name)
+        value = eq.expression
+        if isinstance(value, exp.Placeholder):  # typed, so MonetDB can prepare the statement (see prepared.py)
+            value = exp.Cast(this=value, to=exp.DataType.build(column.sql_type, dialect=MonetDB))
+        assignments[name] = value
     alias = table.alias_or_name
     old_keys = [exp.alias_(exp.column(k, table=alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
     new_values = [

@@ -1,0 +1,85 @@
+"""MonetDB's server-side prepared statements, per session: a statement tique runs a second time is prepared
+once and from then on sent as ``EXEC id(values)``, which skips MonetDB's SQL parser and optimizer. Measured on
+a point snapshot read: 1.26 ms rendered, 0.53 ms as EXEC (0.36 ms for the bare table read).
+
+MonetDB's rules, measured on 11.41: statement ids count up per session from 0, a failed PREPARE uses one too,
+and *any* error on the session drops every prepared statement (ids keep counting). So every statement of the
+session goes through this wrapper: an error forgets all ids; over MAPI the server says each id, embedded it is
+counted. Should the count ever be wrong, an EXEC finds no statement: preparing stops on this session and the
+statement runs as text, so a user never sees the difference.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tique.engine.base import RawConnection, Result
+from tique.errors import Error
+from tique.rewrite.template import Template
+
+PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
+
+
+class PreparingConnection:
+    def __init__(self, raw: RawConnection, enabled: bool = True) -> None:
+        self.raw = raw
+        self.enabled = enabled
+        self._ids: dict[Template, int] = {}
+        self._uses: Counter[Template] = Counter()
+        self._unpreparable: set[Template] = set()
+        self._next_id = 0
+
+    @property
+    def closed(self) -> bool:
+        return self.raw.closed  # type: ignore[attr-defined,no-any-return]
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def execute(self, sql: str) -> Result:
+        head = sql.lstrip()[:10].upper()
+        try:
+            result = self.raw.execute(sql)
+        except Error:
+            self._ids.clear()  # MonetDB dropped them all
+            if head.startswith("PREPARE"):
+                self._next_id += 1
+            raise
+        if head.startswith("PREPARE"):
+            self._next_id = (result.prepared_id if result.prepared_id is not None else self._next_id) + 1
+        elif head.startswith("DEALLOCATE"):
+            self.enabled = False  # what it does to the count is not known: stop preparing here
+            self._ids.clear()
+        return result
+
+    def run(self, template: Template, values: dict[str, str]) -> Result:
+        """Run a rewritten statement, prepared once it is seen again."""
+        if not self.enabled or not template.slots or template in self._unpreparable:
+            return self.execute(template.render(values))
+        sid = self._ids.get(template)
+        if sid is None:
+            self._uses[template] += 1
+            if self._uses[template] < PREPARE_AFTER:
+                return self.execute(template.render(values))
+            sid = self._prepare(template)
+            if sid is None:
+                return self.execute(template.render(values))
+        args = ", ".join(values[s] for s in template.slots)
+        try:
+            return self.execute(f"EXEC {sid}({args})")
+        except Error as exc:
+            if "PREPARED Statement missing" not in str(exc):
+                raise
+            self.enabled = False  # the count went wrong: run as text from now on
+            return self.execute(template.render(values))
+
+    def _prepare(self, template: Template) -> int | None:
+        sid = self._next_id
+        try:
+            result = self.execute("PREPARE " + template.render({s: "?" for s in template.slots}))
+        except Error:
+            self._unpreparable.add(template)  # e.g. a parameter whose type MonetDB cannot tell: run as text
+            return None
+        sid = result.prepared_id if result.prepared_id is not None else sid
+        self._ids[template] = sid
+        return sid
