@@ -73,8 +73,9 @@ class ServerConnection:
             cur = self._cursor
             try:
                 cur.execute(sql)
+                prepared = cur.lastrowid if sql.lstrip()[:7].upper() == "PREPARE" else None
                 if cur.description is None:
-                    return Result(rowcount=cur.rowcount)
+                    return Result(rowcount=cur.rowcount, prepared_id=prepared)
                 rows = cur.fetchall()
             except pymonetdb.DatabaseError as exc:
                 raise from_monetdb(str(exc)) from None
@@ -82,7 +83,6 @@ class ServerConnection:
                 self._abandon()
                 raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}") from None
             columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
-            prepared = cur.lastrowid if sql.lstrip()[:7].upper() == "PREPARE" else None
             return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
     def _abandon(self) -> None:

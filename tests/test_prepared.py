@@ -1,0 +1,68 @@
+"""Prepared statements: a rewritten statement seen again on a session runs as EXEC, with the same answers,
+through engine errors (which make MonetDB drop every prepared statement) and a wrong id count."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import tique
+from tique.prepared import PreparingConnection
+
+Connect = Callable[..., tique.Connection]
+
+
+@pytest.fixture
+def table(connect: Connect, unique_name: Callable[[str], str]) -> str:
+    name = unique_name("prep")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v VARCHAR(16), n INT)")
+    conn.commit()
+    conn.bulk_load(name, [(i, f"v{i}", i * 10) for i in range(20)])
+    return name
+
+
+def read(conn: tique.Connection, table: str, k: int) -> list[tuple[object, ...]]:
+    cur = conn.cursor()
+    cur.execute(f"SELECT v, n FROM {table} WHERE k = %s", (k,))
+    return cur.fetchall()
+
+
+def test_statements_seen_again_are_prepared_and_answer_the_same(connect: Connect, table: str) -> None:
+    prepared, plain = connect(), connect(prepare=False)
+    session = prepared._raw
+    assert isinstance(session, PreparingConnection)
+    for k in range(5):
+        assert read(prepared, table, k) == read(plain, table, k) == [(f"v{k}", k * 10)]
+        prepared.cursor().execute(f"UPDATE {table} SET n = %s WHERE k = %s", (k * 100, k))  # CAST(? AS INT)
+        prepared.commit()
+        assert read(prepared, table, k) == [(f"v{k}", k * 100)]
+    assert len(session._ids) >= 2 and not session._unpreparable and session.enabled
+    assert not plain._raw._ids
+
+
+def test_an_engine_error_drops_prepared_statements_and_they_come_back(connect: Connect, table: str) -> None:
+    conn = connect()
+    for k in range(3):
+        read(conn, table, k)
+    session = conn._raw
+    assert session._ids
+    with pytest.raises(tique.ProgrammingError):
+        conn.cursor().execute("SELECT no_such_column FROM sys.tables")  # MonetDB drops every prepared statement
+    conn.rollback()
+    assert not session._ids
+    for k in range(3, 8):
+        assert read(conn, table, k) == [(f"v{k}", k * 10)]
+    assert session._ids and session.enabled  # prepared again, ids still in step
+
+
+def test_a_wrong_id_count_falls_back_to_text(connect: Connect, table: str) -> None:
+    conn = connect()
+    session = conn._raw
+    read(conn, table, 1)
+    session._next_id += 5  # as if a PREPARE had been miscounted
+    assert read(conn, table, 2) == [("v2", 20)]  # prepares with the wrong id; its EXEC finds nothing
+    assert read(conn, table, 3) == [("v3", 30)]
+    assert not session.enabled  # and the session runs statements as text from then on
