@@ -107,6 +107,9 @@ def main(argv: list[str]) -> int:
     lines += section("Long read-write transactions", "longtx", "One transaction updating 50 stock rows of "
                      "warehouse 1, over and over, beside 4 TPC-C clients; tique with and without priority "
                      "mode.")  # fmt: skip
+    notes = ROOT / "benchmarks" / "RESULTS_NOTES.md"  # the analysis, written by hand after looking at a run
+    if notes.exists():
+        lines += ["", notes.read_text().strip()]
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}")
     return 0
