@@ -103,6 +103,8 @@ def main(argv: list[str]) -> int:
                      "30-second TPC-C run at 4 clients has filled tique's Cache.")  # fmt: skip
     lines += section("HTAP", "htap", "OLTP clients and analytical clients (CH queries round-robin) at once "
                      "(OLTP:analytical pairs).")  # fmt: skip
+    lines += section("HTAP, analytical sessions on one thread each", "htap_workers1", "The same with "
+                     "`--olap-workers 1`: every system's analytical sessions capped at one thread.")  # fmt: skip
     lines += section("Contention", "contention", "4 clients restricted to fewer and fewer of 4 warehouses.")
     lines += section("Long read-write transactions", "longtx", "One transaction updating 50 stock rows of "
                      "warehouse 1, over and over, beside 4 TPC-C clients; tique with and without priority "

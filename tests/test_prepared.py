@@ -66,3 +66,12 @@ def test_a_wrong_id_count_falls_back_to_text(connect: Connect, table: str) -> No
     assert read(conn, table, 2) == [("v2", 20)]  # prepares with the wrong id; its EXEC finds nothing
     assert read(conn, table, 3) == [("v3", 30)]
     assert not session.enabled  # and the session runs statements as text from then on
+
+
+def test_a_connection_with_a_worker_limit_runs_its_queries(connect: Connect, table: str) -> None:
+    conn = connect(worker_limit=1)
+    cur = conn.cursor()
+    cur.execute(f"SELECT COUNT(*), SUM(n) FROM {table}")
+    assert cur.fetchall() == [(20, sum(i * 10 for i in range(20)))]
+    with pytest.raises(Exception, match="greater than"):
+        connect(worker_limit=0)  # refused by the settings model, before reaching the engine

@@ -43,6 +43,8 @@ class Connection:
             self.db.apply_lease(self._raw, settings.lease_ms)
         self._pipeline = "default_pipe"
         self.use_pipeline(False)
+        if settings.worker_limit:
+            self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
         self._txn: Transaction | None = None
         self._autocommit = False
         self._closed = False

@@ -38,6 +38,12 @@ class Settings(BaseModel):
         description="send a rewritten statement MonetDB has seen on this connection as EXEC of a prepared "
         "statement (skips its SQL parser and optimizer)",
     )
+    worker_limit: int | None = Field(
+        None,
+        gt=0,
+        description="MonetDB worker threads for this connection's queries (sys.setworkerlimit): 1 keeps an "
+        "analytical connection's queries on one core, leaving the others to transactional work; None: all",
+    )
     publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
     advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")
     lease_ms: int | None = Field(

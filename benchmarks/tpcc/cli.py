@@ -43,6 +43,9 @@ def parse(argv: list[str], command: str) -> argparse.Namespace:
     if command == "htap":
         p.add_argument("--grid", default="4:0,4:1,4:2,0:2,1:2,2:2",
                        help="OLTP:analytical client pairs, run one after another")  # fmt: skip
+        p.add_argument("--olap-workers", type=int, default=None,
+                       help="cap each analytical session's threads (MonetDB setworkerlimit, PostgreSQL parallel "
+                       "workers); default: the engines' own")  # fmt: skip
     if command == "longtx":
         p.add_argument("--rows", type=int, default=100, help="stock rows the long transaction updates")
         p.add_argument("--max-attempts", type=int, default=20)
@@ -98,6 +101,7 @@ def main(argv: list[str], command: str = "tpcc") -> int:
         extra.update(oltp_seconds=args.oltp_seconds, repeat=args.repeat)
     if command == "htap":
         extra["grid"] = [[int(x) for x in pair.split(":")] for pair in args.grid.split(",")]
+        extra["olap_workers"] = args.olap_workers
     if command == "longtx":
         extra.update(rows=args.rows, max_attempts=args.max_attempts)
     results = run_workers(command, args, extra)

@@ -94,11 +94,13 @@ def ch_queries(system: System, repeat: int, only: list[int] | None = None) -> di
     return result
 
 
-def _olap_client(system: System, stop: threading.Event, times: list[float], queries: list[int]) -> None:
+def _olap_client(
+    system: System, stop: threading.Event, times: list[float], queries: list[int], workers: int | None
+) -> None:
     """Runs CH queries round-robin until ``stop``; each query is a read-only transaction."""
     from benchmarks.tpcc.ch import QUERIES
 
-    conn = system.connect()
+    conn = system.connect_analytical(workers)
     try:
         cur = conn.cursor()
         i = 0
@@ -121,7 +123,10 @@ def htap(system: System, size: Scale, spec: dict[str, Any]) -> dict[str, Any]:
     for oltp_n, olap_n in spec["grid"]:
         stop = threading.Event()
         times: list[float] = []
-        olap = [threading.Thread(target=_olap_client, args=(system, stop, times, queries)) for _ in range(olap_n)]
+        workers = spec.get("olap_workers")
+        olap = [
+            threading.Thread(target=_olap_client, args=(system, stop, times, queries, workers)) for _ in range(olap_n)
+        ]
         for t in olap:
             t.start()
         t0 = time.monotonic()

@@ -41,6 +41,11 @@ class System:
 
     def after_load(self) -> None: ...
 
+    def connect_analytical(self, workers: int | None) -> Any:
+        """A connection for analytical queries, its parallelism capped at ``workers`` threads where the system
+        has such a per-session knob (MonetDB's sys.setworkerlimit; PostgreSQL's parallel workers)."""
+        return self.connect()
+
     def connect(self) -> Any: ...
 
     def is_conflict(self, exc: BaseException) -> bool:
@@ -128,6 +133,11 @@ class Tique(System):
         import tique
 
         return tique.connect(self.url, **self.settings)
+
+    def connect_analytical(self, workers: int | None) -> Any:
+        import tique
+
+        return tique.connect(self.url, **{**self.settings, "worker_limit": workers})
 
     def stop(self) -> None:
         if self._serve:
@@ -223,6 +233,14 @@ class Monetdb(System):
             )
         return NativeEmbedded(self._engine.connect())
 
+    def connect_analytical(self, workers: int | None) -> Any:
+        conn = self.connect()
+        if workers:
+            cur = conn.cursor()
+            cur.execute(f"CALL sys.setworkerlimit({int(workers)})")
+            conn.commit()
+        return conn
+
     def stop(self) -> None:
         if self._engine is not None and not self.mapi:
             self._engine.close()
@@ -277,6 +295,14 @@ class Postgres(System):
 
         conn = psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres")
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        return conn
+
+    def connect_analytical(self, workers: int | None) -> Any:
+        conn = self.connect()
+        if workers:
+            with conn.cursor() as cur:
+                cur.execute(f"SET max_parallel_workers_per_gather = {int(workers) - 1}")
+            conn.commit()
         return conn
 
     def load(self, csv_dir: Path) -> None:
