@@ -11,7 +11,7 @@ from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.rewrite.parse import parse
-from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads_ex
+from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan, plan_delete, plan_insert, plan_update
 
@@ -105,7 +105,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     if isinstance(tree, exp.Merge):
         raise NotSupportedError("MERGE is not supported by tique")
     if isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With)) or tree.find(exp.Select):
-        found = snapshot_reads_ex(tree, lookup, options)
+        found = snapshot_reads(tree, lookup, options)
         if not found.reads:
             return PassThrough(Template.from_tree(tree))
         return ReadPlan(Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys)

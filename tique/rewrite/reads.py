@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from tique.catalog import TableInfo
 from tique.rewrite.snapshot import snapshot_tree
+from tique.rewrite.template import slot_name
 
 Lookup = Callable[[str | None, str], TableInfo | None]
 # Per table read by key equality on parameters only: (table, the parameter slot of each key column, in key
@@ -80,16 +81,8 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
     return found
 
 
-def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> tuple[exp.Expression, set[str]]:
-    """Replace every transactional table in ``tree`` by its snapshot. Returns the tree and the tables read."""
-    found = snapshot_reads_ex(tree, lookup, options)
-    return found.tree, found.reads
-
-
 def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...] | None:
     """The parameter slot each key column is equal to, when the predicates pin every one that way."""
-    from tique.rewrite.template import slot_name
-
     slots: dict[str, str] = {}
     for pred in preds:
         if not isinstance(pred, exp.EQ):
@@ -103,9 +96,9 @@ def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...
     return None
 
 
-def snapshot_reads_ex(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
-    """``snapshot_reads``, also saying whether any table got the analytical formulation and which tables are
-    read by their full key (see PointKeys)."""
+def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
+    """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
+    any got the analytical formulation, and which are read by their full key (see PointKeys)."""
     analytical = False
     point: dict[str, tuple[str, ...] | None] = {}
     cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}

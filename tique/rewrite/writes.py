@@ -16,7 +16,7 @@ from sqlglot import exp
 from tique.catalog import TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.rewrite.dialect import MonetDB
-from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads, snapshot_reads_ex
+from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import python_value
 
@@ -120,8 +120,8 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
         select = source.copy()
     else:
         raise NotSupportedError(f"INSERT source {type(source).__name__} is not supported by tique")
-    rewritten, reads = snapshot_reads(select, lookup, options)
-    return InsertPlan(info, columns, None, Template.from_tree(rewritten), frozenset(reads))
+    found = snapshot_reads(select, lookup, options)
+    return InsertPlan(info, columns, None, Template.from_tree(found.tree), frozenset(found.reads))
 
 
 def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> UpdatePlan:
@@ -147,7 +147,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     select = exp.select(*old_keys, *new_values).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
-    found = snapshot_reads_ex(select, lookup, _with_rowid(options, info))
+    found = snapshot_reads(select, lookup, _with_rowid(options, info))
     key_changes = any(k in assignments for k in info.key)
     return UpdatePlan(info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys)
 
@@ -160,7 +160,7 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
     select = exp.select(*[exp.column(k, table=alias) for k in info.key]).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
-    found = snapshot_reads_ex(select, lookup, _with_rowid(options, info))
+    found = snapshot_reads(select, lookup, _with_rowid(options, info))
     return DeletePlan(info, Template.from_tree(found.tree), frozenset(found.reads), found.point_keys)
 
 
