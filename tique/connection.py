@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from tique import errors
+from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, SerializationFailure
@@ -173,11 +174,7 @@ class Connection:
         from tique.params import literal
         from tique.rewrite.values import coerce
 
-        self._check_open()
-        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table.lower())
-        if info is None:
-            raise errors.ProgrammingError(f"bulk_load: {table!r} is not a table of tique's")
-        target = info.storage if info.kind == "tx" else f'"{info.schema}"."{info.name}"'
+        info, target = self._load_target(table, "bulk_load")
         total = 0
         chunk: list[str] = []
 
@@ -186,10 +183,7 @@ class Connection:
                 self._raw.execute(f"INSERT INTO {target} VALUES {', '.join(chunk)}")
                 chunk.clear()
 
-        # hidden row ids of bulk-loaded rows count down from below any stored one: transactions use positive ones
-        rowid = 0
-        if info.has_rowid and info.kind == "tx":
-            rowid = min(0, int(self._raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {target}").scalar()))
+        rowid = self._lowest_rowid(target) if info.has_rowid and info.kind == "tx" else 0
         for row in rows:
             if len(row) != len(info.columns):
                 raise errors.ProgrammingError(
@@ -206,24 +200,32 @@ class Connection:
         send()
         return total
 
+    def _load_target(self, table: str, what: str) -> tuple[TableInfo, str]:
+        """The table a bulk load writes: a transactional table's Storage, or a plain table itself."""
+        self._check_open()
+        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table.lower())
+        if info is None:
+            raise errors.ProgrammingError(f"{what}: {table!r} is not a table of tique's")
+        return info, info.storage if info.kind == "tx" else f'"{info.schema}"."{info.name}"'
+
+    def _lowest_rowid(self, target: str) -> int:
+        """Hidden row ids of bulk-loaded rows count down from below any stored one: transactions use positive
+        ones. The next loaded row takes this value minus one."""
+        return min(0, int(self._raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {target}").scalar()))
+
     def bulk_load_csv(self, table: str, path: str | os.PathLike[str], delimiter: str = ",", null: str = "") -> int:
         """Load a CSV file (every column of the table, in order; ``"`` quotes; ``null`` marks NULL) straight
         into Storage with MonetDB's COPY INTO: the fast path for initial loads. The file is read by the engine,
         so it must be on the engine's machine. Same rules as ``bulk_load``. Returns the number of rows loaded."""
-        self._check_open()
-        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table.lower())
-        if info is None:
-            raise errors.ProgrammingError(f"bulk_load_csv: {table!r} is not a table of tique's")
+        info, target = self._load_target(table, "bulk_load_csv")
         source = os.path.abspath(path)
         if not os.path.exists(source):
             raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
-        target = info.storage if info.kind == "tx" else f'"{info.schema}"."{info.name}"'
         before = int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar())
         options = f"USING DELIMITERS '{delimiter}', E'\\n', '\"' NULL AS '{null}'"
         cols = ", ".join(f'"{c}"' for c in info.column_names)
         if info.has_rowid and info.kind == "tx":
-            # hidden row ids for the new rows, counting down below any stored one (transactions use positive ones)
-            low = min(0, int(self._raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {target}").scalar()))
+            low = self._lowest_rowid(target)
             staging = f"tq_load_{info.table_id}"
             columns = ", ".join(f'"{c.name}" {c.sql_type}' for c in info.columns)
             self._raw.execute(f"CREATE LOCAL TEMPORARY TABLE {staging} ({columns}) ON COMMIT PRESERVE ROWS")
