@@ -101,7 +101,19 @@ def _conflict(exc: Exception) -> bool:
 
 
 def check_database(conn: RawConnection) -> None:
-    """Refuse a database tique never set up (rather than creating tique's tables in it)."""
+    """Refuse a database tique never set up (rather than creating tique's tables in it), or an engine without
+    tique's C module."""
+    check_tables(conn)
+    try:
+        conn.execute("SELECT tique.horizon()")
+    except DatabaseError as exc:
+        raise NotATiqueDatabase(
+            f"the engine has no tique.horizon(): tique's C module (ABI 4) is not loaded ({exc}); "
+            "checkpoint through 'tique serve' or an embedded URL"
+        ) from exc
+
+
+def check_tables(conn: RawConnection) -> None:
     names = {
         str(r[0])
         for r in conn.execute(
@@ -114,13 +126,6 @@ def check_database(conn: RawConnection) -> None:
             f"not a tique database: table(s) {', '.join('tique.' + m for m in sorted(missing))} missing; "
             "open it once with tique.connect() (or 'tique serve') before checkpointing it"
         )
-    try:
-        conn.execute("SELECT tique.horizon()")
-    except DatabaseError as exc:
-        raise NotATiqueDatabase(
-            f"the engine has no tique.horizon(): tique's C module (ABI 4) is not loaded ({exc}); "
-            "checkpoint through 'tique serve' or an embedded URL"
-        ) from exc
 
 
 class Checkpointer:
@@ -449,11 +454,8 @@ def open_for_checkpoint(url: str) -> tuple[Any, RawConnection]:
     engine = open_engine(parsed, create=False) if parsed.kind == "embedded" else open_engine(parsed)
     conn = engine.connect()
     try:
-        check_tables = conn.execute(
-            "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-            "WHERE s.name = 'tique' AND t.name IN ('commits', 'outcomes', 'tables')"
-        ).scalar()
-        if parsed.kind == "embedded" and int(check_tables) == 3:
+        check_tables(conn)
+        if parsed.kind == "embedded":
             from tique.recovery import recover
             from tique.sequencer import CSequencer
 
