@@ -6,6 +6,7 @@ session's shared databases hold other tests' snapshots.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -68,6 +69,17 @@ def contents(conn: tique.Connection, suffix: str) -> tuple[object, ...]:
         out.append(cur.fetchall())
     conn.commit()
     return tuple(out)
+
+
+def checkpoint_cli(url: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``tique checkpoint URL ARGS``, run to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "tique.cli", "checkpoint", url, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
 
 
 def cache_rows(raw: tique.engine.RawConnection, suffix: str) -> int:
@@ -240,13 +252,7 @@ def test_two_checkpointers_take_turns(served: ServeProcess, raw: tique.engine.Ra
     first.acquire()
     with pytest.raises(CheckpointerBusy, match="another checkpointer"):
         second.run_once()
-    cli = subprocess.run(
-        [sys.executable, "-m", "tique.cli", "checkpoint", served.url, "--once"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    cli = checkpoint_cli(served.url, "--once")
     assert cli.returncode == 2 and "another checkpointer" in cli.stderr
     first.release()
     assert not second.run_once().errors
@@ -263,23 +269,11 @@ def test_refuses_a_database_without_tique(tmp_path: Path) -> None:
         with pytest.raises(NotATiqueDatabase, match="not a tique database"):
             check_database(conn)
         conn.close()
-        cli = subprocess.run(
-            [sys.executable, "-m", "tique.cli", "checkpoint", proc.url, "--once"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=60,
-        )
+        cli = checkpoint_cli(proc.url, "--once")
         assert cli.returncode == 3 and "not a tique database" in cli.stderr, cli.stderr
     finally:
         proc.stop()
-    missing = subprocess.run(
-        [sys.executable, "-m", "tique.cli", "checkpoint", f"monetdbe://{tmp_path / 'nope'}", "--once"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    missing = checkpoint_cli(f"monetdbe://{tmp_path / 'nope'}", "--once")
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 
 
@@ -304,7 +298,7 @@ def test_checkpointer_killed_mid_run_resumes(served: ServeProcess, step: str) ->
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**__import__("os").environ, "TIQUE_CHECKPOINT_PAUSE": step},
+        env={**os.environ, "TIQUE_CHECKPOINT_PAUSE": step},
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -314,13 +308,8 @@ def test_checkpointer_killed_mid_run_resumes(served: ServeProcess, step: str) ->
     check = tique.connect(served.url)
     assert contents(check, suffix) == expected  # a half-done checkpoint changes no answer
     check.close()
-    resumed = subprocess.run(  # the dead one's lock is free once its lease ran out: --wait takes it then
-        [sys.executable, "-m", "tique.cli", "checkpoint", served.url, "--once", "--wait"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=90,
-    )
+    # the dead one's lock is free once its lease ran out: --wait takes it then
+    resumed = checkpoint_cli(served.url, "--once", "--wait", timeout=90)
     assert resumed.returncode == 0, resumed.stderr
     check = tique.connect(served.url)
     assert contents(check, suffix) == expected
