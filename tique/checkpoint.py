@@ -422,7 +422,8 @@ def run_loop(
     on_report: Callable[[CheckpointReport], None],
 ) -> None:
     """Checkpoint every ``interval_s`` (sooner when a Cache table outgrows ``max_cache_rows``) until ``stop``.
-    A failed run is reported and retried at the next tick; a busy lock waits for the other checkpointer."""
+    A failed run is reported and retried at the next tick; a lost connection, or another checkpointer holding the
+    lock (CheckpointerBusy: the CLI then exits 2, or waits with --wait), ends the loop."""
     last = 0.0
     poll = min(interval_s, 0.5)
     while not stop.is_set():
