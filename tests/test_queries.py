@@ -23,6 +23,22 @@ QUERIES = [
     "SELECT c.id, (SELECT COUNT(*) FROM {o} o WHERE o.customer = c.id) FROM {c} c ORDER BY c.id",
     "SELECT * FROM (SELECT customer, AVG(amount) AS a FROM {o} GROUP BY customer) t WHERE a > 30 ORDER BY customer",
     "SELECT c.id, o.id FROM {c} c LEFT JOIN {o} o ON o.customer = c.id AND o.amount > 90 ORDER BY c.id, o.id",
+    # the snapshots carry only the columns a statement names: every way of naming them
+    "SELECT o.*, c.name FROM {o} o, {c} c WHERE c.id = o.customer ORDER BY o.id",
+    "SELECT {o}.amount, COUNT(*) FROM {o} GROUP BY {o}.amount ORDER BY 1",
+    "SELECT * FROM {o} JOIN (SELECT id AS customer, name FROM {c}) x USING (customer) ORDER BY id",
+    "SELECT * FROM {o} NATURAL JOIN (SELECT id AS customer, name FROM {c}) x ORDER BY id",
+    "SELECT O.ID, AMOUNT FROM {o} AS O WHERE EXISTS (SELECT * FROM {c} WHERE ID = O.CUSTOMER) ORDER BY 1",
+    "SELECT name FROM {c} WHERE id = 4",
+    # filters on one table reach its Storage scan before the anti-join: where they may, and where they may not
+    "SELECT o.id, c.name FROM {o} o JOIN {c} c ON c.id = o.customer AND c.name LIKE 'c%' "
+    "WHERE amount BETWEEN 30 AND 80 AND customer + 0 <> 3 ORDER BY o.id",
+    "SELECT c.id, o.id FROM {c} c LEFT JOIN {o} o ON o.customer = c.id AND o.amount > 97 "
+    "WHERE o.amount IS NULL ORDER BY c.id",
+    "SELECT c.id, o.id FROM {o} o RIGHT JOIN {c} c ON o.customer = c.id WHERE o.amount < 30 OR o.id IS NULL "
+    "ORDER BY c.id, o.id",
+    "SELECT id FROM {o} WHERE amount > (SELECT AVG(amount) FROM {o}) AND CASE WHEN id < 30 THEN 1 ELSE 0 END = 1 "
+    "ORDER BY id",
 ]
 
 

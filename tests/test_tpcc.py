@@ -58,6 +58,7 @@ def test_every_ch_query_returns_rows_and_tique_answers_as_monetdb_does(tmp_path:
                  "--repeat", "1", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
+    assert set(data["systems"]) == {"tique", "monetdb"}, data["skipped"]
     tq, native = data["systems"]["tique"], data["systems"]["monetdb"]
     assert not tq["errors"] and not native["errors"], (tq["errors"], native["errors"])
     assert sorted(tq["rows"], key=int) == [str(q) for q in range(1, 23)]

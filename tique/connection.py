@@ -14,10 +14,14 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, SerializationFailure
+from tique.params import resolve
 from tique.prepared import PreparingConnection
-from tique.rewrite.reads import ReadOptions
+from tique.rewrite.reads import PointKeys, ReadOptions
+from tique.rewrite.template import Template
+from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
+from tique.statements import Plan, ReadPlan, plan_statement
 from tique.transaction import CommitResult, Transaction
 
 T = TypeVar("T")
@@ -59,14 +63,29 @@ class Connection:
 
     # ---- state ---------------------------------------------------------------------------------------------
 
-    def options_now(self) -> ReadOptions:
-        """Read options for the next statement: snapshots include the transaction's own writes only for the
-        tables it has written (statements are planned, and cached, per such set)."""
-        txn = self._txn
-        own = frozenset(n for n, e in txn.writes.items() if e.pending or e.flushed) if txn else frozenset()
+    def options_now(self, more_own: frozenset[str] = frozenset()) -> ReadOptions:
+        """Read options for the next statement: snapshots include the transaction's own Cache versions only for
+        the tables where it has some (statements are planned, and cached, per such set)."""
+        own = (self._txn.in_cache() if self._txn else frozenset()) | more_own
         if own == self.read_options.own:
             return self.read_options
         return replace(self.read_options, own=own)
+
+    def plan(self, operation: str, parameters: Any) -> Plan:
+        """The plan of a statement in this transaction. A read that will first send pending writes of a table to
+        the Cache is planned to read them there; other reads skip that scan (the transaction's own versions of
+        a table exist only in its client until a read or COMMIT needs them)."""
+        options = self.options_now()
+        plan = plan_statement(self.db, self._raw, operation, parameters is not None, options)
+        txn = self._txn
+        source = _read_part(plan)
+        if txn is None or source is None or not any(txn.writes.get(t) and txn.writes[t].pending for t in source[1]):
+            return plan
+        template, reads, point_keys = source
+        flushing = frozenset(txn.to_flush(reads, point_keys, resolve(template.param_slots, parameters)))
+        if flushing <= options.own:
+            return plan
+        return plan_statement(self.db, self._raw, operation, parameters is not None, self.options_now(flushing))
 
     def use_pipeline(self, analytical: bool) -> None:
         """The engine's optimizer pipeline for the next read: the short pipeline (the paper found minimal_fast
@@ -243,10 +262,7 @@ class Connection:
 
     def rewrite(self, operation: str, parameters: Any = None) -> str:
         """The SQL tique would send to MonetDB for a read, in this connection's current transaction."""
-        from tique.params import resolve
-        from tique.statements import ReadPlan, plan_statement
-
-        plan = plan_statement(self.db, self._raw, operation, parameters is not None, self.options_now())
+        plan = self.plan(operation, parameters)
         if not isinstance(plan, ReadPlan):
             raise errors.ProgrammingError("rewrite() shows reads (SELECT) only")
         txn = self.transaction()
@@ -291,6 +307,17 @@ class Connection:
                 self.rollback()
                 raise
         raise AssertionError("unreachable")
+
+
+def _read_part(plan: Plan) -> tuple[Template, frozenset[str], PointKeys] | None:
+    """What a plan reads from snapshots: its SELECT, the tables and the keys it pins (None: it reads none)."""
+    if isinstance(plan, ReadPlan):
+        return plan.template, plan.reads, plan.point_keys
+    if isinstance(plan, (UpdatePlan, DeletePlan)):
+        return plan.select, plan.reads, plan.point_keys
+    if isinstance(plan, InsertPlan) and plan.select is not None:
+        return plan.select, plan.reads, ()
+    return None
 
 
 def connect(

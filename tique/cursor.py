@@ -10,7 +10,7 @@ from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError
 from tique.params import Params, literal, resolve
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
-from tique.statements import DDL, Control, PassThrough, ReadPlan, plan_statement
+from tique.statements import DDL, Control, PassThrough, ReadPlan
 
 if TYPE_CHECKING:
     from tique.connection import Connection
@@ -32,7 +32,7 @@ class Cursor:
     def execute(self, operation: str, parameters: Params = None) -> Cursor:
         self._check()
         conn = self.connection
-        plan = plan_statement(conn.db, conn._raw, operation, parameters is not None, conn.options_now())
+        plan = conn.plan(operation, parameters)
         self._set(Result())
         if isinstance(plan, Control):
             if plan.action == "commit":

@@ -166,12 +166,26 @@ class Transaction:
         """Run a rewritten read; the transaction's pending writes to the tables it reads reach the engine first,
         unless the read asks for exact keys none of them has (one round trip saved per such table)."""
         self.check_usable()
-        pinned = dict(point_keys)
-        self.flush([t for t in reads if t not in pinned or self._pending_match(t, pinned[t], params)])
+        self.flush(self.to_flush(reads, point_keys, params))
         values = {**self.slots(), **params}
         if isinstance(self.conn, PreparingConnection):
             return self.conn.run(template, values)
         return self.conn.execute(template.render(values))
+
+    def to_flush(self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str]) -> list[str]:
+        """The tables whose pending writes must reach the Cache before this read (or a write's read)."""
+        pinned = dict(point_keys)
+        return [
+            t
+            for t in reads
+            if t in self.writes
+            and self.writes[t].pending
+            and (t not in pinned or self._pending_match(t, pinned[t], params))
+        ]
+
+    def in_cache(self) -> frozenset[str]:
+        """Tables some of whose versions written by this transaction are in the Cache already."""
+        return frozenset(n for n, e in self.writes.items() if e.flushed)
 
     def _pending_match(self, table: str, slots: tuple[str, ...], params: dict[str, str]) -> bool:
         entry = self.writes.get(table)
@@ -300,37 +314,62 @@ class Transaction:
             return
         self._check_absent(info, unknown)
 
-    def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
-        """None of ``keys`` exists in the snapshot. Keys this transaction wrote are decided by its own records,
-        so its own Cache versions are left out; the IN lists over-approximate, Python filters exactly."""
+    def _present(self, info: TableInfo, keys: Sequence[Key], tag: str = "") -> str:
+        """SQL for the snapshot's rows among ``keys`` (key columns only). Keys this transaction wrote are decided by
+        its own records, so its own Cache versions are left out; the IN lists over-approximate."""
         preds = []
         for i, col in enumerate(info.key):
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
             preds.append(f'{{t}}"{col}" IN ({values})')
         cols = ", ".join(f'"{k}"' for k in info.key)
-        sql = f"SELECT {cols} FROM ({snapshot_sql(info, 'point', preds, own=False)}) AS tq_dup"
+        snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
+        return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
+
+    def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
+        """None of ``keys`` exists in the snapshot (Python filters the over-approximation exactly)."""
+        sql = self._present(info, keys)
         found = {tuple(r) for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows}
         clash = [k for k in keys if k in found]
         if clash:
             raise IntegrityError(f"duplicate key {_show(info, clash[0])} in table {info.name!r}", "23505")
 
+    def _check_all_absent(self, checks: Sequence[tuple[TableInfo, Sequence[Key]]]) -> None:
+        """``_check_absent`` for several tables in one query that counts exact matches per table; a table with
+        one is checked again alone, to name the key."""
+        if len(checks) == 1:
+            self._check_absent(*checks[0])
+            return
+        branches = []
+        for i, (info, keys) in enumerate(checks):
+            exact = " OR ".join(
+                "(" + " AND ".join(f'"{c}" = {literal(v)}' for c, v in zip(info.key, key)) + ")" for key in keys
+            )
+            branches.append(
+                f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({self._present(info, keys)}) AS d WHERE {exact}"
+            )
+        counts = self.conn.execute(Template.from_sql(" UNION ALL ".join(branches)).render(self.slots())).rows
+        for i, n in counts:
+            if n:
+                self._check_absent(*checks[int(i)])
+
     # ---- flushing ------------------------------------------------------------------------------------------
 
     def flush(self, tables: Iterable[str] | None = None) -> None:
-        """Send pending writes of the given tables (all when None) to their Cache tables."""
+        """Send pending writes of the given tables (all when None) to their Cache tables; the keys they insert are
+        checked first, in one query (insert_check='flush')."""
         names = list(self.writes) if tables is None else [t for t in tables if t in self.writes]
-        for name in names:
-            entry = self.writes[name]
-            if not entry.pending:
-                continue
+        entries = [self.writes[n] for n in names if self.writes[n].pending]
+        checks = [(e.table, list(e.unchecked)) for e in entries if e.unchecked]
+        if checks:
+            for entry in entries:
+                entry.unchecked = set()
+            try:
+                self._check_all_absent(checks)
+            except IntegrityError as exc:
+                self.failed = str(exc)  # the INSERT already returned: the transaction cannot go on
+                raise
+        for entry in entries:
             info = entry.table
-            if entry.unchecked:
-                unchecked, entry.unchecked = list(entry.unchecked), set()
-                try:
-                    self._check_absent(info, unchecked)
-                except IntegrityError as exc:
-                    self.failed = str(exc)  # the INSERT already returned: the transaction cannot go on
-                    raise
             cols = ", ".join(f'"{c}"' for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
             items = list(entry.pending.items())
             try:

@@ -81,6 +81,59 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
     return found
 
 
+_UNSAFE = (exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Rand, exp.Star)
+
+
+def _sources(select: exp.Select) -> list[exp.Expression]:
+    from_ = select.args.get("from_") or select.args.get("from")
+    return ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
+
+
+def _owner(col: exp.Column, alias: str, info: TableInfo, others: list[TableInfo | None]) -> bool:
+    """Does ``col`` name a column of this table (qualified by its alias, or unqualified and no other source of
+    the same SELECT can have it)?"""
+    name = _ident(col).lower()
+    if name not in {c.lower() for c in info.column_names}:
+        return False
+    if col.table:
+        return col.table.lower() == alias.lower()
+    return all(o is not None and name not in {c.lower() for c in o.column_names} for o in others)
+
+
+def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[exp.Expression]:
+    """Conjuncts that filter this table's rows alone and may also filter them before the rest of the query:
+    of the WHERE unless an outer join may NULL-extend the table, and of the table's own inner or LEFT JOIN's ON.
+    Only for the analytical formulation, where they filter Storage before the anti-join (see snapshot.py)."""
+    if not isinstance(table.parent, (exp.From, exp.Join)) or not isinstance(table.parent.parent, exp.Select):
+        return []
+    select = table.parent.parent
+    alias = table.alias_or_name
+    sources = _sources(select)
+    others: list[TableInfo | None] = []
+    for src in sources:
+        if src is table:
+            continue
+        known = lookup(_ident(src.args.get("db")) or None, _ident(src)) if isinstance(src, exp.Table) else None
+        others.append(known)
+    joins = select.args.get("joins") or []
+    sides = {str(j.args.get("side") or "").upper() for j in joins}
+    own_join = table.parent if isinstance(table.parent, exp.Join) else None
+    own_side = str(own_join.args.get("side") or "").upper() if own_join else ""
+    candidates: list[exp.Expression] = []
+    if not (sides & {"RIGHT", "FULL"}) and own_side not in ("LEFT", "FULL"):
+        candidates += _conjuncts(select.args.get("where"))
+    if own_join is not None and own_side in ("", "LEFT") and own_join.args.get("on") is not None:
+        candidates += _conjuncts(own_join.args["on"])
+
+    def alone(pred: exp.Expression) -> bool:
+        cols = list(pred.find_all(exp.Column))
+        if not cols or any(isinstance(n, _UNSAFE) for n in pred.walk()):
+            return False
+        return all(_owner(c, alias, info, others) for c in cols)
+
+    return [p for p in candidates if alone(p)]
+
+
 def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...] | None:
     """The parameter slot each key column is equal to, when the predicates pin every one that way."""
     slots: dict[str, str] = {}
@@ -96,6 +149,35 @@ def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...
     return None
 
 
+def _column_uses(tree: exp.Expression) -> tuple[set[tuple[str, str]], set[str]] | None:
+    """Every (qualifier, column) the statement names, lower-cased ("" when unqualified), and the qualifiers of its
+    ``alias.*``; None when it may use any column of any table (``SELECT *``, NATURAL JOIN)."""
+    named: set[tuple[str, str]] = set()
+    starred: set[str] = set()
+    for node in tree.walk():
+        if isinstance(node, exp.Star) and not isinstance(node.parent, (exp.Column, exp.AggFunc)):
+            return None
+        if isinstance(node, exp.Join):
+            if str(node.args.get("method") or "").upper() == "NATURAL":
+                return None
+            named.update(("", _ident(u).lower()) for u in node.args.get("using") or [])
+        elif isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star):
+                starred.add(node.table.lower())
+            else:
+                named.add((node.table.lower(), _ident(node).lower()))
+    return named, starred
+
+
+def _needed(info: TableInfo, alias: str, uses: tuple[set[tuple[str, str]], set[str]] | None) -> tuple[str, ...] | None:
+    """The columns of ``info`` the statement may read through ``alias``, over-approximated (any unqualified name
+    counts): the snapshot carries only those, which MonetDB's short pipeline does not prune by itself."""
+    if uses is None or alias.lower() in uses[1]:
+        return None
+    named = uses[0]
+    return tuple(c for c in info.column_names if (alias.lower(), c.lower()) in named or ("", c.lower()) in named)
+
+
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
     any got the analytical formulation, and which are read by their full key (see PointKeys)."""
@@ -103,6 +185,8 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     point: dict[str, tuple[str, ...] | None] = {}
     cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
     read: set[str] = set()
+    uses = _column_uses(tree)  # before any snapshot adds columns and sources of its own
+    found: list[tuple[exp.Table, TableInfo, str, list[exp.Expression], list[exp.Expression]]] = []
     for table in list(tree.find_all(exp.Table)):
         if not table.name or (not table.db and table.name in cte_names):
             continue
@@ -115,14 +199,24 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
         formulation = options.formulation
         if formulation == "auto":
             formulation = "point" if preds else "analytical"
+        row_preds = row_predicates(table, info, lookup) if formulation == "analytical" else []
+        found.append((table, info, formulation, preds, row_preds))
+    for number, (table, info, formulation, preds, row_preds) in enumerate(found, start=1):
         analytical = analytical or formulation == "analytical"
         pinned = _point_slots(info, preds) if formulation == "point" else None
         point[info.name] = pinned if info.name not in point else None  # read twice: no shortcut
-        own = options.own is None or info.name in options.own
-        snap = snapshot_tree(
-            info, formulation, preds, expose_rowid=info.name in options.expose_rowid, latest=options.latest, own=own
-        )
         alias = table.alias_or_name
+        snap = snapshot_tree(
+            info,
+            formulation,
+            preds,
+            row_preds=row_preds,
+            expose_rowid=info.name in options.expose_rowid,
+            latest=options.latest,
+            own=options.own is None or info.name in options.own,
+            columns=_needed(info, alias, uses),
+            tag=f"_{number}",
+        )
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         read.add(info.name)
     keys = tuple((name, slots) for name, slots in point.items() if slots is not None)
