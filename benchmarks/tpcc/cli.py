@@ -200,6 +200,11 @@ def ch_markdown(payload: dict[str, Any]) -> str:
     lines.append("| total | " + " | ".join(f"{payload['systems'][n]['total_s']:.3f}" for n in names) + " | |")
     same = [n for n in names if payload["systems"][n].get("checksums") == first.get("checksums")]
     note = f"\nidentical answers (checksums) on: {', '.join(same)}"
+    pending = {n: r["cache_versions"] for n, r in payload["systems"].items() if r.get("cache_versions") is not None}
+    if pending:
+        note += "\nversions in tique's Cache tables while the queries ran (no checkpointer after the OLTP run): " + (
+            ", ".join(f"{n} {v}" for n, v in pending.items())
+        )
     errors = {n: payload["systems"][n]["errors"] for n in names if payload["systems"][n].get("errors")}
     return "\n".join(lines) + note + (f"\nerrors: {errors}" if errors else "") + _skipped(payload) + "\n"
 

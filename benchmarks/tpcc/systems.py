@@ -48,6 +48,13 @@ class System:
 
     def connect(self) -> Any: ...
 
+    def pause_maintenance(self) -> None:
+        """Stop background work that would change what is measured next (tique: the checkpointer)."""
+
+    def versions_pending(self) -> int | None:
+        """Rows waiting in tique's Cache tables (None: the system has none)."""
+        return None
+
     def is_conflict(self, exc: BaseException) -> bool:
         text = str(exc).lower()
         return any(
@@ -138,6 +145,31 @@ class Tique(System):
         import tique
 
         return tique.connect(self.url, **{**self.settings, "worker_limit": workers})
+
+    def pause_maintenance(self) -> None:
+        if not self.mapi:
+            self._checkpointer.stop()
+            return
+        # the server's checkpointer stops when it finds the lock taken (held for an hour: until the server stops)
+        import tique
+
+        conn = tique.connect(self.url)
+        conn.cursor().execute("SELECT tique.ckpt_acquire(1, 3600000)")
+        conn.close()
+
+    def versions_pending(self) -> int | None:
+        import tique
+
+        conn = tique.connect(self.url)
+        try:
+            cur = conn.cursor()
+            cur.execute("SELECT schema_name, name FROM tique.tables WHERE kind = 'tx'")
+            names = [f'"{schema}"."{name}"' for schema, name in cur.fetchall()]
+            counts = " + ".join(f'(SELECT COUNT(*) FROM {n[:-1]}__cache")' for n in names)
+            cur.execute(f"SELECT {counts or 0}")
+            return int(cur.fetchone()[0])
+        finally:
+            conn.close()
 
     def stop(self) -> None:
         if self._serve:
