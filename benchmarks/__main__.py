@@ -15,6 +15,7 @@ COMMANDS = {
     "ch": "benchmarks.tpcc.cli",
     "htap": "benchmarks.tpcc.cli",
     "longtx": "benchmarks.tpcc.cli",
+    "profile": "benchmarks.tpcc.cli",
     "report": "benchmarks.report",
 }
 

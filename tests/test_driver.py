@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -415,3 +416,22 @@ def test_insert_check_flush_defers_the_duplicate_check_to_the_next_read_or_commi
     with pytest.raises(tique.IntegrityError, match="duplicate key"):
         conn.commit()  # or at COMMIT, which then rolls back
     assert rows(conn, f"SELECT k, v FROM {kv} ORDER BY k") == [(1, "a")]
+
+
+def test_analytical_slots_queue_scans_but_not_point_reads(connect: Connect, kv: str) -> None:
+    writer = connect()
+    writer.cursor().execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'a'), (2, 'b')")
+    writer.commit()
+    scanner, pointer = connect(analytical_slots=1), connect(analytical_slots=1)
+    gate = scanner.db.analytical_gate(1)
+    assert gate is pointer.db.analytical_gate(1)  # one turn per process, database and setting
+    gate.acquire()  # someone else's analytical read holds the only slot
+    got: list[object] = []
+    waiting = threading.Thread(target=lambda: got.append(rows(scanner, f"SELECT COUNT(*) FROM {kv}")))
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive() and not got  # the scan waits its turn
+    assert rows(pointer, f"SELECT v FROM {kv} WHERE k = %s", (2,)) == [("b",)]  # a point read does not
+    gate.release()
+    waiting.join(30)
+    assert got == [[(2,)]]

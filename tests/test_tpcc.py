@@ -80,3 +80,17 @@ def test_htap_and_long_transactions_run(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = json.loads(out.read_text())["systems"]["tique"]["runs"]
     assert set(runs) == {"plain", "priority"} and runs["priority"]["long_committed"] > 0
+
+
+def test_profile_traces_the_engine_calls_behind_each_transaction(tmp_path: Path) -> None:
+    out = tmp_path / "profile.json"
+    proc = bench("profile", "--systems", "tique,monetdb", "--warehouses", "1", "--scale", "0.01", "--count", "3",
+                 "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    systems = json.loads(out.read_text())["systems"]
+    tq, native = systems["tique"]["types"], systems["monetdb"]["types"]
+    assert set(tq) == {"NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"}
+    for kind in tq:  # the same application statements on both (same seed, same data)
+        assert tq[kind]["statements"] == native[kind]["statements"] > 0, kind
+        assert tq[kind]["engine_calls"] >= 1 and tq[kind]["engine_ms"] > 0, kind
+    assert systems["tique"]["top_engine_calls"] and "EXEC: SELECT" in str(systems["tique"]["top_engine_calls"])

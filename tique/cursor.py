@@ -54,7 +54,8 @@ class Cursor:
             elif isinstance(plan, ReadPlan):
                 params = self._rendered(plan.template.param_slots, parameters)
                 conn.use_pipeline(plan.analytical)
-                self._set(txn.run(plan.template, params, plan.reads, plan.point_keys))
+                with conn.db.analytical_gate(conn.settings.analytical_slots if plan.analytical else None):
+                    self._set(txn.run(plan.template, params, plan.reads, plan.point_keys))
             elif isinstance(plan, InsertPlan):
                 slots = _insert_slots(plan)
                 values = _values(slots, parameters)

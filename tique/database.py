@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from tique import catalog
@@ -52,6 +53,7 @@ class Database:
         self.engine: Engine = open_engine(url)
         self.catalog = catalog.Catalog()
         self.plans = PlanCache()
+        self._gates: dict[int, threading.BoundedSemaphore] = {}
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or 10000)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)
@@ -75,6 +77,16 @@ class Database:
         if hasattr(self.sequencer, "set_lease"):
             self.sequencer.set_lease(conn, lease_ms)
         self.lease_ms = lease_ms
+
+    def analytical_gate(self, slots: int | None) -> AbstractContextManager[Any]:
+        """A turn to run an analytical read, shared by this process's connections with the same ``slots``."""
+        if slots is None:
+            return nullcontext()
+        with _registry_lock:
+            gate = self._gates.get(slots)
+            if gate is None:
+                gate = self._gates[slots] = threading.BoundedSemaphore(slots)
+        return gate
 
     def connect_raw(self) -> RawConnection:
         return self.engine.connect()

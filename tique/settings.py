@@ -44,6 +44,13 @@ class Settings(BaseModel):
         description="MonetDB worker threads for this connection's queries (sys.setworkerlimit): 1 keeps an "
         "analytical connection's queries on one core, leaving the others to transactional work; None: all",
     )
+    analytical_slots: int | None = Field(
+        None,
+        gt=0,
+        description="at most this many analytical reads (scans and aggregates) of this process's connections "
+        "with the same setting run at once on a database; the others wait their turn, so transactions keep the "
+        "CPU (workload management for HTAP); None: no limit",
+    )
     publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
     advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")
     lease_ms: int | None = Field(

@@ -46,6 +46,11 @@ def parse(argv: list[str], command: str) -> argparse.Namespace:
         p.add_argument("--olap-workers", type=int, default=None,
                        help="cap each analytical session's threads (MonetDB setworkerlimit, PostgreSQL parallel "
                        "workers); default: the engines' own")  # fmt: skip
+        p.add_argument("--olap-slots", type=int, default=None,
+                       help="at most this many analytical queries at once (tique: its analytical_slots setting; "
+                       "others: a semaphore in front of them); default: no limit")  # fmt: skip
+    if command == "profile":
+        p.add_argument("--count", type=int, default=100, help="runs of each transaction type (one client)")
     if command == "longtx":
         p.add_argument("--rows", type=int, default=100, help="stock rows the long transaction updates")
         p.add_argument("--max-attempts", type=int, default=20)
@@ -102,11 +107,14 @@ def main(argv: list[str], command: str = "tpcc") -> int:
     if command == "htap":
         extra["grid"] = [[int(x) for x in pair.split(":")] for pair in args.grid.split(",")]
         extra["olap_workers"] = args.olap_workers
+        extra["olap_slots"] = args.olap_slots
     if command == "longtx":
         extra.update(rows=args.rows, max_attempts=args.max_attempts)
+    if command == "profile":
+        extra["count"] = args.count
     results = run_workers(command, args, extra)
     payload: dict[str, Any] = {"machine": machine_info(), "settings": vars(args) | extra, "command": command}
-    if command in ("ch", "htap", "longtx"):
+    if command in ("ch", "htap", "longtx", "profile"):
         return finish_other(command, args, payload, results)
     payload["skipped"] = {n: r.get("skipped") or r.get("failed") for n, r in results.items() if "runs" not in r}
     ok = {n: r for n, r in results.items() if "runs" in r}
@@ -173,14 +181,17 @@ def plot(payload: dict[str, Any], command: str, path: Path) -> None:
 def finish_other(command: str, args: argparse.Namespace, payload: dict[str, Any], results: dict[str, Any]) -> int:
     payload["skipped"] = {n: r.get("skipped") or r.get("failed") for n, r in results.items() if "load_s" not in r}
     systems = {n: {k: v for k, v in r.items() if k != "system"} for n, r in results.items() if "load_s" in r}
-    if command == "ch":
+    if command in ("ch", "profile"):
         for r in systems.values():
-            r.update(r.pop("ch"))
+            r.update(r.pop(command))
     payload["systems"] = systems
     out = write_json(args.out, payload)
-    md = {"ch": ch_markdown, "htap": htap_markdown, "longtx": longtx_markdown}[command](payload)
+    md = {"ch": ch_markdown, "htap": htap_markdown, "longtx": longtx_markdown, "profile": profile_markdown}[command](
+        payload
+    )
     out.with_suffix(".md").write_text(md)
-    {"ch": ch_plot, "htap": htap_plot, "longtx": longtx_plot}[command](payload, out.with_suffix(".png"))
+    plots = {"ch": ch_plot, "htap": htap_plot, "longtx": longtx_plot, "profile": profile_plot}
+    plots[command](payload, out.with_suffix(".png"))
     print(md)
     print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}")
     return 0
@@ -188,6 +199,44 @@ def finish_other(command: str, args: argparse.Namespace, payload: dict[str, Any]
 
 def _skipped(payload: dict[str, Any]) -> str:
     return "".join(f"\nskipped {n}: {reason}" for n, reason in payload.get("skipped", {}).items())
+
+
+def profile_markdown(payload: dict[str, Any]) -> str:
+    lines = ["| system | transaction | mean ms | statements | engine calls | ms inside the engine |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, r in payload["systems"].items():
+        for kind, m in r["types"].items():
+            calls = "-" if m["engine_calls"] is None else m["engine_calls"]
+            inside = "-" if m["engine_ms"] is None else m["engine_ms"]
+            lines.append(f"| {name} | {kind} | {m['mean_ms']} | {m['statements']} | {calls} | {inside} |")
+    for name, r in payload["systems"].items():
+        if r.get("top_engine_calls"):
+            lines += ["", f"{name}: engine calls by time per transaction", "", "| per txn | ms per txn | call |",
+                      "|---|---|---|"]  # fmt: skip
+            for c in r["top_engine_calls"]:
+                text = c["call"].replace("|", "/")
+                lines.append(f"| {c['per_txn']} | {c['ms_per_txn']} | `{text}` |")
+    return "\n".join(lines) + _skipped(payload) + "\n"
+
+
+def profile_plot(payload: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(payload["systems"])
+    kinds = list(next(iter(payload["systems"].values()))["types"]) if names else []
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / max(len(names), 1)
+    for i, name in enumerate(names):
+        types = payload["systems"][name]["types"]
+        ax.bar([k + i * width for k in range(len(kinds))], [types[t]["mean_ms"] for t in kinds], width, label=name)
+    ax.set_xticks([k + width * (len(names) - 1) / 2 for k in range(len(kinds))], kinds)
+    ax.set(ylabel="mean ms (one client)", title="TPC-C transaction latency, no contention")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def ch_markdown(payload: dict[str, Any]) -> str:

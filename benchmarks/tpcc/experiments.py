@@ -7,6 +7,7 @@ import hashlib
 import statistics
 import threading
 import time
+from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import Any
 
@@ -44,6 +45,10 @@ def run(name: str, system: System, size: Scale, spec: dict[str, Any]) -> dict[st
         out["cache_versions"] = system.versions_pending()
         out["ch"] = ch_queries(system, spec.get("repeat", 5), spec.get("queries"))
         return out
+    if name == "profile":
+        from benchmarks.tpcc.profile import profile
+
+        return {"profile": profile(system, size, spec["count"])}
     raise ValueError(f"unknown experiment {name!r}")
 
 
@@ -99,7 +104,12 @@ def ch_queries(system: System, repeat: int, only: list[int] | None = None) -> di
 
 
 def _olap_client(
-    system: System, stop: threading.Event, times: list[float], queries: list[int], workers: int | None
+    system: System,
+    stop: threading.Event,
+    times: list[float],
+    queries: list[int],
+    workers: int | None,
+    gate: AbstractContextManager[Any],
 ) -> None:
     """Runs CH queries round-robin until ``stop``; each query is a read-only transaction."""
     from benchmarks.tpcc.ch import QUERIES
@@ -112,8 +122,9 @@ def _olap_client(
             sql = QUERIES[queries[i % len(queries)]]
             i += 1
             t0 = time.perf_counter()
-            cur.execute(sql)
-            cur.fetchall()
+            with gate:
+                cur.execute(sql)
+                cur.fetchall()
             conn.commit()
             times.append(time.perf_counter() - t0)
     finally:
@@ -127,9 +138,10 @@ def htap(system: System, size: Scale, spec: dict[str, Any]) -> dict[str, Any]:
     for oltp_n, olap_n in spec["grid"]:
         stop = threading.Event()
         times: list[float] = []
-        workers = spec.get("olap_workers")
+        workers, gate = spec.get("olap_workers"), system.analytical_gate(spec.get("olap_slots"))
         olap = [
-            threading.Thread(target=_olap_client, args=(system, stop, times, queries, workers)) for _ in range(olap_n)
+            threading.Thread(target=_olap_client, args=(system, stop, times, queries, workers, gate))
+            for _ in range(olap_n)
         ]
         for t in olap:
             t.start()

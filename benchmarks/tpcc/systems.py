@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,11 @@ class System:
         return self.connect()
 
     def connect(self) -> Any: ...
+
+    def analytical_gate(self, slots: int | None) -> AbstractContextManager[Any]:
+        """Admission for analytical queries, at most ``slots`` at once: the benchmark's own semaphore around each
+        query, as a workload manager in front of the system would do (tique has this built in)."""
+        return threading.BoundedSemaphore(slots) if slots else nullcontext()
 
     def pause_maintenance(self) -> None:
         """Stop background work that would change what is measured next (tique: the checkpointer)."""
@@ -109,6 +116,7 @@ class Tique(System):
         self.settings = {"insert_check": "flush", **settings}
         self._tmp = Path(tempfile.mkdtemp(prefix="tpcc-tique-"))
         self._serve: _Serve | None = None
+        self._slots: int | None = None
 
     def start(self) -> None:
         # a deployment runs the checkpointer: without it every snapshot scans an ever-growing Cache
@@ -144,7 +152,11 @@ class Tique(System):
     def connect_analytical(self, workers: int | None) -> Any:
         import tique
 
-        return tique.connect(self.url, **{**self.settings, "worker_limit": workers})
+        return tique.connect(self.url, **{**self.settings, "worker_limit": workers, "analytical_slots": self._slots})
+
+    def analytical_gate(self, slots: int | None) -> AbstractContextManager[Any]:
+        self._slots = slots  # tique's own setting: analytical reads wait their turn inside the driver
+        return nullcontext()
 
     def pause_maintenance(self) -> None:
         if not self.mapi:
