@@ -435,3 +435,28 @@ def test_analytical_slots_queue_scans_but_not_point_reads(connect: Connect, kv: 
     gate.release()
     waiting.join(30)
     assert got == [[(2,)]]
+
+
+def test_a_read_pinning_part_of_a_composite_key_skips_unrelated_pending_writes(
+    connect: Connect, unique_name: Names
+) -> None:
+    lines = unique_name("lines")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {lines} (o INT, n INT, qty INT, PRIMARY KEY (o, n))")
+    cur.execute(f"INSERT INTO {lines} VALUES (1, 1, 10), (1, 2, 20), (2, 1, 30)")
+    conn.commit()
+    cur.execute(f"UPDATE {lines} SET qty = qty + 1 WHERE o = %s AND n = %s", (1, 2))
+    txid = conn.transaction().txid
+
+    def flushed() -> int:
+        return int(conn._raw.execute(f"SELECT COUNT(*) FROM {lines}__cache WHERE tq_txid = {txid}").scalar())
+
+    assert rows(conn, f"SELECT SUM(qty) FROM {lines} WHERE o = %s", (2,)) == [(30,)]
+    assert flushed() == 0  # order 2 has no pending line: nothing sent
+    assert rows(conn, f"SELECT SUM(qty) FROM {lines} WHERE o = %s", (1,)) == [(31,)]  # order 1 has: sent first
+    assert flushed() == 1
+    cur.execute(f"DELETE FROM {lines} WHERE o = %s AND n = %s", (2, 1))
+    assert rows(conn, f"SELECT COUNT(*) FROM {lines} WHERE n = %s", (1,)) == [(1,)]  # the tombstone matches n=1
+    conn.commit()
+    assert rows(conn, f"SELECT o, n, qty FROM {lines} ORDER BY o, n") == [(1, 1, 10), (1, 2, 21)]

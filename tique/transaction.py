@@ -191,8 +191,9 @@ class Transaction:
         entry = self.writes.get(table)
         if entry is None or not entry.pending:
             return False
-        wanted = tuple(params[s] for s in slots)  # the key as the SQL literals the statement will compare
-        return any(all(_may_equal(v, w) for v, w in zip(key, wanted)) for key in entry.pending)
+        # the key as the SQL literals the statement will compare, None where it pins no value
+        wanted = tuple(params[s] if s else None for s in slots)
+        return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in entry.pending)
 
     def write_entry(self, table: TableInfo) -> TableWrites:
         entry = self.writes.get(table.name)

@@ -12,8 +12,9 @@ from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
 
 Lookup = Callable[[str | None, str], TableInfo | None]
-# Per table read by key equality on parameters only: (table, the parameter slot of each key column, in key
-# order). A transaction need not flush pending writes of such a table before the read unless one has that key.
+# Per table read by key equality on parameters: (table, the parameter slot of each key column in key order, ""
+# for a column no parameter pins). A transaction need not flush pending writes of such a table before the read
+# unless one has those values in the pinned columns.
 PointKeys = tuple[tuple[str, tuple[str, ...]], ...]
 
 
@@ -135,7 +136,7 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
 
 
 def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...] | None:
-    """The parameter slot each key column is equal to, when the predicates pin every one that way."""
+    """The parameter slot each key column is equal to ("" when none), when the predicates pin some that way."""
     slots: dict[str, str] = {}
     for pred in preds:
         if not isinstance(pred, exp.EQ):
@@ -144,8 +145,8 @@ def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...
         name = slot_name(val)
         if isinstance(col, exp.Column) and name and name not in ("sts", "txid"):
             slots[_ident(col)] = name
-    if all(k in slots for k in info.key):
-        return tuple(slots[k] for k in info.key)
+    if any(k in slots for k in info.key):
+        return tuple(slots.get(k, "") for k in info.key)
     return None
 
 
@@ -180,7 +181,7 @@ def _needed(info: TableInfo, alias: str, uses: tuple[set[tuple[str, str]], set[s
 
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
-    any got the analytical formulation, and which are read by their full key (see PointKeys)."""
+    any got the analytical formulation, and which are read by key values (see PointKeys)."""
     analytical = False
     point: dict[str, tuple[str, ...] | None] = {}
     cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
