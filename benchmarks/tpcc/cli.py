@@ -40,6 +40,9 @@ def parse(argv: list[str], command: str) -> argparse.Namespace:
     if command == "ch":
         p.add_argument("--oltp-seconds", type=float, default=30, help="TPC-C run before the queries (fills Cache)")
         p.add_argument("--repeat", type=int, default=5, help="runs per query; the median is reported")
+        p.add_argument("--checkpointer", action="store_true",
+                       help="keep tique's checkpointer running (default: paused from the OLTP run on, so the "
+                       "queries read every version it wrote)")  # fmt: skip
     if command == "htap":
         p.add_argument("--grid", default="4:0,4:1,4:2,0:2,1:2,2:2",
                        help="OLTP:analytical client pairs, run one after another")  # fmt: skip
@@ -103,7 +106,7 @@ def main(argv: list[str], command: str = "tpcc") -> int:
         )
         extra["warehouse_counts"] = [int(k) for k in counts.split(",")]
     if command == "ch":
-        extra.update(oltp_seconds=args.oltp_seconds, repeat=args.repeat)
+        extra.update(oltp_seconds=args.oltp_seconds, repeat=args.repeat, checkpointer=args.checkpointer)
     if command == "htap":
         extra["grid"] = [[int(x) for x in pair.split(":")] for pair in args.grid.split(",")]
         extra["olap_workers"] = args.olap_workers
@@ -251,7 +254,8 @@ def ch_markdown(payload: dict[str, Any]) -> str:
     note = f"\nidentical answers (checksums) on: {', '.join(same)}"
     pending = {n: r["cache_versions"] for n, r in payload["systems"].items() if r.get("cache_versions") is not None}
     if pending:
-        note += "\nversions in tique's Cache tables while the queries ran (no checkpointer after the OLTP run): " + (
+        how = "checkpointer running" if payload["settings"].get("checkpointer") else "no checkpointer after the load"
+        note += f"\nversions in tique's Cache tables when the queries began ({how}): " + (
             ", ".join(f"{n} {v}" for n, v in pending.items())
         )
     errors = {n: payload["systems"][n]["errors"] for n in names if payload["systems"][n].get("errors")}
