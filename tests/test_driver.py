@@ -28,6 +28,12 @@ def rows(conn: tique.Connection, sql: str, params: object = None) -> list[tuple[
     return cur.fetchall()
 
 
+def own_cache_rows(conn: tique.Connection, table: str) -> int:
+    """Rows the connection's running transaction has sent to ``table``'s Cache so far."""
+    txid = conn.transaction().txid
+    return int(conn._raw.execute(f"SELECT COUNT(*) FROM {table}__cache WHERE tq_txid = {txid}").scalar())
+
+
 @pytest.fixture
 def kv(connect: Connect, unique_name: Names) -> str:
     name = unique_name("kv")
@@ -381,15 +387,10 @@ def test_a_read_by_exact_key_flushes_pending_writes_only_when_one_has_that_key(c
     cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'a'), (2, 'b')")
     conn.commit()
     cur.execute(f"UPDATE {kv} SET v = 'new' WHERE k = %s", (1,))
-    txid = conn.transaction().txid
-
-    def flushed() -> int:
-        return int(conn._raw.execute(f"SELECT COUNT(*) FROM {kv}__cache WHERE tq_txid = {txid}").scalar())
-
     assert rows(conn, f"SELECT v FROM {kv} WHERE k = %s", (2,)) == [("b",)]
-    assert flushed() == 0  # no pending write has key 2: nothing to send first
+    assert own_cache_rows(conn, kv) == 0  # no pending write has key 2: nothing to send first
     assert rows(conn, f"SELECT v FROM {kv} WHERE k = %s", ("1",)) == [("new",)]  # a string for an INT key: flush
-    assert flushed() == 1
+    assert own_cache_rows(conn, kv) == 1
     cur.execute(f"UPDATE {kv} SET v = 'newer' WHERE k = %s", (1,))
     assert rows(conn, f"SELECT v FROM {kv} WHERE k = %s", (1,)) == [("newer",)]
     cur.execute(f"UPDATE {kv} SET v = 'b2' WHERE k = %s", (2,))
@@ -416,6 +417,22 @@ def test_insert_check_flush_defers_the_duplicate_check_to_the_next_read_or_commi
     with pytest.raises(tique.IntegrityError, match="duplicate key"):
         conn.commit()  # or at COMMIT, which then rolls back
     assert rows(conn, f"SELECT k, v FROM {kv} ORDER BY k") == [(1, "a")]
+
+
+def test_insert_check_flush_checks_every_table_in_one_query_and_names_the_duplicate(
+    connect: Connect, kv: str, unique_name: Names
+) -> None:
+    other = unique_name("other")
+    conn = connect(insert_check="flush")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {other} (a INT, b INT, PRIMARY KEY (a, b))")
+    cur.execute(f"INSERT INTO {other} VALUES (1, 1)")
+    conn.commit()
+    cur.execute(f"INSERT INTO {kv} (k, v) VALUES (5, 'new')")
+    cur.execute(f"INSERT INTO {other} VALUES (1, 2), (1, 1)")  # (1, 1) exists: found when the rows are sent
+    with pytest.raises(tique.IntegrityError, match=rf"duplicate key \(a=1, b=1\) in table '{other}'"):
+        conn.commit()
+    assert rows(conn, f"SELECT COUNT(*) FROM {kv}") == [(0,)] and rows(conn, f"SELECT COUNT(*) FROM {other}") == [(1,)]
 
 
 def test_analytical_slots_queue_scans_but_not_point_reads(connect: Connect, kv: str) -> None:
@@ -447,15 +464,10 @@ def test_a_read_pinning_part_of_a_composite_key_skips_unrelated_pending_writes(
     cur.execute(f"INSERT INTO {lines} VALUES (1, 1, 10), (1, 2, 20), (2, 1, 30)")
     conn.commit()
     cur.execute(f"UPDATE {lines} SET qty = qty + 1 WHERE o = %s AND n = %s", (1, 2))
-    txid = conn.transaction().txid
-
-    def flushed() -> int:
-        return int(conn._raw.execute(f"SELECT COUNT(*) FROM {lines}__cache WHERE tq_txid = {txid}").scalar())
-
     assert rows(conn, f"SELECT SUM(qty) FROM {lines} WHERE o = %s", (2,)) == [(30,)]
-    assert flushed() == 0  # order 2 has no pending line: nothing sent
+    assert own_cache_rows(conn, lines) == 0  # order 2 has no pending line: nothing sent
     assert rows(conn, f"SELECT SUM(qty) FROM {lines} WHERE o = %s", (1,)) == [(31,)]  # order 1 has: sent first
-    assert flushed() == 1
+    assert own_cache_rows(conn, lines) == 1
     cur.execute(f"DELETE FROM {lines} WHERE o = %s AND n = %s", (2, 1))
     assert rows(conn, f"SELECT COUNT(*) FROM {lines} WHERE n = %s", (1,)) == [(1,)]  # the tombstone matches n=1
     conn.commit()

@@ -188,12 +188,11 @@ class Transaction:
         return frozenset(n for n, e in self.writes.items() if e.flushed)
 
     def _pending_match(self, table: str, slots: tuple[str, ...], params: dict[str, str]) -> bool:
-        entry = self.writes.get(table)
-        if entry is None or not entry.pending:
-            return False
+        """Could a pending write of ``table`` have the key values the read pins?"""
         # the key as the SQL literals the statement will compare, None where it pins no value
         wanted = tuple(params[s] if s else None for s in slots)
-        return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in entry.pending)
+        pending = self.writes[table].pending
+        return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in pending)
 
     def write_entry(self, table: TableInfo) -> TableWrites:
         entry = self.writes.get(table.name)
@@ -345,9 +344,8 @@ class Transaction:
             exact = " OR ".join(
                 "(" + " AND ".join(f'"{c}" = {literal(v)}' for c, v in zip(info.key, key)) + ")" for key in keys
             )
-            branches.append(
-                f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({self._present(info, keys)}) AS d WHERE {exact}"
-            )
+            present = self._present(info, keys, f"_{i}")  # distinct aliases per snapshot (see snapshot_sql)
+            branches.append(f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({present}) AS d{i} WHERE {exact}")
         counts = self.conn.execute(Template.from_sql(" UNION ALL ".join(branches)).render(self.slots())).rows
         for i, n in counts:
             if n:

@@ -54,15 +54,19 @@ def _conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
     return list(node.flatten()) if isinstance(node, exp.And) else [node]
 
 
+def _sources(select: exp.Select) -> list[exp.Expression]:
+    """The tables and subqueries of a SELECT's FROM and JOINs."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    return ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
+
+
 def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
     """Conjuncts of the enclosing SELECT's WHERE that constrain only this table's key columns by values."""
     select = table.find_ancestor(exp.Select)
     if select is None or table.find_ancestor(exp.Join, exp.From) is None:
         return []
     alias = table.alias_or_name
-    from_ = select.args.get("from_") or select.args.get("from")
-    sources = ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
-    single_source = len(sources) == 1
+    single_source = len(_sources(select)) == 1
     key = set(info.key)
     found: list[exp.Expression] = []
     for pred in _conjuncts(select.args.get("where")):
@@ -85,11 +89,6 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
 _UNSAFE = (exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Rand, exp.Star)
 
 
-def _sources(select: exp.Select) -> list[exp.Expression]:
-    from_ = select.args.get("from_") or select.args.get("from")
-    return ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
-
-
 def _owner(col: exp.Column, alias: str, info: TableInfo, others: list[TableInfo | None]) -> bool:
     """Does ``col`` name a column of this table (qualified by its alias, or unqualified and no other source of
     the same SELECT can have it)?"""
@@ -109,9 +108,8 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
         return []
     select = table.parent.parent
     alias = table.alias_or_name
-    sources = _sources(select)
     others: list[TableInfo | None] = []
-    for src in sources:
+    for src in _sources(select):
         if src is table:
             continue
         known = lookup(_ident(src.args.get("db")) or None, _ident(src)) if isinstance(src, exp.Table) else None
