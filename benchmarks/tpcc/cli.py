@@ -223,11 +223,7 @@ def profile_markdown(payload: dict[str, Any]) -> str:
 
 
 def profile_plot(payload: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _figure()
     names = list(payload["systems"])
     kinds = list(next(iter(payload["systems"].values()))["types"]) if names else []
     fig, ax = plt.subplots(figsize=(8, 4))
