@@ -262,6 +262,9 @@ class Connection:
 
     def rewrite(self, operation: str, parameters: Any = None) -> str:
         """The SQL tique would send to MonetDB for a read, in this connection's current transaction."""
+        from tique.cursor import bind
+
+        operation, parameters = bind(operation, parameters)
         plan = self.plan(operation, parameters)
         if not isinstance(plan, ReadPlan):
             raise errors.ProgrammingError("rewrite() shows reads (SELECT) only")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tique.ddl import run_ddl
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError
-from tique.params import Params, literal, resolve
+from tique.params import Params, check, inline, literal, normalize, resolve, value
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.statements import DDL, Control, PassThrough, ReadPlan
 
@@ -32,7 +32,12 @@ class Cursor:
     def execute(self, operation: str, parameters: Params = None) -> Cursor:
         self._check()
         conn = self.connection
+        operation, parameters = bind(operation, parameters)
         plan = conn.plan(operation, parameters)
+        if isinstance(plan, DDL) and parameters is not None:
+            # DDL is sent as written (not from a tree with slots): format its literals in, as pymonetdb does
+            operation, parameters = inline(operation, parameters), None
+            plan = conn.plan(operation, parameters)
         self._set(Result())
         if isinstance(plan, Control):
             if plan.action == "commit":
@@ -159,14 +164,22 @@ def _insert_slots(plan: InsertPlan) -> tuple[str, ...]:
 
 def _values(slots: Sequence[str], parameters: Params) -> dict[str, Any]:
     """Parameter slots as Python values (literal INSERTs keep them unquoted, to coerce and hash)."""
-    resolve(slots, parameters)  # validates count and names
-    out: dict[str, Any] = {}
-    for s in slots:
-        if s.startswith("p"):
-            out[s] = parameters[int(s[1:])]  # type: ignore[index]
-        else:
-            out[s] = parameters[s[2:]]  # type: ignore[index, call-overload]
-    return out
+    resolve(slots, parameters)  # every value can be quoted
+    return {s: value(s, parameters) for s in slots}
+
+
+def bind(operation: str, parameters: Any) -> tuple[str, Params]:
+    """The statement and parameters as pymonetdb would read them, checked. A placeholder inside a string or a
+    comment is formatted into the text (pymonetdb's ``%`` does not know SQL's quotes), and the text is planned
+    without parameters."""
+    if not isinstance(operation, str):
+        raise ProgrammingError(f"the statement must be a str, not {type(operation).__name__}")
+    params = normalize(parameters)
+    if params is None:
+        return operation, None
+    if check(operation, params).embedded:
+        return inline(operation, params), None
+    return operation, params
 
 
 __all__ = ["Cursor", "literal"]

@@ -1,13 +1,151 @@
-"""Parameters (pyformat, as pymonetdb): values are quoted by pymonetdb's own SQL literal conversion."""
+"""Parameters (pyformat, as pymonetdb 1.9): which placeholders a statement has, and their SQL literals.
+
+pymonetdb formats the whole statement text with Python's ``%`` operator when parameters are given (a non-empty
+tuple, list, dict or string) and sends the text untouched otherwise. tique keeps those semantics:
+
+- ``%s`` takes the next value of a sequence, ``%(name)s`` a value of a mapping (keys it does not use are fine);
+- ``%%`` is a literal percent sign, and with parameters any other ``%`` is an error (as in pymonetdb/psycopg);
+- without parameters (None or empty) the text is sent as written, ``%%`` and all;
+- a single string is one positional parameter;
+- values are quoted by pymonetdb's own conversion (``pymonetdb.sql.monetize.convert``).
+
+Unlike pymonetdb, a wrong count, a missing name or an odd placeholder is a ``ProgrammingError`` (pymonetdb
+raises Python's TypeError/KeyError/ValueError from the ``%`` operator).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from tique.errors import ProgrammingError
 
 Params = Sequence[Any] | Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    start: int
+    end: int
+    name: str | None  # None: positional %s
+    embedded: bool  # inside a quoted string, quoted identifier or comment
+
+
+@dataclass(frozen=True)
+class Scan:
+    """The placeholders of a statement text (for statements sent with parameters)."""
+
+    placeholders: tuple[Placeholder, ...]
+    percents: tuple[int, ...]  # positions of each ``%%``
+    bad: str | None  # what is wrong with a ``%`` that is neither ``%s``, ``%(name)s`` nor ``%%``
+
+    @property
+    def positional(self) -> int:
+        return sum(1 for p in self.placeholders if p.name is None)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p.name for p in self.placeholders if p.name is not None))
+
+    @property
+    def embedded(self) -> bool:
+        """A placeholder sits where SQL has no expression (a string, a comment): pymonetdb formats it into the
+        text anyway, so tique does the same and plans the formatted text."""
+        return any(p.embedded for p in self.placeholders)
+
+
+@lru_cache(maxsize=4096)
+def scan(sql: str) -> Scan:
+    found: list[Placeholder] = []
+    percents: list[int] = []
+    bad: str | None = None
+    i, n = 0, len(sql)
+    state = ""  # "" | "'" | '"' | "--" | "/*"
+    while i < n:
+        ch = sql[i]
+        if ch == "%":
+            nxt = sql[i + 1 : i + 2]
+            if nxt == "%":
+                percents.append(i)
+                i += 2
+                continue
+            if nxt == "s":
+                found.append(Placeholder(i, i + 2, None, bool(state)))
+                i += 2
+                continue
+            if nxt == "(":
+                close = sql.find(")", i + 2)
+                if close > 0 and sql[close + 1 : close + 2] == "s":
+                    found.append(Placeholder(i, close + 2, sql[i + 2 : close], bool(state)))
+                    i = close + 2
+                    continue
+            if bad is None:
+                bad = f"unsupported placeholder {sql[i : i + 12]!r} at character {i + 1}"
+            i += 1
+            continue
+        if state in ("'", '"'):
+            if ch == "\\" and state == "'" and sql[i + 1 : i + 2] != "%":
+                i += 2
+                continue
+            if ch == state:
+                state = ""
+        elif state == "--":
+            if ch == "\n":
+                state = ""
+        elif state == "/*":
+            if sql.startswith("*/", i):
+                state = ""
+                i += 1
+        elif ch in ("'", '"'):
+            state = ch
+        elif sql.startswith("--", i):
+            state = "--"
+        elif sql.startswith("/*", i):
+            state = "/*"
+        i += 1
+    return Scan(tuple(found), tuple(percents), bad)
+
+
+def normalize(parameters: Any) -> tuple[Any, ...] | Mapping[str, Any] | None:
+    """Parameters as pymonetdb reads them: empty means none, a string is one value."""
+    if parameters is None:
+        return None
+    if isinstance(parameters, str):
+        return (parameters,) if parameters else None
+    if isinstance(parameters, Mapping):
+        return parameters if parameters else None
+    if isinstance(parameters, (bytes, bytearray)) or not isinstance(parameters, Sequence):
+        raise ProgrammingError(
+            f"parameters must be a sequence (for %s) or a mapping (for %(name)s), not {type(parameters).__name__}"
+        )
+    return tuple(parameters) if parameters else None
+
+
+def check(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> Scan:
+    """Check that ``params`` fit the placeholders of ``sql``; return its scan."""
+    found = scan(sql)
+    if found.bad:
+        raise ProgrammingError(
+            f"{found.bad}: with parameters use %s or %(name)s, and write a literal percent sign as %% (pyformat, "
+            "as pymonetdb)"
+        )
+    positional, names = found.positional, found.names
+    if positional and names:
+        raise ProgrammingError("the statement mixes %s and %(name)s placeholders: use one style")
+    if isinstance(params, Mapping):
+        if positional:
+            raise ProgrammingError(f"the statement has {positional} %s placeholders: pass a sequence, not a mapping")
+        missing = [name for name in names if name not in params]
+        if missing:
+            raise ProgrammingError(f"parameter(s) {missing} missing: the mapping has {sorted(map(str, params))}")
+        return found
+    if names:
+        raise ProgrammingError(f"the statement has named placeholders {list(names)}: pass a mapping, not a sequence")
+    if len(params) != positional:
+        raise ProgrammingError(f"the statement has {positional} %s placeholders, but {len(params)} parameters were given")
+    return found
 
 
 def literal(value: Any) -> str:
@@ -20,28 +158,43 @@ def literal(value: Any) -> str:
         raise ProgrammingError(f"cannot pass a {type(value).__name__} as a SQL parameter: {exc}") from None
 
 
+def inline(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> str:
+    """The statement with its parameters formatted into the text, exactly as pymonetdb would send it."""
+    found = check(sql, params)
+    cuts = sorted([(p.start, p.end, p) for p in found.placeholders] + [(i, i + 2, None) for i in found.percents])
+    out: list[str] = []
+    pos, index = 0, 0
+    for start, end, holder in cuts:
+        out.append(sql[pos:start])
+        if holder is None:
+            out.append("%")
+        elif holder.name is None:
+            out.append(literal(params[index]))  # type: ignore[index]
+            index += 1
+        else:
+            out.append(literal(params[holder.name]))  # type: ignore[index, call-overload]
+        pos = end
+    out.append(sql[pos:])
+    return "".join(out)
+
+
+def slot_for_name(name: str) -> str:
+    """The slot of a named parameter: any characters may appear in ``%(name)s``, slots are word characters."""
+    return "n_" + name.encode().hex()
+
+
+def value(slot: str, params: Params) -> Any:
+    """The Python value a parameter slot (``pN`` or ``n_HEX``) stands for."""
+    if params is None:
+        raise ProgrammingError("the statement has parameters but none were given")
+    if slot.startswith("p"):
+        return params[int(slot[1:])]  # type: ignore[index]
+    return params[bytes.fromhex(slot[2:]).decode()]  # type: ignore[index, call-overload]
+
+
 def resolve(slots: Sequence[str], params: Params) -> dict[str, str]:
-    """Map each parameter slot of a statement (``p0``, ``p1``... or ``n:name``) to its SQL literal."""
-    if not slots:
-        if params:
-            raise ProgrammingError(f"the statement takes no parameters, {len(params)} given")
-        return {}
-    positional = [s for s in slots if s.startswith("p")]
-    named = [s for s in slots if s.startswith("n:")]
-    out: dict[str, str] = {}
-    if positional:
-        if not isinstance(params, Sequence) or isinstance(params, (str, bytes)):
-            raise ProgrammingError(f"the statement takes {len(positional)} positional parameters (%s)")
-        if len(params) != len(positional):
-            raise ProgrammingError(f"the statement takes {len(positional)} parameters, {len(params)} given")
-        for slot in positional:
-            out[slot] = literal(params[int(slot[1:])])
-    if named:
-        if not isinstance(params, Mapping):
-            raise ProgrammingError(f"the statement takes named parameters {[s[2:] for s in named]}")
-        for slot in named:
-            name = slot[2:]
-            if name not in params:
-                raise ProgrammingError(f"parameter {name!r} is missing")
-            out[slot] = literal(params[name])
-    return out
+    """Map each parameter slot of a statement to its SQL literal (``check`` has validated the parameters)."""
+    try:
+        return {s: literal(value(s, params)) for s in slots}
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ProgrammingError(f"parameters do not match the statement's placeholders: {exc!r}") from None

@@ -7,58 +7,37 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from tique.errors import ProgrammingError
+from tique.params import scan, slot_for_name
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.template import slot
 
 
 def number_placeholders(sql: str) -> str:
-    """Turn pyformat placeholders into named ones sqlglot keeps apart: ``%s`` -> ``%(tqpN)s``; ``%%`` -> ``%``.
-
-    Quoted strings and identifiers are left alone (a ``%s`` inside quotes is text, not a parameter).
-    """
+    """Turn pyformat placeholders into named ones sqlglot keeps apart: ``%s`` -> ``%(tqpN)s``, ``%(name)s`` ->
+    ``%(tqn_HEX)s`` (any name becomes word characters); ``%%`` -> ``%``. Placeholders are found where
+    pymonetdb's ``%`` formatting finds them (``params.scan``)."""
+    found = scan(sql)
+    cuts = sorted(
+        [(p.start, p.end, False, p.name) for p in found.placeholders] + [(i, i + 2, True, None) for i in found.percents]
+    )
     out: list[str] = []
-    i, n, positional = 0, len(sql), 0
-    quote: str | None = None
-    while i < n:
-        ch = sql[i]
-        if quote:
-            if ch == "%" and sql.startswith("%%", i):  # pymonetdb formats the whole text, quotes included
-                out.append("%")
-                i += 2
-                continue
-            out.append(ch)
-            if ch == "\\" and quote == "'" and i + 1 < n:
-                out.append(sql[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                if i + 1 < n and sql[i + 1] == quote:
-                    out.append(quote)
-                    i += 2
-                    continue
-                quote = None
-            i += 1
-            continue
-        if ch in ("'", '"'):
-            quote = ch
-            out.append(ch)
-        elif ch == "%" and sql.startswith("%s", i):
+    pos, positional = 0, 0
+    for start, end, percent, name in cuts:
+        out.append(sql[pos:start])
+        if percent:
+            out.append("%")
+        elif name is None:
             out.append(f"%(tqp{positional})s")
             positional += 1
-            i += 2
-            continue
-        elif ch == "%" and sql.startswith("%%", i):
-            out.append("%")
-            i += 2
-            continue
         else:
-            out.append(ch)
-        i += 1
+            out.append(f"%(tq{slot_for_name(name)})s")
+        pos = end
+    out.append(sql[pos:])
     return "".join(out)
 
 
 def parse(sql: str, with_params: bool) -> list[exp.Expression]:
-    """Parse one or more statements; parameters become slots (``pN`` positional, ``n_NAME`` named)."""
+    """Parse one or more statements; parameters become slots (``pN`` positional, ``n_HEX`` named)."""
     text = number_placeholders(sql) if with_params else sql
     try:
         trees = [t for t in sqlglot.parse(text, read=MonetDB) if t is not None]
@@ -66,8 +45,12 @@ def parse(sql: str, with_params: bool) -> list[exp.Expression]:
         raise ProgrammingError(f"syntax error: {exc}", "42000") from None
     for tree in trees:
         for node in list(tree.find_all(exp.Placeholder)):
-            name = node.name
-            if not name:
-                raise ProgrammingError("use %s or %(name)s for parameters (pyformat, as pymonetdb)")
-            node.replace(slot(f"p{name[3:]}" if name.startswith("tqp") else f"n_{name}"))
+            name = node.name or ""
+            if not with_params or not (name.startswith("tqp") or name.startswith("tqn_")):
+                raise ProgrammingError(
+                    f"unexpected placeholder {node.sql(dialect=MonetDB)!r}: tique takes parameters as %s or %(name)s "
+                    "(pyformat, as pymonetdb), with the values passed to execute()",
+                    "42000",
+                )
+            node.replace(slot(name[2:]))
     return trees
