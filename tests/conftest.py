@@ -135,7 +135,8 @@ def connect(url: str) -> Iterator[Callable[..., tique.Connection]]:
 
     yield _connect
     for conn in opened:
-        conn.close()
+        if not conn.closed:
+            conn.close()
 
 
 @pytest.fixture

@@ -160,8 +160,10 @@ class Connection:
         self._txn = None  # nothing it wrote was committed: its provisional rows are never visible
 
     def close(self) -> None:
+        """Close the connection; its running transaction is rolled back. Closing twice is an error, as in
+        pymonetdb (PEP 249: operations on a closed connection raise)."""
         if self._closed:
-            return
+            raise InterfaceError("the connection is already closed")
         self._txn = None  # closing rolls back
         self._closed = True
         if self._last_txid and isinstance(self.db.sequencer, CSequencer):

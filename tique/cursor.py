@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from tique.ddl import run_ddl
 from tique.engine.base import Result
-from tique.errors import InterfaceError, ProgrammingError
+from tique.errors import InterfaceError, ProgrammingError, restated
 from tique.params import Params, check, inline, literal, normalize, resolve, value
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.statements import DDL, Control, PassThrough, ReadPlan
@@ -71,6 +71,10 @@ class Cursor:
                 self.rowcount = txn.delete(plan, self._rendered(plan.select.param_slots, parameters))
             else:  # pragma: no cover
                 raise ProgrammingError(f"cannot run {type(plan).__name__}")
+        except ProgrammingError as exc:
+            if conn.autocommit:
+                conn.rollback()
+            raise restated(operation, exc) from None
         except BaseException:
             if conn.autocommit:
                 conn.rollback()

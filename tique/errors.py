@@ -92,7 +92,9 @@ def split_monetdb_message(raw: str) -> tuple[str | None, str]:
 
 
 def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[DatabaseError]:
-    """The PEP 249 class a SQLSTATE belongs to."""
+    """The PEP 249 class a SQLSTATE belongs to, by its class (the first two characters). Codes PEP 249 has no
+    class for (HY..., 08..., MonetDB's own M0...) are OperationalError, as pymonetdb reports every code it does
+    not know."""
     if sqlstate is None:
         return OperationalError
     if sqlstate == "40001":
@@ -100,23 +102,70 @@ def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[Database
     if sqlstate == "40000" and "concurrency conflicts" in message:
         # MonetDB's own optimistic transactions lost a conflict: also safe to retry.
         return SerializationFailure
-    if sqlstate.startswith("23") or sqlstate == "40002" or sqlstate == "M0M29":
+    if sqlstate.startswith("23") or sqlstate in ("40002", "M0M29", "2D000"):
+        return IntegrityError
+    if sqlstate == "40000" and "constraint" in message.lower():
         return IntegrityError
     if sqlstate.startswith("22"):
         return DataError
-    if sqlstate == "0A000":
+    if sqlstate.startswith("0A"):
         return NotSupportedError
-    if sqlstate.startswith("42") or sqlstate.startswith("3F") or sqlstate == "07001":
+    if sqlstate.startswith(("42", "3F", "3D", "07", "26", "34")):
         return ProgrammingError
     return OperationalError
+
+
+# MonetDB 11.41 reports failed arithmetic and conversions from its kernel without a SQLSTATE, as
+# ``MALException:calc./:operation failed``; these are data errors (SQLSTATE 22012 / 22018 / 22003).
+_KERNEL_DATA_ERRORS = (
+    (re.compile(r"calc\.(/|%|div|mod):"), "22012", "division by zero"),
+    (re.compile(r"calc\.[a-z_]+:operation failed"), "22018", "a value could not be converted"),
+    (re.compile(r"overflow", re.I), "22003", "numeric value out of range"),
+)
+
+
+def _kernel_sqlstate(message: str) -> tuple[str | None, str]:
+    for pattern, code, meaning in _KERNEL_DATA_ERRORS:
+        if pattern.search(message):
+            return code, f"{meaning} ({message})"
+    return None, message
 
 
 def from_monetdb(raw: str, context: str | None = None) -> DatabaseError:
     """Build the right exception from a MonetDB error text; ``context`` says what tique was doing."""
     sqlstate, message = split_monetdb_message(raw)
+    if sqlstate is None:
+        sqlstate, message = _kernel_sqlstate(message)
     cls = class_for_sqlstate(sqlstate, message)
     if context:
         message = f"{message} ({context})"
     if cls is SerializationFailure:
         return SerializationFailure(message, sqlstate)
     return cls(message, sqlstate)
+
+
+_ENGINE_SNIPPET = re.compile(r"\s*in: \"(.*)\"\s*$", re.S)
+
+
+def syntax_error(statement: str, engine_message: str, sent_prefix: str = "") -> ProgrammingError:
+    """MonetDB's syntax error restated for the statement the user wrote: MonetDB quotes the (lower-cased) text
+    it read up to the failure, which for tique is the text it sent (``sent_prefix`` + statement, roughly)."""
+    match = _ENGINE_SNIPPET.search(engine_message)
+    head = engine_message[: match.start()] if match else engine_message
+    where = ""
+    if match:
+        seen = match.group(1)
+        if sent_prefix and seen.lower().startswith(sent_prefix.lower()):
+            seen = seen[len(sent_prefix) :]
+        seen = seen.rstrip("\n;").rstrip()
+        where = f" at character {len(seen)} (after {seen[-30:]!r})" if seen else " at its start"
+    return ProgrammingError(f"{head}{where} in the statement {statement!r}", "42000")
+
+
+def restated(statement: str, error: ProgrammingError) -> ProgrammingError:
+    """A syntax error MonetDB found in the SQL tique rewrote quotes that SQL: name the user's statement instead."""
+    message = str(error)
+    match = _ENGINE_SNIPPET.search(message)
+    if "syntax error" not in message or not match:
+        return error
+    return ProgrammingError(f"{message[: match.start()]} in the statement {statement!r}", error.sqlstate)

@@ -10,7 +10,7 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.rewrite.parse import parse
+from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan, plan_delete, plan_insert, plan_update
@@ -80,7 +80,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return Control(action)
     try:
         trees = parse(sql, with_params)
-    except ProgrammingError as exc:
+    except Unparsed as exc:
         raise engine_verdict(conn, sql, with_params, exc) from None
     if len(trees) != 1:
         raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
@@ -114,16 +114,24 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
 
 def engine_verdict(conn: RawConnection, sql: str, with_params: bool, parse_error: Exception) -> Exception:
     """sqlglot could not parse the statement: let MonetDB say what is wrong, in its own words and position,
-    without running anything (PREPARE only compiles)."""
+    without running anything (PREPARE only compiles). A syntax error is restated for the user's statement; any
+    other verdict means MonetDB can read what tique's parser cannot, so both are reported."""
     import re
 
+    from tique.errors import DatabaseError, syntax_error
     from tique.rewrite.parse import number_placeholders
 
     text = re.sub(r"%\((\w+)\)s", "?", number_placeholders(sql)) if with_params else sql
     try:
         conn.execute(f"PREPARE {text}")
-    except ProgrammingError as engine_error:
-        return engine_error
+    except DatabaseError as engine_error:
+        message = str(engine_error)
+        if "syntax error" in message:
+            return syntax_error(sql, message, "prepare ")
+        return type(engine_error)(
+            f"{message} (tique's SQL parser could not read the statement either: {parse_error})",
+            engine_error.sqlstate,
+        )
     except Exception as other:
         return other
     try:
@@ -131,5 +139,6 @@ def engine_verdict(conn: RawConnection, sql: str, with_params: bool, parse_error
     except Exception:
         pass
     return NotSupportedError(
-        f"tique's SQL parser cannot read this statement, though MonetDB can; rephrase it. Parser said: {parse_error}"
+        f"tique's SQL parser cannot read this statement, though MonetDB can; rephrase it. Parser said: {parse_error}",
+        "0A000",
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -10,6 +13,24 @@ from tique.errors import ProgrammingError
 from tique.params import scan, slot_for_name
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.template import slot
+
+
+class _QuietInsideTique(logging.Filter):
+    """sqlglot logs a warning when it falls back to passing a statement through as a command (COPY INTO,
+    CREATE FUNCTION...) or cannot render a construct: for tique these are expected, and a statement that then
+    fails reports MonetDB's own error. Records from calls made by tique are dropped; the application's own use of
+    sqlglot still logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_globals.get("__name__", "").startswith("tique."):
+                return False
+            frame = frame.f_back  # type: ignore[assignment]
+        return True
+
+
+logging.getLogger("sqlglot").addFilter(_QuietInsideTique())
 
 
 def number_placeholders(sql: str) -> str:
@@ -36,13 +57,26 @@ def number_placeholders(sql: str) -> str:
     return "".join(out)
 
 
+class Unparsed(ProgrammingError):
+    """sqlglot could not read the statement (MonetDB may still: ``statements.engine_verdict`` asks it)."""
+
+
+def _parser_said(exc: Exception) -> str:
+    details = getattr(exc, "errors", None)
+    if not details:
+        return str(exc)
+    first = details[0]
+    near = f"{first.get('start_context', '')}{first.get('highlight', '')}"
+    return f"{first.get('description')} at line {first.get('line')}, column {first.get('col')} (near {near!r})"
+
+
 def parse(sql: str, with_params: bool) -> list[exp.Expression]:
     """Parse one or more statements; parameters become slots (``pN`` positional, ``n_HEX`` named)."""
     text = number_placeholders(sql) if with_params else sql
     try:
         trees = [t for t in sqlglot.parse(text, read=MonetDB) if t is not None]
     except (ParseError, TokenError) as exc:
-        raise ProgrammingError(f"syntax error: {exc}", "42000") from None
+        raise Unparsed(f"syntax error: {_parser_said(exc)}", "42000") from None
     for tree in trees:
         for node in list(tree.find_all(exp.Placeholder)):
             name = node.name or ""
