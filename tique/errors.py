@@ -157,7 +157,7 @@ def syntax_error(statement: str, engine_message: str, sent_prefix: str = "") -> 
         seen = match.group(1)
         if sent_prefix and seen.lower().startswith(sent_prefix.lower()):
             seen = seen[len(sent_prefix) :]
-        seen = seen.rstrip("\n;").rstrip()
+        seen = seen.rstrip(" \t\r\n!;")  # MonetDB appends the ";" it added; MAPI starts each line with "!"
         where = f" at character {len(seen)} (after {seen[-30:]!r})" if seen else " at its start"
     return ProgrammingError(f"{head}{where} in the statement {statement!r}", "42000")
 
