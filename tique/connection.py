@@ -101,6 +101,12 @@ class Connection:
             self._pipeline = wanted  # an engine without that pipeline keeps its default; do not try again
 
     @property
+    def monet_version(self) -> str:
+        """The MonetDB server version (``sys.environment``'s ``monet_version``), e.g. ``11.41.14``."""
+        self._check_open()
+        return str(self._raw.execute("SELECT value FROM sys.environment WHERE name = 'monet_version'").scalar())
+
+    @property
     def closed(self) -> bool:
         return self._closed
 
@@ -329,27 +335,45 @@ def connect(
     url: str | None = None,
     *,
     database: str | None = None,
-    hostname: str = "localhost",
-    port: int = 50000,
-    username: str = "monetdb",
+    hostname: str | None = None,
+    port: int | str = 50000,
+    username: str | None = None,
     password: str = "monetdb",
+    host: str | None = None,
+    user: str | None = None,
+    autocommit: bool = False,
     **settings: Any,
 ) -> Connection:
     """Open a tique connection.
 
     ``tique.connect("monetdbe:///path/to/db")``, ``tique.connect("monetdbe::memory:")``,
     ``tique.connect("monetdb://user:pw@host:port/db")``, or pymonetdb's keywords:
-    ``tique.connect(database="db", hostname="localhost", port=50000, username=..., password=...)``.
+    ``tique.connect(database="db", hostname="localhost", port=50000, username=..., password=...)`` (``host=`` and
+    ``user=`` are aliases, as in pymonetdb; ``database=`` may also be a URL). ``autocommit=True`` as in pymonetdb.
     Other keywords are Settings (``write_mode``, ``snapshot``, ``sequencer``...).
     """
+    hostname = _one_of("hostname", hostname, "host", host) or "localhost"
+    username = _one_of("username", username, "user", user) or "monetdb"
     if url is None:
         if not database:
             raise InterfaceError("connect() needs a URL or database=...")
-        from urllib.parse import quote
+        if "://" in database or database.startswith("monetdbe:"):
+            url = database
+        else:
+            from urllib.parse import quote
 
-        url = f"monetdb://{quote(username, safe='')}:{quote(password, safe='')}@{hostname}:{port}/{database}"
+            url = f"monetdb://{quote(username, safe='')}:{quote(password, safe='')}@{hostname}:{port}/{database}"
     try:
         parsed_settings = Settings(**settings)
     except Exception as exc:  # pydantic's ValidationError lists every bad setting
         raise InterfaceError(f"bad settings: {exc}") from None
-    return Connection(url, parsed_settings)
+    conn = Connection(url, parsed_settings)
+    if autocommit:
+        conn.autocommit = True
+    return conn
+
+
+def _one_of(name: str, value: str | None, alias: str, alias_value: str | None) -> str | None:
+    if value is not None and alias_value is not None and value != alias_value:
+        raise InterfaceError(f"connect() got both {name}={value!r} and its alias {alias}={alias_value!r}")
+    return value if value is not None else alias_value

@@ -178,9 +178,31 @@ def _open(engine: EmbeddedEngine) -> Any:
             if handle[0] != ffi.NULL:
                 lib.monetdbe_close(handle[0])
             raise _open_error(engine, detail)
+        if _open_count == 0:
+            _publish_version()
         _open_path = key
         _open_count += 1
         return handle[0]
+
+
+def _publish_version() -> None:
+    """The embedded kernel leaves ``monet_version`` out of ``sys.environment``, where mserver5 has it and
+    clients look for it (SQLAlchemy's MonetDB dialect reads its server version there): add it."""
+    import ctypes
+    import glob
+
+    from tique.engine.udf import monetdbe_libdir
+
+    try:
+        libbat = ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0])
+        libbat.GDKversion.restype = ctypes.c_char_p
+        libbat.GDKgetenv.restype = ctypes.c_char_p
+        libbat.GDKgetenv.argtypes = [ctypes.c_char_p]
+        libbat.GDKsetenv.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        if libbat.GDKgetenv(b"monet_version") is None:
+            libbat.GDKsetenv(b"monet_version", libbat.GDKversion())
+    except (OSError, IndexError, AttributeError):  # an engine build without these symbols: nothing to add
+        pass
 
 
 def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
