@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 
 build: $(UDF)
 
-$(UDF): udf/tique_udf.c
+$(UDF): tique/udf/tique_udf.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -fPIC -shared -pthread -o $@ $<
 

@@ -3,7 +3,7 @@
 ARG MONETDB_IMAGE=monetdb/monetdb:latest
 FROM ${MONETDB_IMAGE}
 USER root
-COPY udf/tique_udf.c /tmp/tique_udf.c
+COPY tique/udf/tique_udf.c /tmp/tique_udf.c
 RUN set -eux; \
     if command -v dnf >/dev/null; then dnf install -y gcc pkgconf-pkg-config MonetDB-devel || dnf install -y gcc pkgconf-pkg-config monetdb-devel; \
     else apt-get update && apt-get install -y --no-install-recommends gcc pkg-config monetdb5-server-dev; fi; \

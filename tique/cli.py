@@ -8,11 +8,14 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tique import __version__
+
     parser = argparse.ArgumentParser(prog="tique", description="Snapshot-isolated transactions for MonetDB.")
+    parser.add_argument("--version", action="version", version=f"tique {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve a database directory over MAPI (MonetDB's protocol)")
-    serve.add_argument("directory", help="database directory (created if missing)")
+    serve.add_argument("directory", help="database directory (created if missing, with its parent directories)")
     serve.add_argument("--port", type=int, default=50000, help="TCP port on 127.0.0.1 (default 50000)")
     serve.add_argument(
         "--password",

@@ -78,8 +78,10 @@ class Server:
         self.database = os.path.basename(self.directory.rstrip("/"))
         self._stopped = threading.Event()
         parent = Path(self.directory).parent
-        if not parent.is_dir():
-            raise OperationalError(f"the parent directory {parent} of {self.directory} does not exist; create it first")
+        try:
+            parent.mkdir(parents=True, exist_ok=True)  # `tique serve ./data/db` on a fresh checkout
+        except OSError as exc:
+            raise OperationalError(f"cannot create the parent directory {parent} of {self.directory}: {exc}") from None
         if port_in_use("127.0.0.1", port):
             raise OperationalError(f"port {port} is already in use on this machine; choose another with --port")
         self.engine = EmbeddedEngine(EngineURL(kind="embedded", path=self.directory), mapi_port=port)
@@ -126,7 +128,9 @@ def serve(
         signal.signal(sig, lambda *_: stopping.set())
     redacted = server.url.replace(f":{password}@", ":***@")
     print(
-        f"tique serve: ready on {server.host}:{port}, database {server.database!r} ({redacted})", file=out, flush=True
+        f"tique serve: ready on {server.host}:{port}, database {server.database!r} in {server.directory} ({redacted})",
+        file=out,
+        flush=True,
     )
     while not stopping.wait(0.5):
         pass

@@ -1,13 +1,20 @@
-"""Build and load tique's C module (udf/tique_udf.c) into this process's MonetDB kernel.
+"""Build and load tique's C module (tique/udf/tique_udf.c, shipped as package data) into this process's
+MonetDB kernel.
 
 The module registers itself with MAL from a library constructor, so it must be loaded after libmonetdb5 (with
 RTLD_GLOBAL, for its symbols) and before the first database is opened in the process.
+
+It is compiled on first use with the system C compiler: in a source checkout into the package's ``_lib`` folder
+(as ``make build`` does); for an installed package (a wheel, ``pip install .``), or when ``_lib`` cannot be
+written, into the user's cache directory (``$XDG_CACHE_HOME/tique/<version>/``, by default
+``~/.cache/tique/<version>/``) under a name that changes with the source, so site-packages is never written.
 """
 
 from __future__ import annotations
 
 import ctypes
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -17,11 +24,11 @@ from pathlib import Path
 
 from tique.errors import OperationalError
 
-ABI = 4  # must match TIQUE_UDF_ABI in udf/tique_udf.c
+ABI = 4  # must match TIQUE_UDF_ABI in tique/udf/tique_udf.c
 SUPPORTED_KERNEL = "11.41"  # the structure layouts declared in the C source are this kernel's
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-SOURCE = PACKAGE_DIR.parent / "udf" / "tique_udf.c"
+SOURCE = PACKAGE_DIR / "udf" / "tique_udf.c"
 LIBRARY = PACKAGE_DIR / "_lib" / "tique_udf.so"
 
 _lock = threading.Lock()
@@ -44,23 +51,68 @@ def kernel_version() -> str:
     return names[0].rsplit(".so.", 1)[1]
 
 
+def cache_dir() -> Path:
+    from tique import __version__
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tique" / __version__
+
+
+def _writable(directory: Path) -> bool:
+    target = directory if directory.exists() else directory.parent
+    return os.access(target, os.W_OK | os.X_OK)
+
+
+def _source_checkout() -> bool:
+    return (PACKAGE_DIR.parent / "pyproject.toml").is_file()
+
+
+def library_path() -> Path:
+    """Where the compiled module lives: the package's ``_lib`` when it holds an up-to-date build or the package
+    is a (writable) source checkout, else the user cache."""
+    if LIBRARY.exists() and (not SOURCE.exists() or LIBRARY.stat().st_mtime >= SOURCE.stat().st_mtime):
+        return LIBRARY
+    if _source_checkout() and _writable(LIBRARY.parent):
+        return LIBRARY
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12] if SOURCE.exists() else "nosource"
+    return cache_dir() / f"tique_udf-{digest}.so"
+
+
 def build(force: bool = False) -> Path:
     """Compile the module with the system C compiler if it is missing or older than its source."""
-    if LIBRARY.exists() and not force and (not SOURCE.exists() or LIBRARY.stat().st_mtime >= SOURCE.stat().st_mtime):
-        return LIBRARY
+    library = library_path()
+    fresh = library.exists() and (not SOURCE.exists() or library.stat().st_mtime >= SOURCE.stat().st_mtime)
+    if fresh and not force:
+        return library
     if not SOURCE.exists():
-        raise OperationalError(f"tique's C module is not built and its source {SOURCE} is missing; run 'make build'")
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        raise OperationalError(
+            f"tique's C module is not built and its source {SOURCE} is missing; reinstall tique "
+            "(pip install --force-reinstall tique), or connect with sequencer='sql', which needs no module"
+        )
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not compiler:
-        raise OperationalError("no C compiler found to build tique's engine module: install gcc (apt-get install gcc)")
-    LIBRARY.parent.mkdir(parents=True, exist_ok=True)
-    tmp = LIBRARY.with_suffix(f".{os.getpid()}.tmp")
+        raise OperationalError(
+            "tique compiles its engine module on first use and found no C compiler (looked for $CC, cc, gcc, "
+            "clang): install one (e.g. 'apt-get install gcc', 'dnf install gcc', 'xcode-select --install'), "
+            "or connect with sequencer='sql', which needs no module"
+        )
+    try:
+        library.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OperationalError(
+            f"cannot create {library.parent} for tique's compiled engine module: {exc}; set XDG_CACHE_HOME to a "
+            "writable directory"
+        ) from None
+    tmp = library.with_suffix(f".{os.getpid()}.tmp")
     cmd = [compiler, "-O2", "-Wall", "-fPIC", "-shared", "-pthread", "-o", str(tmp), str(SOURCE)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:
+        raise OperationalError(f"cannot run the C compiler {compiler}: {exc}") from None
     if proc.returncode != 0:
         raise OperationalError(f"building tique's C module failed ({' '.join(cmd)}):\n{proc.stderr}")
-    os.replace(tmp, LIBRARY)
-    return LIBRARY
+    os.replace(tmp, library)  # atomic: processes building at once each install a complete library
+    return library
 
 
 def load() -> None:
