@@ -14,6 +14,7 @@ import tique
 
 Connect = Callable[..., tique.Connection]
 
+
 @pytest.fixture
 def tables(connect: Connect, unique_name: Callable[[str], str]) -> tuple[tique.Connection, str, str]:
     conn = connect()
@@ -141,7 +142,11 @@ def _outcome(run: Callable[[], list[tuple[Any, ...]]]) -> tuple[str, Any]:
 def test_same_outcome_as_pymonetdb(server: Any, case: int) -> None:
     sql, params = REFERENCE[case]
     ref = pymonetdb.connect(
-        database=server.directory.name, hostname="127.0.0.1", port=server.port, username="monetdb", password=server.password
+        database=server.directory.name,
+        hostname="127.0.0.1",
+        port=server.port,
+        username="monetdb",
+        password=server.password,
     )
     conn = tique.connect(server.url)
     try:

@@ -31,7 +31,9 @@ def test_readme_python_block_runs(tmp_path: Path, index: int) -> None:
     script = tmp_path / f"readme_{index}.py"
     script.write_text(code)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, f"README block {index} failed:\n{code}\n{proc.stderr}"
     expected = PRINTED.findall(code)
     assert proc.stdout.splitlines() == expected, proc.stdout

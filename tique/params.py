@@ -144,7 +144,9 @@ def check(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> Scan:
     if names:
         raise ProgrammingError(f"the statement has named placeholders {list(names)}: pass a mapping, not a sequence")
     if len(params) != positional:
-        raise ProgrammingError(f"the statement has {positional} %s placeholders, but {len(params)} parameters were given")
+        raise ProgrammingError(
+            f"the statement has {positional} %s placeholders, but {len(params)} parameters were given"
+        )
     return found
 
 
