@@ -56,15 +56,26 @@ def test_second_serve_on_same_directory_or_port_fails_clearly(server, tmp_path: 
     assert not (tmp_path / "other").exists()  # nothing written
 
 
-def test_missing_parent_directory_is_refused(tmp_path: Path) -> None:
+def test_missing_parent_directories_are_created(tmp_path: Path) -> None:
+    directory = tmp_path / "no" / "such" / "db"
+    proc = start_serve(directory)
+    try:
+        assert directory.is_dir()
+    finally:
+        assert proc.stop() == 0
+
+
+def test_a_parent_that_cannot_be_created_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
     proc = subprocess.run(
-        [sys.executable, "-m", "tique.cli", "serve", str(tmp_path / "no" / "db"), "--port", str(free_port())],
+        [sys.executable, "-m", "tique.cli", "serve", str(tmp_path / "file" / "db"), "--port", str(free_port())],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=60,
     )
-    assert proc.returncode == 2 and "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "cannot create the parent directory" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_sigint_stops_cleanly(tmp_path: Path) -> None:
