@@ -88,3 +88,14 @@ def test_sqlglot_stays_quiet(connect: Connect, capfd: pytest.CaptureFixture[str]
     with pytest.raises(tique.ProgrammingError):
         conn.execute("EXPLAIN SELEC 1")
     assert "unsupported syntax" not in capfd.readouterr().err
+
+
+def test_syntax_tique_cannot_read_is_not_reported_as_a_missing_table(
+    connect: Connect, unique_name: Callable[[str], str]
+) -> None:
+    conn = connect()
+    table = unique_name("sample")
+    conn.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY)")
+    with pytest.raises(tique.NotSupportedError) as caught:
+        conn.execute(f"SELECT * FROM {table} SAMPLE 1")  # MonetDB's SAMPLE: sqlglot cannot read it
+    assert "no such table" not in str(caught.value) and "rephrase" in str(caught.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -78,16 +79,17 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     action = control_action(sql)
     if action:
         return Control(action)
-    try:
-        trees = parse(sql, with_params)
-    except Unparsed as exc:
-        raise engine_verdict(conn, sql, with_params, exc) from None
-    if len(trees) != 1:
-        raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
-    tree = trees[0]
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
         return db.catalog.lookup(conn, schema or db.default_schema, name)
+
+    try:
+        trees = parse(sql, with_params)
+    except Unparsed as exc:
+        raise engine_verdict(conn, sql, with_params, exc, lambda name: lookup(None, name) is not None) from None
+    if len(trees) != 1:
+        raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
+    tree = trees[0]
 
     if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
@@ -112,7 +114,13 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     return PassThrough(Template.from_tree(tree))
 
 
-def engine_verdict(conn: RawConnection, sql: str, with_params: bool, parse_error: Exception) -> Exception:
+def engine_verdict(
+    conn: RawConnection,
+    sql: str,
+    with_params: bool,
+    parse_error: Exception,
+    managed: Callable[[str], bool] = lambda name: False,
+) -> Exception:
     """sqlglot could not parse the statement: let MonetDB say what is wrong, in its own words and position,
     without running anything (PREPARE only compiles). A syntax error is restated for the user's statement; any
     other verdict means MonetDB can read what tique's parser cannot, so both are reported."""
@@ -128,6 +136,13 @@ def engine_verdict(conn: RawConnection, sql: str, with_params: bool, parse_error
         message = str(engine_error)
         if "syntax error" in message:
             return syntax_error(sql, message, "prepare ")
+        missing = re.search(r"no such table '([^']+)'", message)
+        if missing and managed(missing.group(1)):  # MonetDB read it, but tique's tables exist only rewritten
+            return NotSupportedError(
+                f"tique's SQL parser cannot read this statement, so it cannot run it on tique's table "
+                f"{missing.group(1)!r}; rephrase it without MonetDB-only syntax. Parser said: {parse_error}",
+                "0A000",
+            )
         return type(engine_error)(
             f"{message} (tique's SQL parser could not read the statement either: {parse_error})",
             engine_error.sqlstate,
