@@ -74,7 +74,10 @@ class Cursor:
         except ProgrammingError as exc:
             if conn.autocommit:
                 conn.rollback()
-            raise restated(operation, exc) from None
+            better = restated(operation, exc)
+            if better is exc:
+                raise
+            raise better from None
         except BaseException:
             if conn.autocommit:
                 conn.rollback()
