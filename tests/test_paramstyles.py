@@ -128,6 +128,8 @@ REFERENCE: list[tuple[str, Any]] = [
     ("SELECT %s", {"a": 1}),
     ("SELECT %(a)s", (1,)),
     ("SELECT %d", (1,)),
+    ("SELECT CAST(%s AS DATE) + INTERVAL '1' DAY", ("2020-06-01",)),
+    ("SELECT CAST(%(d)s AS TIMESTAMP) - INTERVAL '90' MINUTE", {"d": "2020-06-01 12:00:00"}),
 ]
 
 

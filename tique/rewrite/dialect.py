@@ -8,6 +8,8 @@ from sqlglot.dialects.postgres import Postgres
 
 class MonetDB(Postgres):
     class Generator(Postgres.Generator):
+        # MonetDB reads INTERVAL '1' DAY, not PostgreSQL's INTERVAL '1 DAY' (a syntax error in 11.41)
+        SINGLE_STRING_INTERVAL = False
         TYPE_MAPPING = {
             **Postgres.Generator.TYPE_MAPPING,
             exp.DataType.Type.TINYINT: "TINYINT",
