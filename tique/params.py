@@ -27,7 +27,7 @@ def resolve(slots: Sequence[str], params: Params) -> dict[str, str]:
             raise ProgrammingError(f"the statement takes no parameters, {len(params)} given")
         return {}
     positional = [s for s in slots if s.startswith("p")]
-    named = [s for s in slots if s.startswith("n:")]
+    named = [s for s in slots if s.startswith(("n_", "n:"))]  # parse.py names them n_NAME
     out: dict[str, str] = {}
     if positional:
         if not isinstance(params, Sequence) or isinstance(params, (str, bytes)):
