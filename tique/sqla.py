@@ -24,10 +24,11 @@ What differs from sqlalchemy-monetdb (each because of what tique is):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import BigInteger, text
 from sqlalchemy.engine import URL, reflection
 from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler
 from sqlalchemy_monetdb.dialect import MonetDialect
@@ -49,6 +50,12 @@ class TiqueCompiler(MonetCompiler):
 
 
 class TiqueDDLCompiler(MonetDDLCompiler):
+    def get_column_specification(self, column: Any, **kwargs: Any) -> str:
+        spec = str(super().get_column_specification(column, **kwargs))
+        if isinstance(column.type.dialect_impl(self.dialect), BigInteger):  # sqlalchemy-monetdb says INT for all
+            spec = spec.replace(" INT AUTO_INCREMENT", " BIGINT AUTO_INCREMENT")
+        return spec
+
     def visit_foreign_key_constraint(self, constraint: Any, **kw: Any) -> None:
         return None  # not enforced by tique yet: see the module's docstring
 
@@ -107,10 +114,15 @@ class TiqueDialect(MonetDialect):
 
     def _tique_tables(self, connection: Any, schema: str | None) -> dict[str, str]:
         """name -> kind ("tx" or "plain") of the tables tique manages in ``schema``."""
+        return {n: k for n, (k, _) in self._tique_specs(connection, schema).items()}
+
+    def _tique_specs(self, connection: Any, schema: str | None) -> dict[str, tuple[str, list[str]]]:
+        """name -> (kind, generated columns) of the tables tique manages in ``schema``."""
         rows = connection.execute(
-            text("SELECT name, kind FROM tique.tables WHERE schema_name = :s"), {"s": self._schema(connection, schema)}
+            text("SELECT name, kind, spec FROM tique.tables WHERE schema_name = :s"),
+            {"s": self._schema(connection, schema)},
         )
-        return {str(n): str(k) for n, k in rows}
+        return {str(n): (str(k), list(json.loads(str(sp)).get("generated", []))) for n, k, sp in rows}
 
     def _physical(self, connection: Any, schema: str | None, names: Iterable[str]) -> dict[str, str]:
         """For each name, the MonetDB table holding its definition (T__storage for a transactional table)."""
@@ -148,16 +160,28 @@ class TiqueDialect(MonetDialect):
     def _renamed(self, connection: Any, method: Any, filter_names: Any, schema: str | None, **kw: Any) -> Any:
         """Run one of sqlalchemy-monetdb's reflection queries on the physical tables, keyed by the user's names."""
         names = list(filter_names or [])
-        physical = self._physical(connection, schema, names)
+        specs = self._tique_specs(connection, schema)
+        physical = {n: f"{n}__storage" if specs.get(n, ("",))[0] == "tx" else n for n in names}
         back = {p: n for n, p in physical.items()}
         kw["tabletypes"] = sorted({0, *kw.get("tabletypes", [0])})  # T__storage is a table, even if T was asked
         data = method(connection, filter_names=[physical[n] for n in names], schema=schema, **kw)
         out = []
         for (s, name), value in data:
+            table = back.get(name, name)
             if isinstance(value, list):
                 value = [v for v in value if not (isinstance(v, dict) and v.get("name") == "tq_rowid")]
-            out.append(((s, back.get(name, name)), value))
+                generated = specs.get(table, ("", []))[1]
+                for v in value:
+                    if isinstance(v, dict) and "autoincrement" in v and v.get("name") in generated:
+                        v["autoincrement"] = True
+            out.append(((s, table), value))
         return out
+
+    def get_pk_constraint(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> Any:
+        pk = dict(super().get_pk_constraint(connection, table_name, schema, **kw))
+        if pk.get("name"):
+            pk["name"] = str(pk["name"]).replace(f"{table_name}__storage_", f"{table_name}_", 1)
+        return pk
 
     def _get_columns(self, connection: Any, filter_names: Any = (), schema: str | None = None, **kw: Any) -> Any:
         return self._renamed(connection, super()._get_columns, filter_names, schema, **kw)
@@ -167,3 +191,14 @@ class TiqueDialect(MonetDialect):
 
     def _get_foreign_keys(self, connection: Any, schema: str | None = None, filter_names: Any = (), **kw: Any) -> Any:
         return self._renamed(connection, super()._get_foreign_keys, filter_names, schema, **kw)
+
+
+def _register() -> None:
+    """The entry point (pyproject.toml) registers the dialect for an installed tique; importing this module
+    registers it too (an editable or source checkout)."""
+    from sqlalchemy.dialects import registry
+
+    registry.register("monetdb.tique", "tique.sqla", "TiqueDialect")
+
+
+_register()
