@@ -15,6 +15,11 @@ That set is closed downwards - a transaction certifies only after every smaller 
 its commit record (``publish``), so when its outcome is visible so is every earlier commit record, and an
 earlier one still undecided bounds the set below it - so each statement reads one consistent snapshot. It needs
 no C module, so it also works on a server without tique's functions.
+
+Two things this relies on: the checkpointer trims ``tique.commits`` before ``tique.outcomes`` (a trimmed
+transaction must never look undecided), and a commit record left without outcome by a dead client is settled
+(by recovery, or by the checkpointer once its lease is over); until then the view's state stays at the commit
+before it.
 """
 
 from __future__ import annotations
