@@ -3,6 +3,7 @@ with a relationship, create_all/drop_all, reflection, generated keys and conflic
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 
@@ -40,6 +41,8 @@ def test_urls() -> None:
     args, settings = dialect.create_connect_args(sa.make_url("monetdb+tique://u:p%40w@h:5/db?write_mode=direct"))
     assert args == ["monetdb://u:p%40w@h:5/db"] and settings == {"write_mode": "direct"}
     assert dialect.create_connect_args(sa.make_url("monetdb+tique://"))[0] == ["monetdbe::memory:"]
+    relative = dialect.create_connect_args(sa.make_url("monetdb+tique:///rel/db"))[0]
+    assert relative == [f"monetdbe://{os.path.abspath('rel/db')}"]
 
 
 def test_core_and_create_all(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:

@@ -2,6 +2,7 @@
 
     create_engine("monetdb+tique://user:password@host:port/database")   # over MAPI, e.g. `tique serve`
     create_engine("monetdb+tique:////abs/path/to/dir")                  # embedded (SQLite's convention)
+    create_engine("monetdb+tique:///relative/dir")                      # embedded, relative to the cwd
     create_engine("monetdb+tique://")                                   # embedded, in memory
 
 Query parameters of the URL are tique settings (``?write_mode=direct&snapshot=point``).
@@ -25,6 +26,7 @@ What differs from sqlalchemy-monetdb (each because of what tique is):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -91,8 +93,8 @@ class TiqueDialect(MonetDialect):
             target = URL.create(
                 "monetdb", user, password, url.host, url.port or 50000, url.database or "monetdb"
             ).render_as_string(hide_password=False)
-        elif url.database:
-            target = f"monetdbe://{url.database}"
+        elif url.database and url.database != ":memory:":
+            target = f"monetdbe://{os.path.abspath(url.database)}"  # three slashes: relative, as SQLite's
         else:
             target = "monetdbe::memory:"
         return [target], settings
