@@ -8,8 +8,10 @@ MonetDB SEQUENCEs (concurrent ``NEXT VALUE FOR`` corrupts MonetDB 11.41's write-
 A counter the engine has not seen since it started (a restart, a new table) is set past the largest value the
 column holds in Storage or Cache - every version, committed or not, so no value a crashed transaction may have
 used comes back. Values are unique and increase in the order they are handed out; an aborted transaction
-leaves a gap. An explicit value is stored as given and does not move the counter (as PostgreSQL's SERIAL): a
-later generated value may then collide with it, which the INSERT reports as a duplicate key.
+leaves a gap. An explicit value is stored as given and moves the counter past it (as MySQL and SQLite do), so
+later generated values do not collide with it. (One race remains: a counter not yet used since the engine
+started is set from the stored values, which do not include an explicit row still buffered in another client;
+such a collision is refused as a duplicate key, never stored.)
 """
 
 from __future__ import annotations
@@ -34,3 +36,10 @@ def allocate(conn: RawConnection, sequencer_kind: str, info: TableInfo, column: 
         ).scalar()
         last = int(conn.execute(f"SELECT tique.next_ids({info.table_id}, {n}, {max(int(lowest or 0), 0)})").scalar())
     return range(last - n + 1, last + 1)
+
+
+def raise_past(conn: RawConnection, sequencer_kind: str, info: TableInfo, value: int) -> None:
+    """An explicit ``value`` was inserted: later generated values start after it (a counter the engine does not
+    know yet starts past the stored values anyway)."""
+    if sequencer_kind == "c":
+        conn.execute(f"SELECT tique.next_ids({info.table_id}, 0, {int(value)})")

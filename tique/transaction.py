@@ -245,13 +245,16 @@ class Transaction:
         self.last_generated = None
         if not info.generated:
             return iter(())
+        from tique.generated import allocate, raise_past
+
         column = info.generated[0]
         at = positions.get(column)
+        explicit = [raw[at] for raw in source if at is not None and isinstance(raw[at], int)]
+        if explicit:
+            raise_past(self.conn, self.db.sequencer.kind, info, max(explicit))
         wanted = sum(1 for raw in source if at is None or raw[at] is None)
         if not wanted:
             return iter(())
-        from tique.generated import allocate
-
         ids = allocate(self.conn, self.db.sequencer.kind, info, column, wanted)
         self.last_generated = ids[0]
         return iter(ids)

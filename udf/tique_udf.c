@@ -31,7 +31,8 @@
  *   next_ids(table, n, floor)  reserve n consecutive values and return the last one. A counter unknown since
  *                              the engine started returns 0 when floor < 0: the caller then passes the column's
  *                              largest stored value (every version, committed or not) as floor. The counter
- *                              never goes below floor.
+ *                              never goes below floor. n = 0 only raises a known counter to floor (an explicit
+ *                              value was inserted) and returns it; an unknown one stays unknown (0).
  *
  * A client that dies between next_cts and decide would leave a hole that blocks every later commit. A waiter
  * therefore abandons a predecessor that has stayed TAKEN or PUBLISHED for longer than the lease: the slot
@@ -719,12 +720,12 @@ TQnext_ids(tq_lng *ret, const int *table, const int *n, const tq_lng *floor)
 {
 	char *err = NULL;
 	int i;
-	if (*table == INT_NIL || *n == INT_NIL || *n < 1 || *floor == LNG_NIL)
-		return createException(TQ_MAL, "tique.next_ids", "42000!tique: next_ids needs a table, n >= 1, a floor");
+	if (*table == INT_NIL || *n == INT_NIL || *n < 0 || *floor == LNG_NIL)
+		return createException(TQ_MAL, "tique.next_ids", "42000!tique: next_ids needs a table, n >= 0, a floor");
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < id_counters_used && id_counters[i].table != *table; i++)
 		;
-	if (i == id_counters_used && *floor < 0) {
+	if (i == id_counters_used && (*floor < 0 || *n == 0)) {
 		*ret = 0; /* unknown: the caller computes the floor */
 	} else if (i == id_counters_used && id_counters_used == ID_COUNTERS) {
 		err = createException(TQ_MAL, "tique.next_ids", "HY000!tique: more than %d tables with generated keys",

@@ -37,6 +37,11 @@ def test_generated_key_and_lastrowid(connect: Callable[..., tique.Connection], u
     assert [v for _, v in rows] == ["a", "b", "c"]
     assert [i for i, _ in rows] == [first, second, second + 1]
     assert first is not None and second > first
+    cur.execute(f"INSERT INTO {name} (id, v) VALUES (%s, 'd')", (second + 50,))
+    assert cur.lastrowid is None  # nothing generated
+    cur.execute(f"INSERT INTO {name} (v) VALUES ('e')")
+    assert cur.lastrowid == second + 51  # past the explicit value, as MySQL and SQLite
+    conn.commit()
 
 
 def test_concurrent_inserters_never_collide(connect: Callable[..., tique.Connection], unique_name) -> None:
