@@ -7,12 +7,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pymonetdb
 import pytest
 
 import tique
+from tests.conftest import start_serve
 from tique.engine import open_engine
 
 Plain = Callable[[str], list[tuple[Any, ...]]]
@@ -125,3 +127,33 @@ def test_each_plain_statement_is_consistent(
     assert done[0] > 5 and len(sums) > 5
     assert set(sums) == {(800, 8)}
     assert sorted(plain(f"SELECT id, balance FROM {name}")) != [(i, 100) for i in range(8)]
+
+
+def _direct(port: int) -> Any:
+    return pymonetdb.connect("old", hostname="127.0.0.1", port=port, username="monetdb", password="monetdb")
+
+
+def test_tables_without_view_get_one_at_open(tmp_path: Path) -> None:
+    """A database made before tique created views: its tables get their view when `tique serve` opens it."""
+    server = start_serve(tmp_path / "old")
+    try:
+        conn = tique.connect(server.url)
+        conn.cursor().execute("CREATE TABLE legacy (k INT PRIMARY KEY, v INT)")
+        conn.cursor().execute("INSERT INTO legacy VALUES (1, 10)")
+        conn.commit()
+        conn.close()
+        direct = _direct(server.port)
+        direct.set_autocommit(True)
+        direct.cursor().execute("DROP VIEW legacy")  # as a database made before views existed
+        direct.close()
+    finally:
+        server.stop()
+    server = start_serve(tmp_path / "old")
+    try:
+        direct = _direct(server.port)
+        cur = direct.cursor()
+        cur.execute("SELECT k, v FROM legacy")
+        assert cur.fetchall() == [(1, 10)]
+        direct.close()
+    finally:
+        server.stop()
