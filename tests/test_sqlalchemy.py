@@ -187,3 +187,25 @@ def test_concurrent_orm_inserts_get_distinct_keys(sa_engine: sa.Engine, unique_n
     with sa_engine.connect() as conn:
         stored = sorted(conn.execute(sa.select(t.c.id)).scalars())
     assert len(keys) == 30 and sorted(keys) == stored and len(set(stored)) == 30
+
+
+def test_object_with_only_generated_values(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """SQLAlchemy sends INSERT ... DEFAULT VALUES for an object whose columns all have defaults."""
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Ticket(Base):
+        __tablename__ = unique_name("ticket")
+        id: Mapped[int] = mapped_column(primary_key=True)
+        state: Mapped[str] = mapped_column(sa.String(8), server_default="open")
+
+    Base.metadata.create_all(sa_engine)
+    with Session(sa_engine) as session:
+        tickets = [Ticket(), Ticket()]
+        session.add_all(tickets)
+        session.commit()
+        assert tickets[0].id != tickets[1].id
+        assert session.scalars(sa.select(Ticket.state)).all() == ["open", "open"]
+    with sa_engine.begin() as conn:
+        assert conn.execute(Ticket.__table__.insert()).inserted_primary_key[0] > max(t.id for t in tickets)

@@ -28,7 +28,7 @@ from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
 from tique.rewrite.values import coerce
-from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
+from tique.rewrite.writes import DEFAULT, DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
 
@@ -220,6 +220,8 @@ class Transaction:
             full = []
             for col in info.columns:
                 value = raw[positions[col.name]] if col.name in positions else col.default
+                if value is DEFAULT:
+                    value = col.default
                 if value is None and col.name in info.generated:
                     value = next(ids)
                 value = coerce(value, col.sql_type, col.name)
@@ -252,7 +254,7 @@ class Transaction:
         explicit = [raw[at] for raw in source if at is not None and isinstance(raw[at], int)]
         if explicit:
             raise_past(self.conn, self.db.sequencer.kind, info, max(explicit))
-        wanted = sum(1 for raw in source if at is None or raw[at] is None)
+        wanted = sum(1 for raw in source if at is None or raw[at] is None or raw[at] is DEFAULT)
         if not wanted:
             return iter(())
         ids = allocate(self.conn, self.db.sequencer.kind, info, column, wanted)

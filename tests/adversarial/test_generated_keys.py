@@ -41,7 +41,13 @@ def test_generated_key_and_lastrowid(connect: Callable[..., tique.Connection], u
     assert cur.lastrowid is None  # nothing generated
     cur.execute(f"INSERT INTO {name} (v) VALUES ('e')")
     assert cur.lastrowid == second + 51  # past the explicit value, as MySQL and SQLite
+    cur.execute(f"INSERT INTO {name} VALUES (DEFAULT, 'f')")
+    assert cur.lastrowid == second + 52
+    cur.execute(f"INSERT INTO {name} DEFAULT VALUES")  # what SQLAlchemy sends for an object with no values
+    assert cur.lastrowid == second + 53
     conn.commit()
+    cur.execute(f"SELECT v FROM {name} WHERE id = %s", (second + 53,))
+    assert cur.fetchall() == [(None,)]
 
 
 def test_concurrent_inserters_never_collide(connect: Callable[..., tique.Connection], unique_name) -> None:
