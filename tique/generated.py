@@ -38,6 +38,14 @@ def allocate(conn: RawConnection, sequencer_kind: str, info: TableInfo, column: 
     return range(last - n + 1, last + 1)
 
 
+def after_bulk_load(conn: RawConnection, sequencer_kind: str, info: TableInfo) -> None:
+    """Rows loaded straight into Storage carry their own keys: later generated values start after them."""
+    if info.generated and sequencer_kind == "c":
+        top = conn.execute(f'SELECT MAX("{info.generated[0]}") FROM {info.storage}').scalar()
+        if top is not None:
+            raise_past(conn, sequencer_kind, info, int(top))
+
+
 def raise_past(conn: RawConnection, sequencer_kind: str, info: TableInfo, value: int) -> None:
     """An explicit ``value`` was inserted: later generated values start after it (a counter the engine does not
     know yet starts past the stored values anyway)."""

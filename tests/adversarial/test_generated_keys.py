@@ -50,6 +50,19 @@ def test_generated_key_and_lastrowid(connect: Callable[..., tique.Connection], u
     assert cur.fetchall() == [(None,)]
 
 
+def test_bulk_loaded_keys_move_the_counter(connect: Callable[..., tique.Connection], unique_name) -> None:
+    name = unique_name("genb")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {name} (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+    cur.execute(f"INSERT INTO {name} (v) VALUES (0)")  # the counter is in use
+    conn.commit()
+    conn.bulk_load(name, [(i, i) for i in range(10, 20)])
+    cur.execute(f"INSERT INTO {name} (v) VALUES (1)")
+    assert cur.lastrowid == 20
+    conn.commit()
+
+
 def test_concurrent_inserters_never_collide(connect: Callable[..., tique.Connection], unique_name) -> None:
     name = unique_name("genc")
     connect().cursor().execute(f"CREATE TABLE {name} (id INT AUTO_INCREMENT PRIMARY KEY, who INT)")
