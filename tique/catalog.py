@@ -48,6 +48,7 @@ class TableInfo:
     key: tuple[str, ...]  # the version key: the primary key, or (tq_rowid,)
     storage_ddl: str = ""
     indexes: tuple[str, ...] = field(default_factory=tuple)
+    generated: tuple[str, ...] = ()  # AUTO_INCREMENT / SERIAL / IDENTITY columns (tique/generated.py)
 
     @property
     def has_rowid(self) -> bool:
@@ -82,6 +83,7 @@ class TableInfo:
                 "columns": [[c.name, c.sql_type, c.not_null, c.default] for c in self.columns],
                 "key": list(self.key),
                 "indexes": list(self.indexes),
+                **({"generated": list(self.generated)} if self.generated else {}),
             }
         )
 
@@ -89,7 +91,16 @@ class TableInfo:
     def from_row(cls, table_id: int, schema: str, name: str, kind: str, spec: str) -> TableInfo:
         data = json.loads(spec)
         columns = tuple(ColumnSpec(n, t, bool(nn), d) for n, t, nn, d in data["columns"])
-        return cls(table_id, schema, name, kind, columns, tuple(data["key"]), indexes=tuple(data.get("indexes", ())))
+        return cls(
+            table_id,
+            schema,
+            name,
+            kind,
+            columns,
+            tuple(data["key"]),
+            indexes=tuple(data.get("indexes", ())),
+            generated=tuple(data.get("generated", ())),
+        )
 
 
 def install(conn: RawConnection) -> None:
@@ -175,6 +186,7 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
     schema = ident(table.args.get("db")) or schema
     columns: list[ColumnSpec] = []
     key: list[str] = []
+    generated: list[str] = []
     for item in schema_node.expressions:
         if isinstance(item, exp.ColumnDef):
             col_name = ident(item.this)
@@ -182,6 +194,10 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
                 raise ProgrammingError(f"column name {col_name!r} is reserved by tique")
             not_null = False
             default = None
+            serial = _serial_type(item)
+            if serial:
+                generated.append(col_name)
+                not_null = True
             for constraint in item.args.get("constraints") or []:
                 kind = constraint.kind
                 if isinstance(kind, exp.PrimaryKeyColumnConstraint):
@@ -192,7 +208,9 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
                 elif isinstance(kind, exp.DefaultColumnConstraint):
                     default = _default_value(kind.this)
                 elif isinstance(kind, (exp.AutoIncrementColumnConstraint, exp.GeneratedAsIdentityColumnConstraint)):
-                    raise NotSupportedError(f"auto-increment column {col_name!r} is not supported by tique")
+                    _check_identity(kind, col_name)
+                    generated.append(col_name)
+                    not_null = True
                 elif isinstance(kind, exp.UniqueColumnConstraint):
                     raise NotSupportedError(
                         f"UNIQUE on column {col_name!r} is not supported by tique (only the primary key is enforced)"
@@ -208,7 +226,7 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
                     )
             if item.args.get("kind") is None:
                 raise ProgrammingError(f"column {col_name!r} needs a type")
-            columns.append(ColumnSpec(col_name, _type_sql(item.args["kind"]), not_null, default))
+            columns.append(ColumnSpec(col_name, serial or _type_sql(item.args["kind"]), not_null, default))
         elif isinstance(item, exp.PrimaryKey):
             key.extend(ident(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
         elif isinstance(item, (exp.ForeignKey, exp.Reference)):
@@ -219,6 +237,10 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
             raise NotSupportedError(f"table element {item.sql()!r} is not supported by tique")
     if not columns:
         raise ProgrammingError(f"table {name!r} has no columns")
+    generated = list(dict.fromkeys(generated))
+    _check_generated(columns, generated, name)
+    if not key and any(_serial_type(i) for i in schema_node.expressions if isinstance(i, exp.ColumnDef)):
+        key = generated[:1]  # MonetDB's SERIAL is the primary key unless the table declares another
     names = {c.name for c in columns}
     missing = [k for k in key if k not in names]
     if missing:
@@ -226,7 +248,44 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
     if key:
         columns = [ColumnSpec(c.name, c.sql_type, True, c.default) if c.name in key else c for c in columns]
     kind = "plain" if PLAIN_HINT.search(raw_sql) else "tx"
-    return TableInfo(table_id, schema, name, kind, tuple(columns), tuple(key) if key else (ROWID,))
+    key = list(dict.fromkeys(key))
+    return TableInfo(
+        table_id, schema, name, kind, tuple(columns), tuple(key) if key else (ROWID,), generated=tuple(generated)
+    )
+
+
+_SERIALS = {
+    exp.DataType.Type.SERIAL: "INT",
+    exp.DataType.Type.BIGSERIAL: "BIGINT",
+    exp.DataType.Type.SMALLSERIAL: "SMALLINT",
+}
+_INTEGERS = {"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "HUGEINT"}
+
+
+def _serial_type(column: exp.Expression) -> str | None:
+    """The integer type of a SERIAL / BIGSERIAL / SMALLSERIAL column (None for any other type)."""
+    kind = column.args.get("kind")
+    return _SERIALS.get(kind.this) if isinstance(kind, exp.DataType) else None
+
+
+def _check_identity(kind: exp.Expression, col_name: str) -> None:
+    """tique's counters start at 1 and step by 1: other IDENTITY options are refused, not ignored."""
+    for option in ("start", "increment", "minvalue", "maxvalue", "cycle"):
+        value = kind.args.get(option)
+        if value is None or (option in ("start", "increment") and value.sql() == "1"):
+            continue
+        raise NotSupportedError(
+            f"IDENTITY option {option.upper()} on column {col_name!r} is not supported by tique "
+            "(generated keys start at 1 and step by 1)"
+        )
+
+
+def _check_generated(columns: list[ColumnSpec], generated: list[str], table: str) -> None:
+    if len(generated) > 1:
+        raise NotSupportedError(f"table {table!r} has several generated columns {generated}: tique supports one")
+    for c in columns:
+        if c.name in generated and c.sql_type.upper() not in _INTEGERS:
+            raise NotSupportedError(f"generated column {c.name!r} of {table!r} must be an integer, not {c.sql_type}")
 
 
 def create_ddl(info: TableInfo) -> list[str]:

@@ -225,6 +225,7 @@ class Connection:
             if len(chunk) >= batch:
                 send()
         send()
+        self._after_load(info)
         return total
 
     def _load_target(self, table: str, what: str) -> tuple[TableInfo, str]:
@@ -266,7 +267,14 @@ class Connection:
                 self._raw.execute(f"DROP TABLE tmp.{staging}")
         else:
             self._raw.execute(f"COPY INTO {target} ({cols}) FROM '{source}' {options}")
+        self._after_load(info)
         return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
+
+    def _after_load(self, info: TableInfo) -> None:
+        if info.kind == "tx" and info.generated:
+            from tique.generated import after_bulk_load
+
+            after_bulk_load(self._raw, self.db.sequencer.kind, info)
 
     def rewrite(self, operation: str, parameters: Any = None) -> str:
         """The SQL tique would send to MonetDB for a read, in this connection's current transaction."""

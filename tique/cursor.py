@@ -39,6 +39,7 @@ class Cursor:
             operation, parameters = inline(operation, parameters), None
             plan = conn.plan(operation, parameters)
         self._set(Result())
+        self.lastrowid = None
         if isinstance(plan, Control):
             if plan.action == "commit":
                 conn.commit()
@@ -65,6 +66,7 @@ class Cursor:
                 slots = _insert_slots(plan)
                 values = _values(slots, parameters)
                 self.rowcount = txn.insert(plan, values, self._rendered(slots, parameters))
+                self.lastrowid = txn.last_generated
             elif isinstance(plan, UpdatePlan):
                 self.rowcount = txn.update(plan, self._rendered(plan.select.param_slots, parameters))
             elif isinstance(plan, DeletePlan):

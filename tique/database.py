@@ -69,6 +69,10 @@ class Database:
                 self.apply_lease(conn, lease_ms)
             self.default_schema = str(conn.execute("SELECT CURRENT_SCHEMA").scalar())
             self.catalog.refresh(conn)
+            if url.kind == "embedded":
+                from tique.views import ensure
+
+                ensure(conn, self.catalog.all())  # tables created before tique made views get theirs
         finally:
             conn.close()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tique import catalog
+from tique import catalog, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
@@ -61,8 +61,23 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
             except Exception:
                 pass
         raise
+    _create_view(conn, info)
     db.catalog.refresh(conn)
     return Result(rowcount=-1)
+
+
+def _create_view(conn: RawConnection, info: catalog.TableInfo) -> None:
+    """T under its own name in MonetDB's catalog, for clients other than tique (tique/views.py); a table that
+    cannot get it is not created."""
+    if info.kind != "tx":
+        return
+    try:
+        conn.execute(views.create_sql(info))
+    except Exception:
+        catalog.unregister(conn, info)
+        for name in (info.storage, info.cache):
+            conn.execute(f"DROP TABLE IF EXISTS {name}")
+        raise
 
 
 def _physical_exists(conn: RawConnection, schema: str, name: str) -> bool:
@@ -81,6 +96,8 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
     if info is None:
         return conn.execute(sql)
     physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]
+    if info.kind == "tx":
+        conn.execute(views.drop_sql(info))  # first: it depends on the tables
     for name in physical:
         conn.execute(f"DROP TABLE IF EXISTS {name}")
     catalog.unregister(conn, info)

@@ -34,9 +34,19 @@ def _install_sequencers(conn: EmbeddedConnection) -> None:
     report = recover(conn, sequencer)
     if report.aborted:
         print(f"tique serve: recovery aborted {report.aborted} unfinished transaction(s)", flush=True)
+    _ensure_views(conn)
     # For tests and comparisons only: SEQUENCEs are unsafe under concurrency on this kernel (see sequencer.py).
     if os.environ.get("TIQUE_INSTALL_SQL_SEQUENCER") == "1":
         SqlSequencer(unsafe_sequences=True).install(conn)
+
+
+def _ensure_views(conn: EmbeddedConnection) -> None:
+    """Tables made by a tique without views get theirs (tique/views.py)."""
+    from tique import catalog, views
+
+    tables = catalog.Catalog()
+    tables.refresh(conn)
+    views.ensure(conn, tables.all())
 
 
 ON_OPEN: list[Callable[[EmbeddedConnection], None]] = [_install_sequencers]

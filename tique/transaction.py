@@ -28,7 +28,7 @@ from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
 from tique.rewrite.values import coerce
-from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
+from tique.rewrite.writes import DEFAULT, DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
 
@@ -72,6 +72,7 @@ class Transaction:
         self.db = db
         self.conn = conn
         self.settings = settings
+        self.last_generated: int | None = None  # the first key the last INSERT generated
         self.seq = 0
         self.writes: dict[str, TableWrites] = {}
         self.failed: str | None = None  # set when the transaction can only be rolled back
@@ -214,10 +215,15 @@ class Transaction:
             source = [tuple(r) for r in self.run(plan.select, rendered, plan.reads).rows]  # (no key shortcut)
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
+        ids = self._generated_ids(info, positions, source)
         for raw in source:
             full = []
             for col in info.columns:
                 value = raw[positions[col.name]] if col.name in positions else col.default
+                if value is DEFAULT:
+                    value = col.default
+                if value is None and col.name in info.generated:
+                    value = next(ids)
                 value = coerce(value, col.sql_type, col.name)
                 if value is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
@@ -234,6 +240,26 @@ class Transaction:
             entry.live[key] = True
         self._maybe_direct(info)
         return len(rows)
+
+    def _generated_ids(self, info: TableInfo, positions: dict[str, int], source: Sequence[tuple[Any, ...]]) -> Any:
+        """Values for the rows that leave the table's generated column out or NULL, from one counter call;
+        ``last_generated`` keeps the first of them (``cursor.lastrowid``, as MySQL drivers report it)."""
+        self.last_generated = None
+        if not info.generated:
+            return iter(())
+        from tique.generated import allocate, raise_past
+
+        column = info.generated[0]
+        at = positions.get(column)
+        explicit = [raw[at] for raw in source if at is not None and isinstance(raw[at], int)]
+        if explicit:
+            raise_past(self.conn, self.db.sequencer.kind, info, max(explicit))
+        wanted = sum(1 for raw in source if at is None or raw[at] is None or raw[at] is DEFAULT)
+        if not wanted:
+            return iter(())
+        ids = allocate(self.conn, self.db.sequencer.kind, info, column, wanted)
+        self.last_generated = ids[0]
+        return iter(ids)
 
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()

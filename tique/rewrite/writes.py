@@ -26,6 +26,16 @@ Lookup = Callable[[str | None, str], TableInfo | None]
 Item = tuple[str, Any]
 
 
+class _Default:
+    """The DEFAULT keyword in an INSERT's VALUES: the column's default (or its generated value) goes there."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
+
 @dataclass(frozen=True)
 class InsertPlan:
     table: TableInfo
@@ -80,6 +90,8 @@ def _item(node: exp.Expression) -> Item | None:
     name = slot_name(node)
     if name is not None:
         return ("s", name)
+    if isinstance(node, exp.Var) and node.name.upper() == "DEFAULT":
+        return ("v", DEFAULT)
     try:
         return ("v", python_value(node))
     except NotSupportedError:
@@ -96,6 +108,8 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
     for name in columns:
         info.column(name)  # unknown columns say which
     source = tree.expression
+    if source is None and tree.args.get("default"):  # INSERT INTO t DEFAULT VALUES: one row of defaults
+        return InsertPlan(info, (), ((),), None, frozenset())
     if isinstance(source, exp.Values):
         rows: list[tuple[Item, ...]] = []
         for tup in source.expressions:

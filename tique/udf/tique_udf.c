@@ -26,6 +26,14 @@
  *
  * One checkpointer at a time: ckpt_acquire(owner, lease) / ckpt_release(owner), a lock with a lease.
  *
+ * Generated keys (AUTO_INCREMENT / SERIAL / IDENTITY columns), one counter per table id, never a SQL SEQUENCE:
+ *
+ *   next_ids(table, n, floor)  reserve n consecutive values and return the last one. A counter unknown since
+ *                              the engine started returns 0 when floor < 0: the caller then passes the column's
+ *                              largest stored value (every version, committed or not) as floor. The counter
+ *                              never goes below floor. n = 0 only raises a known counter to floor (an explicit
+ *                              value was inserted) and returns it; an unknown one stays unknown (0).
+ *
  * A client that dies between next_cts and decide would leave a hole that blocks every later commit. A waiter
  * therefore abandons a predecessor that has stayed TAKEN or PUBLISHED for longer than the lease: the slot
  * becomes ABANDONED under the mutex, and the late owner's own publish/decide then fails, so it aborts.
@@ -46,7 +54,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 4
+#define TIQUE_UDF_ABI 5
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -699,6 +707,44 @@ TQstuck(tq_lng *ret)
 	return NULL;
 }
 
+#define ID_COUNTERS 4096
+
+static struct {
+	int table;
+	tq_lng last;
+} id_counters[ID_COUNTERS];
+static int id_counters_used = 0;
+
+static char *
+TQnext_ids(tq_lng *ret, const int *table, const int *n, const tq_lng *floor)
+{
+	char *err = NULL;
+	int i;
+	if (*table == INT_NIL || *n == INT_NIL || *n < 0 || *floor == LNG_NIL)
+		return createException(TQ_MAL, "tique.next_ids", "42000!tique: next_ids needs a table, n >= 0, a floor");
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < id_counters_used && id_counters[i].table != *table; i++)
+		;
+	if (i == id_counters_used && (*floor < 0 || *n == 0)) {
+		*ret = 0; /* unknown: the caller computes the floor */
+	} else if (i == id_counters_used && id_counters_used == ID_COUNTERS) {
+		err = createException(TQ_MAL, "tique.next_ids", "HY000!tique: more than %d tables with generated keys",
+				      ID_COUNTERS);
+	} else {
+		if (i == id_counters_used) {
+			id_counters[i].table = *table;
+			id_counters[i].last = 0;
+			id_counters_used++;
+		}
+		if (id_counters[i].last < *floor)
+			id_counters[i].last = *floor;
+		id_counters[i].last += *n;
+		*ret = id_counters[i].last;
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
 static char *
 TQabi(int *ret)
 {
@@ -740,6 +786,7 @@ static mel_func tique_functions[] = {
 	FN("next_cts_for", TQnext_cts_for, 1, 2, LNG, LNG),
 	FN("ckpt_acquire", TQckpt_acquire, 1, 3, LNG, LNG, INT),
 	FN("ckpt_release", TQckpt_release, 1, 2, INT, LNG),
+	FN("next_ids", TQnext_ids, 1, 4, LNG, INT, INT, LNG),
 	{.mod = ""},
 };
 

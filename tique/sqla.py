@@ -1,0 +1,206 @@
+"""SQLAlchemy dialect ``monetdb+tique``: sqlalchemy-monetdb's MonetDB dialect with tique as the DB-API driver.
+
+    create_engine("monetdb+tique://user:password@host:port/database")   # over MAPI, e.g. `tique serve`
+    create_engine("monetdb+tique:////abs/path/to/dir")                  # embedded (SQLite's convention)
+    create_engine("monetdb+tique:///relative/dir")                      # embedded, relative to the cwd
+    create_engine("monetdb+tique://")                                   # embedded, in memory
+
+Query parameters of the URL are tique settings (``?write_mode=direct&snapshot=point``).
+
+What differs from sqlalchemy-monetdb (each because of what tique is):
+
+- reflection asks tique's catalog which tables are tique's: a transactional table T is reported as a table
+  (MonetDB's catalog shows it as a view of its latest committed state, tique/views.py), with the columns,
+  NOT NULLs, defaults, primary key and indexes of its Storage table; tique's own Storage and Cache tables are
+  not listed;
+- FOREIGN KEY constraints are left out of CREATE TABLE: tique does not enforce them yet, and refuses to
+  pretend it does. ``ForeignKey`` in a model still drives the ORM's joins and relationships; referential
+  integrity is the application's until tique enforces it;
+- an autoincrement integer primary key is created as ``AUTO_INCREMENT``, which tique generates itself (never
+  through a MonetDB SEQUENCE, which is unsafe under concurrency on MonetDB 11.41); the generated key comes back
+  as ``cursor.lastrowid``;
+- a lost write-write conflict (tique.SerializationFailure, SQLSTATE 40001) surfaces as SQLAlchemy's
+  ``OperationalError`` with the original as ``.orig``: roll back and run the transaction again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import BigInteger, text
+from sqlalchemy.engine import URL, reflection
+from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler
+from sqlalchemy_monetdb.dialect import MonetDialect
+
+import tique
+
+# tique's settings take these types; URL query values arrive as strings
+_INT_SETTINGS = {"retries", "lease_ms", "worker_limit", "analytical_slots"}
+
+
+class TiqueCompiler(MonetCompiler):
+    def bindparam_string(self, name: str, **kw: Any) -> str:
+        """sqlalchemy-monetdb quotes parameter names that are SQL keywords (``:"name"``, pymonetdb's named style);
+        in pyformat that would be ``%("name")s``: such a name gets a prefix instead."""
+        if self.preparer._bindparam_requires_quotes(name) and not kw.get("post_compile", False):
+            kw["escaped_from"] = kw.get("escaped_from") or name
+            name = "tq_" + "".join(ch if ch.isalnum() else "_" for ch in name)
+        return super().bindparam_string(name, **kw)
+
+
+class TiqueDDLCompiler(MonetDDLCompiler):
+    def get_column_specification(self, column: Any, **kwargs: Any) -> str:
+        spec = str(super().get_column_specification(column, **kwargs))
+        if isinstance(column.type.dialect_impl(self.dialect), BigInteger):  # sqlalchemy-monetdb says INT for all
+            spec = spec.replace(" INT AUTO_INCREMENT", " BIGINT AUTO_INCREMENT")
+        return spec
+
+    def visit_foreign_key_constraint(self, constraint: Any, **kw: Any) -> None:
+        return None  # not enforced by tique yet: see the module's docstring
+
+
+class TiqueDialect(MonetDialect):
+    driver = "tique"
+    supports_statement_cache = False  # as sqlalchemy-monetdb (its compilers keep per-statement state)
+    default_paramstyle = "pyformat"
+    ddl_compiler = TiqueDDLCompiler
+    statement_compiler = TiqueCompiler
+    # no server-side sequences: concurrent NEXT VALUE FOR corrupts MonetDB 11.41's WAL
+    supports_sequences = False
+    sequences_optional = True
+    preexecute_pk_sequences = False
+    postfetch_lastrowid = True
+
+    @classmethod
+    def dbapi(cls) -> Any:  # type: ignore[override]
+        return tique
+
+    @classmethod
+    def import_dbapi(cls) -> Any:
+        return tique
+
+    def create_connect_args(self, url: URL) -> tuple[list[Any], dict[str, Any]]:
+        settings: dict[str, Any] = {}
+        for key, value in url.query.items():
+            value = value[-1] if isinstance(value, tuple) else value
+            settings[key] = int(value) if key in _INT_SETTINGS else value
+        if url.host:
+            user = url.username or "monetdb"
+            password = url.password if url.password is not None else "monetdb"
+            target = URL.create(
+                "monetdb", user, password, url.host, url.port or 50000, url.database or "monetdb"
+            ).render_as_string(hide_password=False)
+        elif url.database and url.database != ":memory:":
+            target = f"monetdbe://{os.path.abspath(url.database)}"  # three slashes: relative, as SQLite's
+        else:
+            target = "monetdbe::memory:"
+        return [target], settings
+
+    def _get_server_version_info(self, connection: Any) -> tuple[int, ...]:
+        version = getattr(connection.connection.dbapi_connection, "monet_version", None)
+        if not version:
+            version = connection.execute(
+                text("SELECT value FROM sys.environment WHERE name = 'monet_version'")
+            ).scalar()
+        if not version:
+            return (11, 41)  # the embedded kernel of the monetdbe 0.11 wheel tique runs on
+        return tuple(int(p) for p in str(version).split(".") if p.isdigit())
+
+    # ---- tique's catalog --------------------------------------------------------------------------------
+
+    def _schema(self, connection: Any, schema: str | None) -> str:
+        return schema or self.default_schema_name or str(connection.execute(text("SELECT CURRENT_SCHEMA")).scalar())
+
+    def _tique_tables(self, connection: Any, schema: str | None) -> dict[str, str]:
+        """name -> kind ("tx" or "plain") of the tables tique manages in ``schema``."""
+        return {n: k for n, (k, _) in self._tique_specs(connection, schema).items()}
+
+    def _tique_specs(self, connection: Any, schema: str | None) -> dict[str, tuple[str, list[str]]]:
+        """name -> (kind, generated columns) of the tables tique manages in ``schema``."""
+        rows = connection.execute(
+            text("SELECT name, kind, spec FROM tique.tables WHERE schema_name = :s"),
+            {"s": self._schema(connection, schema)},
+        )
+        return {str(n): (str(k), list(json.loads(str(sp)).get("generated", []))) for n, k, sp in rows}
+
+    def _physical(self, connection: Any, schema: str | None, names: Iterable[str]) -> dict[str, str]:
+        """For each name, the MonetDB table holding its definition (T__storage for a transactional table)."""
+        tables = self._tique_tables(connection, schema)
+        return {n: f"{n}__storage" if tables.get(n) == "tx" else n for n in names}
+
+    @staticmethod
+    def _hidden(name: str, tables: dict[str, str]) -> bool:
+        """tique's own Storage/Cache tables of a transactional table."""
+        for suffix in ("__storage", "__cache"):
+            if name.endswith(suffix) and tables.get(name[: -len(suffix)]) == "tx":
+                return True
+        return False
+
+    def get_table_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
+        tables = self._tique_tables(connection, schema)
+        physical = super().get_table_names(connection, schema, **kw)
+        listed = [n for n in physical if not self._hidden(n, tables)]
+        return listed + sorted(n for n, k in tables.items() if k == "tx" and n not in listed)
+
+    def get_view_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
+        tables = self._tique_tables(connection, schema)
+        return [v for v in super().get_view_names(connection, schema, **kw) if tables.get(v) != "tx"]
+
+    @reflection.cache
+    def has_table(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> bool:
+        if table_name in self._tique_tables(connection, schema):
+            return True
+        return bool(super().has_table(connection, table_name, schema, **kw))
+
+    @reflection.cache
+    def _table_id(self, con: Any, table_name: str, schema_name: str | None = None) -> Any:
+        return super()._table_id(con, self._physical(con, schema_name, [table_name])[table_name], schema_name)
+
+    def _renamed(self, connection: Any, method: Any, filter_names: Any, schema: str | None, **kw: Any) -> Any:
+        """Run one of sqlalchemy-monetdb's reflection queries on the physical tables, keyed by the user's names."""
+        names = list(filter_names or [])
+        specs = self._tique_specs(connection, schema)
+        physical = {n: f"{n}__storage" if specs.get(n, ("",))[0] == "tx" else n for n in names}
+        back = {p: n for n, p in physical.items()}
+        kw["tabletypes"] = sorted({0, *kw.get("tabletypes", [0])})  # T__storage is a table, even if T was asked
+        data = method(connection, filter_names=[physical[n] for n in names], schema=schema, **kw)
+        out = []
+        for (s, name), value in data:
+            table = back.get(name, name)
+            if isinstance(value, list):
+                value = [v for v in value if not (isinstance(v, dict) and v.get("name") == "tq_rowid")]
+                generated = specs.get(table, ("", []))[1]
+                for v in value:
+                    if isinstance(v, dict) and "autoincrement" in v and v.get("name") in generated:
+                        v["autoincrement"] = True
+            out.append(((s, table), value))
+        return out
+
+    def get_pk_constraint(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> Any:
+        pk = dict(super().get_pk_constraint(connection, table_name, schema, **kw))
+        if pk.get("name"):
+            pk["name"] = str(pk["name"]).replace(f"{table_name}__storage_", f"{table_name}_", 1)
+        return pk
+
+    def _get_columns(self, connection: Any, filter_names: Any = (), schema: str | None = None, **kw: Any) -> Any:
+        return self._renamed(connection, super()._get_columns, filter_names, schema, **kw)
+
+    def _get_indexes(self, connection: Any, filter_names: Any = (), schema: str | None = None, **kw: Any) -> Any:
+        return self._renamed(connection, super()._get_indexes, filter_names, schema, **kw)
+
+    def _get_foreign_keys(self, connection: Any, schema: str | None = None, filter_names: Any = (), **kw: Any) -> Any:
+        return self._renamed(connection, super()._get_foreign_keys, filter_names, schema, **kw)
+
+
+def _register() -> None:
+    """The entry point (pyproject.toml) registers the dialect for an installed tique; importing this module
+    registers it too (an editable or source checkout)."""
+    from sqlalchemy.dialects import registry
+
+    registry.register("monetdb.tique", "tique.sqla", "TiqueDialect")
+
+
+_register()
