@@ -209,3 +209,11 @@ def test_object_with_only_generated_values(sa_engine: sa.Engine, unique_name: Ca
         assert session.scalars(sa.select(Ticket.state)).all() == ["open", "open"]
     with sa_engine.begin() as conn:
         assert conn.execute(Ticket.__table__.insert()).inserted_primary_key[0] > max(t.id for t in tickets)
+
+
+def test_importing_the_dialect_leaves_pymonetdb_paramstyle_alone() -> None:
+    import pymonetdb
+
+    import tique.sqla  # noqa: F401  (sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" when imported)
+
+    assert pymonetdb.paramstyle == "pyformat"

@@ -30,12 +30,19 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+import pymonetdb
 from sqlalchemy import BigInteger, text
 from sqlalchemy.engine import URL, reflection
-from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler
-from sqlalchemy_monetdb.dialect import MonetDialect
 
-import tique
+# sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" for the whole process when imported; an application
+# that also uses pymonetdb directly must keep pymonetdb's own default.
+_paramstyle = pymonetdb.paramstyle
+from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler  # noqa: E402
+from sqlalchemy_monetdb.dialect import MonetDialect  # noqa: E402
+
+pymonetdb.paramstyle = _paramstyle
+
+import tique  # noqa: E402
 
 # tique's settings take these types; URL query values arrive as strings
 _INT_SETTINGS = {"retries", "lease_ms", "worker_limit", "analytical_slots"}
