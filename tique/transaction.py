@@ -7,7 +7,8 @@ import hashlib
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,13 +227,12 @@ class Transaction:
                 full.append((self.txid << 24) | next(self._rowids) & 0xFFFFFF)
             row = tuple(full)
             rows.append((self._key(info, row), row))
-        self._check_new_keys(info, [k for k, _ in rows])
-        entry = self.write_entry(info)
-        seq = self._next_seq()
-        for key, row in rows:
-            entry.pending[key] = (row, seq)
-            entry.live[key] = True
-        self._maybe_direct(info)
+        with self._statement(info, [k for k, _ in rows]) as entry:
+            self._check_new_keys(info, [k for k, _ in rows])
+            seq = self._next_seq()
+            for key, row in rows:
+                entry.pending[key] = (row, seq)
+                entry.live[key] = True
         return len(rows)
 
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
@@ -240,8 +240,8 @@ class Transaction:
         info = plan.table
         result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
         nkey = len(info.key)
-        entry = self.write_entry(info)
-        seq = self._next_seq()
+        # every new row is built and checked before any is buffered: a statement is all or nothing
+        in_place: list[tuple[Key, tuple[Any, ...]]] = []
         moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
         for raw in result.rows:
             old_key = tuple(raw[:nkey])
@@ -255,43 +255,67 @@ class Transaction:
             if new_key != old_key:
                 moved.append((old_key, new_key, row))
             else:
-                entry.pending[old_key] = (row, seq)
-                entry.live[old_key] = True
-        if moved:
-            leaving = {old for old, _, _ in moved}
-            arriving = [new for _, new, _ in moved]
-            if len(set(arriving)) != len(arriving):
-                raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
+                in_place.append((old_key, row))
+        leaving = {old for old, _, _ in moved}
+        arriving = [new for _, new, _ in moved]
+        if len(set(arriving)) != len(arriving):
+            raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
+        touched = [k for k, _ in in_place] + list(leaving) + arriving
+        with self._statement(info, touched) as entry:
             self._check_new_keys(info, [k for k in arriving if k not in leaving])
+            seq = self._next_seq()
+            for key, row in in_place:
+                entry.pending[key] = (row, seq)
+                entry.live[key] = True
             for old, _, _ in moved:
                 entry.pending[old] = (None, seq)
                 entry.live[old] = False
-            for _, new, row in moved:
-                entry.pending[new] = (row, seq)
-                entry.live[new] = True
-        self._maybe_direct(info)
+            for _, new_key, row in moved:
+                entry.pending[new_key] = (row, seq)
+                entry.live[new_key] = True
         return len(result.rows)
 
     def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
         result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
-        entry = self.write_entry(info)
-        seq = self._next_seq()
-        for raw in result.rows:
-            key = tuple(raw)
-            entry.pending[key] = (None, seq)
-            entry.live[key] = False
-        self._maybe_direct(info)
+        keys = [tuple(raw) for raw in result.rows]
+        with self._statement(info, keys) as entry:
+            seq = self._next_seq()
+            for key in keys:
+                entry.pending[key] = (None, seq)
+                entry.live[key] = False
         return len(result.rows)
+
+    @contextmanager
+    def _statement(self, info: TableInfo, keys: Sequence[Key]) -> Iterator[TableWrites]:
+        """Buffer one write statement's rows all or none. The block changes ``info``'s entry only at ``keys``;
+        if it raises (a duplicate key, a row the engine refuses in direct mode, an interrupt), those keys get
+        their state from before the statement back and the transaction goes on. Only when some of the
+        statement's rows may already be in the engine (flush sets ``failed``) is there nothing to undo: the
+        transaction can then only roll back."""
+        existed = info.name in self.writes
+        entry = self.write_entry(info)
+        before = {k: (entry.pending.get(k), entry.live.get(k)) for k in keys}
+        fresh = {k for k in keys if k not in entry.unchecked}
+        try:
+            yield entry
+            if self.settings.write_mode == "direct":
+                self.flush([info.name], statement=True)
+        except BaseException:
+            if self.failed:
+                raise
+            for key, (pending, live) in before.items():
+                _restore(entry.pending, key, pending)
+                _restore(entry.live, key, live)
+            entry.unchecked -= fresh
+            if not existed and not entry.live and not entry.flushed:
+                del self.writes[info.name]
+            raise
 
     def _key(self, info: TableInfo, row: tuple[Any, ...]) -> Key:
         names = info.stored_names
         return tuple(row[names.index(k)] for k in info.key)
-
-    def _maybe_direct(self, info: TableInfo) -> None:
-        if self.settings.write_mode == "direct":
-            self.flush([info.name])
 
     def _check_new_keys(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """An inserted key must not exist: neither in this transaction's writes nor in its snapshot."""
@@ -353,20 +377,27 @@ class Transaction:
 
     # ---- flushing ------------------------------------------------------------------------------------------
 
-    def flush(self, tables: Iterable[str] | None = None) -> None:
+    def flush(self, tables: Iterable[str] | None = None, statement: bool = False) -> None:
         """Send pending writes of the given tables (all when None) to their Cache tables; the keys they insert are
-        checked first, in one query (insert_check='flush')."""
+        checked first, in one query (insert_check='flush').
+
+        ``statement``: the pending rows are the running statement's only (direct mode). Then an error raised
+        before any of them reached the engine leaves the transaction usable (the statement forgets its rows);
+        otherwise rows of statements that already returned, or part of this one's, may be in the engine or
+        cannot be written, and the transaction is marked failed: it can only roll back."""
         names = list(self.writes) if tables is None else [t for t in tables if t in self.writes]
         entries = [self.writes[n] for n in names if self.writes[n].pending]
         checks = [(e.table, list(e.unchecked)) for e in entries if e.unchecked]
         if checks:
-            for entry in entries:
-                entry.unchecked = set()
             try:
                 self._check_all_absent(checks)
             except IntegrityError as exc:
-                self.failed = str(exc)  # the INSERT already returned: the transaction cannot go on
+                if not statement:
+                    self.failed = str(exc)  # the INSERT already returned: the transaction cannot go on
                 raise
+            for entry in entries:  # only once checked: a check that failed otherwise must run again
+                entry.unchecked = set()
+        sent = False
         for entry in entries:
             info = entry.table
             cols = ", ".join(f'"{c}"' for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
@@ -377,8 +408,13 @@ class Transaction:
                         self._cache_row(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]
                     )
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
+                    sent = True
             except DatabaseError as exc:
-                self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
+                if not statement or sent or _connection_lost(exc):
+                    self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
+                raise
+            except BaseException as exc:  # an interrupt: the INSERT may still run to its end in the engine
+                self.failed = f"writing buffered rows of {info.name!r} was interrupted ({type(exc).__name__})"
                 raise
             entry.pending.clear()
             entry.flushed = True
@@ -567,6 +603,14 @@ def settle_if_decided(conn: RawConnection, cts: int) -> bool:
         return False
     conn.execute(f"SELECT tique.advance({int(cts)}, 0)")
     return True
+
+
+def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
+    """Put back one key's state in a write buffer; None means the key was not there."""
+    if value is None:
+        state.pop(key, None)
+    else:
+        state[key] = value
 
 
 def _may_equal(value: Any, rendered: str) -> bool:
