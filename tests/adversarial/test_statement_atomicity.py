@@ -30,7 +30,9 @@ def table(embedded_url: str, unique_name: Names) -> Iterator[str]:
     cur = conn.cursor()
     cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT NOT NULL, w INT)")
     # w is NULL on row 3 only: SET v = w fails there, and succeeds on every other row first or after
-    cur.executemany(f"INSERT INTO {name} VALUES (%s, %s, %s)", [(k, k, None if k == 3 else k * 10) for k in range(1, 6)])
+    cur.executemany(
+        f"INSERT INTO {name} VALUES (%s, %s, %s)", [(k, k, None if k == 3 else k * 10) for k in range(1, 6)]
+    )
     conn.commit()
     yield name
     conn.close()
