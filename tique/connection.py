@@ -146,14 +146,20 @@ class Connection:
         txn, self._txn = self._txn, None
         if txn is None:
             return
+        result: CommitResult | None = None
         try:
             result = txn.commit()
         except SerializationFailure:
             self.last_failed_write_set = txn.write_set()
             raise
-        self.last_commit = result
-        if result.cts:
-            self._last_cts = result.cts
+        finally:
+            if result is None and txn.committed_cts is not None:
+                # committed, though COMMIT raised after the commit point (CommitOutcomeUnknown or an interrupt)
+                result = CommitResult(True, txn.committed_cts, visible=False)
+            if result is not None:
+                self.last_commit = result
+                if result.cts:
+                    self._last_cts = result.cts  # the next transaction waits until it sees this commit
 
     def rollback(self) -> None:
         self._check_open()

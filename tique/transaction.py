@@ -60,6 +60,7 @@ class TableWrites:
 class CommitResult:
     committed: bool
     cts: int | None
+    visible: bool = True  # False: committed, but an earlier commit still held it back when COMMIT returned
 
 
 class Transaction:
@@ -76,6 +77,7 @@ class Transaction:
         self.seq = 0
         self.writes: dict[str, TableWrites] = {}
         self.failed: str | None = None  # set when the transaction can only be rolled back
+        self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
         self.sts, self.txid = self._begin(min_sts, prev_txid)
@@ -96,8 +98,42 @@ class Transaction:
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
         if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
-            sts = self._await_sts(min_sts, "this session's last commit")
+            try:
+                sts = self._await_own_commit(min_sts)
+            except BaseException:
+                self._end_pin(txid)
+                raise
         return sts, txid
+
+    def _await_own_commit(self, cts: int) -> int:
+        """Wait until this session's last commit ``cts`` is visible. It is committed (its outcome is recorded),
+        and only earlier commits can hold it back: each finishes, or is abandoned once stuck for the lease, so
+        the wait lasts up to the lease plus the advance time-out instead of failing after the time-out alone.
+        With the C module the wait is an advance of ``cts``, which settles it (if its COMMIT could not) and
+        abandons stale predecessors as any committer's wait does."""
+        lease = self.db.lease_ms or 10000
+        timeout = lease + self.settings.advance_timeout_ms
+        if not isinstance(self.db.sequencer, CSequencer):
+            return self._await_sts(cts, "this session's last commit", timeout)
+        try:
+            self._waiting(lambda: self.conn.execute(f"SELECT tique.advance({int(cts)}, {timeout})"))
+        except OperationalError as exc:
+            if exc.sqlstate != "HYT00":
+                raise
+            raise OperationalError(
+                f"this session's last commit ({cts}) is committed but still not visible after {timeout} ms: an "
+                f"earlier commit is stuck; the new transaction did not start, try again ({exc})",
+                "HYT00",
+            ) from exc
+        return self.db.sequencer.sts(self.conn)
+
+    def _end_pin(self, txid: int) -> None:
+        """Release a snapshot pin of a transaction that will not run (best effort: the lease ends it too)."""
+        if isinstance(self.db.sequencer, CSequencer):
+            try:
+                self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
+            except DatabaseError:
+                pass
 
     def reserve(self, hashes: Sequence[int], lease_ms: int) -> None:
         """Priority mode (section 2.3.4): reserve the keys a failed attempt wrote, then take a fresh snapshot
@@ -113,14 +149,15 @@ class Transaction:
         self.sts = self._await_sts(last, "a commit under way")
         self.priority = True
 
-    def _await_sts(self, target: int, what: str) -> int:
-        """Poll until the snapshot includes commit ``target``; an error after the advance time-out."""
-        deadline = time.monotonic() + self.settings.advance_timeout_ms / 1000
+    def _await_sts(self, target: int, what: str, timeout_ms: int | None = None) -> int:
+        """Poll until the snapshot includes commit ``target``; an error after the time-out (by default the
+        advance time-out)."""
+        timeout_ms = self.settings.advance_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
         while (sts := self.db.sequencer.sts(self.conn)) < target:
             if time.monotonic() > deadline:
                 raise OperationalError(
-                    f"{what} ({target}) is not visible yet after {self.settings.advance_timeout_ms} ms: "
-                    "an earlier commit is stuck",
+                    f"{what} ({target}) is not visible yet after {timeout_ms} ms: an earlier commit is stuck",
                     "HYT00",
                 )
             time.sleep(0.001)
@@ -436,6 +473,19 @@ class Transaction:
     # ---- commit --------------------------------------------------------------------------------------------
 
     def commit(self) -> CommitResult:
+        """Run the commit protocol. What the caller sees:
+
+        - before the commit point (the committed outcome recorded): SerializationFailure when the transaction
+          lost (nothing of it is visible, it is safe to retry), another error when a step failed (the record is
+          settled as aborted), or CommitOutcomeUnknown when the connection was lost while the outcome was being
+          written;
+        - after it, success: the commit is durable. If earlier commits still hold it back after
+          advance_timeout_ms, COMMIT returns anyway with ``visible=False``: other sessions see it once those
+          finish (or are abandoned after the lease), and this session's next transaction waits for it.
+          Something other than an engine error failing after that point (a bug, a step hook) raises
+          CommitOutcomeUnknown naming the commit; an interrupt (KeyboardInterrupt) propagates as it is. Either
+          way ``committed_cts`` is set, and the connection counts the commit as done.
+        """
         self.check_usable()
         if self.read_only:
             return CommitResult(True, None)  # read-only transactions write no metadata
@@ -446,7 +496,8 @@ class Transaction:
         s = self.settings
         conn = self.conn
         values = ", ".join(f"({h})" for h in hashes)
-        # 1. take a commit timestamp and write the commit record with the write-set, in one statement
+        # 1. take a commit timestamp and write the commit record with the write-set, in one statement (which
+        # fails whole: no record to settle; a timestamp it took is abandoned after the lease)
         conn.execute(
             f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
             f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
@@ -467,41 +518,64 @@ class Transaction:
             # 3. certify, read-only: this statement starts after every earlier record is visible. (A statement
             # that writes must not also filter tables others append to: MonetDB aborts it on a conflict.)
             ok = s.unsafe_skip_certification or self._certify(cts)
-            # 4. decide and record the outcome; from here the commit can no longer be abandoned
+            # 4. decide and record the outcome; once this statement returns, a committed outcome is durable
             conn.execute(
                 f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {'TRUE' if ok else 'FALSE'}"
             )
-            self._step("decided")
-        except SerializationFailure:
-            self._abort_recorded(cts)
-            raise
-        except OperationalError as exc:
-            if _connection_lost(exc):
+        except Exception as exc:
+            if isinstance(exc, OperationalError) and _connection_lost(exc):
                 raise CommitOutcomeUnknown(
                     f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
                     "recovery settles it; reconnect and check before running it again"
                 ) from exc
-            self._abort_recorded(cts)
+            self._abort_recorded(cts)  # the failed statement wrote nothing: no committed outcome exists
             raise
-        # 5. become visible in commit order (an abort has nothing to show: it settles its slot and goes)
-        try:
-            self._waiting(
-                lambda: conn.execute(
-                    f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0}), tique.end_txn({self.txid})"
-                )
-            )
-        except OperationalError as exc:
-            if not (ok and _connection_lost(exc)):
-                raise
-            # the committed outcome is durable: the transaction committed; recovery or a peer makes it visible
-
-        self._step("advanced")
+        # an interrupt (BaseException) before this point propagates: the record, without an outcome, is settled
+        # as aborted by the lease or recovery; one while the outcome was being written leaves it unknown
+        if ok:
+            self.committed_cts = cts  # the commit point
+        visible = self._become_visible(cts, ok)
         if not ok:
             raise SerializationFailure(
                 f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
                 f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
             )
-        return CommitResult(True, cts)
+        return CommitResult(True, cts, visible)
+
+    def _become_visible(self, cts: int, ok: bool) -> bool:
+        """Step 5: settle ``cts`` and (if committed) wait until it is visible, in commit order. The outcome is
+        recorded, so nothing here may turn into a failure of the commit: an engine error or time-out means the
+        commit is not visible yet (False); the next waiter, or this session's next begin, settles it."""
+        s = self.settings
+        try:
+            self._step("decided")
+            self._waiting(
+                lambda: self.conn.execute(
+                    f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0}), tique.end_txn({self.txid})"
+                )
+            )
+            self._step("advanced")
+            return True
+        except DatabaseError as exc:
+            if not _connection_lost(exc):
+                self._settle_late(cts)
+            return False
+        except Exception as exc:
+            if not ok:
+                raise
+            self._settle_late(cts)
+            raise CommitOutcomeUnknown(
+                f"transaction {self.txid} reached its commit point (its committed outcome, commit {cts}, is "
+                f"recorded and durable), but COMMIT then failed: {exc!r}. Treat it as committed; do not run it again"
+            ) from exc
+
+    def _settle_late(self, cts: int) -> None:
+        """Settle a recorded outcome without waiting and end the snapshot pin (best effort: a waiter or the
+        next begin settles it otherwise)."""
+        try:
+            self.conn.execute(f"SELECT tique.advance({cts}, 0), tique.end_txn({self.txid})")
+        except DatabaseError:
+            pass
 
     def _certify(self, cts: int) -> bool:
         """True when no conflicting transaction committed (or is committing) in (sts, cts).
@@ -582,16 +656,27 @@ class Transaction:
             ok = s.unsafe_skip_certification or self._certify(cts)
             seq.decide(conn, cts)
             conn.execute(f"INSERT INTO tique.outcomes VALUES ({self.txid}, {cts}, {'TRUE' if ok else 'FALSE'})")
-        except (SerializationFailure, OperationalError):
+        except Exception as exc:
+            if isinstance(exc, OperationalError) and _connection_lost(exc):
+                raise CommitOutcomeUnknown(
+                    f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
+                    "recovery settles it; reconnect and check before running it again"
+                ) from exc
             self._abort_recorded(cts)
             raise
-        seq.advance(conn, cts, s.advance_timeout_ms if ok else 0)
+        if ok:
+            self.committed_cts = cts  # the commit point: from here only success
+        visible = True
+        try:
+            seq.advance(conn, cts, s.advance_timeout_ms if ok else 0)
+        except DatabaseError:
+            visible = False  # settled (advance marks it first); earlier commits still hold it back
         if not ok:
             raise SerializationFailure(
                 f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
                 f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
             )
-        return CommitResult(True, cts)
+        return CommitResult(True, cts, visible)
 
 
 _STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
