@@ -42,14 +42,21 @@ class Connection:
 
     def __init__(self, url: str, settings: Settings) -> None:
         self.settings = settings
-        self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms)
-        self._raw: Any = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
-        if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
-            self.db.apply_lease(self._raw, settings.lease_ms)
-        self._pipeline = "default_pipe"
-        self.use_pipeline(False)
-        if settings.worker_limit:
-            self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
+        self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms, connection=True)
+        self._raw: Any = None
+        try:
+            self._raw = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
+            if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
+                self.db.apply_lease(self._raw, settings.lease_ms)
+            self._pipeline = "default_pipe"
+            self.use_pipeline(False)
+            if settings.worker_limit:
+                self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
+        except BaseException:
+            if self._raw is not None:
+                self._raw.close()
+            self.db.release_connection()
+            raise
         self._txn: Transaction | None = None
         self._autocommit = False
         self._closed = False
@@ -175,7 +182,10 @@ class Connection:
                 self._raw.execute(f"SELECT tique.end_txn({self._last_txid})")
             except errors.Error:  # a lost connection: the lease ends the pin
                 pass
-        self._raw.close()
+        try:
+            self._raw.close()
+        finally:
+            self.db.release_connection()  # the last one closes an embedded database: its directory is free
 
     def __enter__(self) -> Connection:
         return self
