@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
-from tique.errors import IntegrityError
+from tique.errors import DatabaseError, IntegrityError
 
 Names = Callable[[str], str]
 MODES = [(w, c) for w in ("buffered", "direct") for c in ("immediate", "flush")]
@@ -47,7 +47,9 @@ def contents(url: str, table: str) -> list[tuple[int, int, int | None]]:
     return rows  # type: ignore[return-value]
 
 
-def run_case(url: str, table: str, mode: tuple[str, str], failing: str, deferred: bool = False) -> None:
+def run_case(
+    url: str, table: str, mode: tuple[str, str], failing: str, deferred: bool = False, error: type = IntegrityError
+) -> None:
     """Good write, failing statement, good write, commit; the table is as if the failing one never ran."""
     write_mode, insert_check = mode
     before = contents(url, table)
@@ -61,7 +63,7 @@ def run_case(url: str, table: str, mode: tuple[str, str], failing: str, deferred
                 conn.commit()
             assert contents(url, table) == before
             return
-        with pytest.raises(IntegrityError):
+        with pytest.raises(error):
             cur.execute(failing)
         cur.execute(f"INSERT INTO {table} VALUES (100, 100, 100)")
         cur.execute(f"SELECT k, v, w FROM {table} ORDER BY k")
@@ -122,3 +124,16 @@ def test_failed_write_after_a_read_of_own_writes(embedded_url: str, table: str, 
         conn.close()
     rows = contents(embedded_url, table)
     assert rows == [(k, k, None if k == 3 else k * 10) for k in range(1, 6)] + [(7, 7, 70)]
+
+
+@pytest.mark.parametrize("insert_check", ["immediate", "flush"])
+def test_direct_write_the_engine_refuses_is_undone(embedded_url: str, table: str, insert_check: str) -> None:
+    """In direct mode a statement's rows go to the engine at once; when the engine refuses them (a value out of
+    the column's range), none was written, and the statement is forgotten like any failed one."""
+    run_case(
+        embedded_url,
+        table,
+        ("direct", insert_check),
+        f"INSERT INTO {table} VALUES (50, 50, 50), (51, 51, {2**40})",
+        error=DatabaseError,
+    )
