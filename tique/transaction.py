@@ -503,6 +503,7 @@ class Transaction:
             f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
         )
         cts: int | None = None
+        deciding = False
         try:
             self._step("recorded")
             # 2. publish: from here every later committer's certification sees this record; wait for earlier ones
@@ -519,19 +520,22 @@ class Transaction:
             # that writes must not also filter tables others append to: MonetDB aborts it on a conflict.)
             ok = s.unsafe_skip_certification or self._certify(cts)
             # 4. decide and record the outcome; once this statement returns, a committed outcome is durable
+            deciding = True
             conn.execute(
                 f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {'TRUE' if ok else 'FALSE'}"
             )
-        except Exception as exc:
+        except BaseException as exc:
             if isinstance(exc, OperationalError) and _connection_lost(exc):
                 raise CommitOutcomeUnknown(
                     f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
                     "recovery settles it; reconnect and check before running it again"
                 ) from exc
-            self._abort_recorded(cts)  # the failed statement wrote nothing: no committed outcome exists
+            # An error means the failing statement wrote nothing, so no committed outcome exists; an interrupt
+            # before step 4 leaves none either. Abort now, or later committers wait for the lease. (An interrupt
+            # during step 4 may have let the outcome through: the lease or recovery settles that one.)
+            if isinstance(exc, Exception) or not deciding:
+                self._abort_recorded(cts)
             raise
-        # an interrupt (BaseException) before this point propagates: the record, without an outcome, is settled
-        # as aborted by the lease or recovery; one while the outcome was being written leaves it unknown
         if ok:
             self.committed_cts = cts  # the commit point
         visible = self._become_visible(cts, ok)

@@ -140,3 +140,32 @@ def test_an_error_after_the_commit_point_does_not_abort_the_commit(
         writer.close()
         rival.close()
     assert value(embedded_url, table, 1) == 10
+
+
+def test_an_interrupt_before_the_commit_point_aborts_at_once(
+    embedded_url: str, table: str, hooks: list[Callable[[str, Transaction], None]]
+) -> None:
+    """Ctrl-C after the commit record is written but before the outcome: the transaction is aborted there and
+    then, so later committers do not wait for its lease (they would time out after publish_timeout_ms)."""
+    interrupted = tique.connect(embedded_url)
+    later = tique.connect(embedded_url, publish_timeout_ms=2000)
+    try:
+        interrupted.cursor().execute(f"UPDATE {table} SET v = 10 WHERE k = 1")
+        target = interrupted.transaction()
+
+        def interrupt(step: str, txn: Transaction) -> None:
+            if step == "recorded" and txn is target:
+                raise KeyboardInterrupt
+
+        hooks.append(interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            interrupted.commit()
+        hooks.clear()
+        assert interrupted.last_commit is None  # it did not commit
+        later.cursor().execute(f"UPDATE {table} SET v = v + 1 WHERE k = 2")
+        later.commit()  # not held up by the interrupted commit's timestamp
+    finally:
+        interrupted.close()
+        later.close()
+    assert value(embedded_url, table, 1) == 0
+    assert value(embedded_url, table, 2) == 1
