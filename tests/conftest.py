@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import tique
+from tique.database import Database
 from tique.engine import RawConnection, open_engine
 from tique.engine.base import Engine
 
@@ -80,7 +81,11 @@ def start_serve(
 
 @pytest.fixture(scope="session")
 def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return f"monetdbe://{tmp_path_factory.mktemp('embedded') / 'db'}"
+    url = f"monetdbe://{tmp_path_factory.mktemp('embedded') / 'db'}"
+    # Held open for the session, as a long-running application would hold it: otherwise closing a test's last
+    # connection closes the database, and the next test pays a kernel start (tests/adversarial/test_close_releases)
+    Database.get(url)
+    return url
 
 
 @pytest.fixture(scope="session")

@@ -42,14 +42,21 @@ class Connection:
 
     def __init__(self, url: str, settings: Settings) -> None:
         self.settings = settings
-        self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms)
-        self._raw: Any = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
-        if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
-            self.db.apply_lease(self._raw, settings.lease_ms)
-        self._pipeline = "default_pipe"
-        self.use_pipeline(False)
-        if settings.worker_limit:
-            self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
+        self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms, connection=True)
+        self._raw: Any = None
+        try:
+            self._raw = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
+            if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
+                self.db.apply_lease(self._raw, settings.lease_ms)
+            self._pipeline = "default_pipe"
+            self.use_pipeline(False)
+            if settings.worker_limit:
+                self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
+        except BaseException:
+            if self._raw is not None:
+                self._raw.close()
+            self.db.release_connection()
+            raise
         self._txn: Transaction | None = None
         self._autocommit = False
         self._closed = False
@@ -152,14 +159,20 @@ class Connection:
         txn, self._txn = self._txn, None
         if txn is None:
             return
+        result: CommitResult | None = None
         try:
             result = txn.commit()
         except SerializationFailure:
             self.last_failed_write_set = txn.write_set()
             raise
-        self.last_commit = result
-        if result.cts:
-            self._last_cts = result.cts
+        finally:
+            if result is None and txn.committed_cts is not None:
+                # committed, though COMMIT raised after the commit point (CommitOutcomeUnknown or an interrupt)
+                result = CommitResult(True, txn.committed_cts, visible=False)
+            if result is not None:
+                self.last_commit = result
+                if result.cts:
+                    self._last_cts = result.cts  # the next transaction waits until it sees this commit
 
     def rollback(self) -> None:
         self._check_open()
@@ -177,7 +190,10 @@ class Connection:
                 self._raw.execute(f"SELECT tique.end_txn({self._last_txid})")
             except errors.Error:  # a lost connection: the lease ends the pin
                 pass
-        self._raw.close()
+        try:
+            self._raw.close()
+        finally:
+            self.db.release_connection()  # the last one closes an embedded database: its directory is free
 
     def __enter__(self) -> Connection:
         return self

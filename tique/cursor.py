@@ -45,8 +45,8 @@ class Cursor:
                 conn.commit()
             elif plan.action == "rollback":
                 conn.rollback()
-            else:
-                conn.transaction()
+            if plan.action == "begin" or plan.chain:
+                conn.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
             return self
         if isinstance(plan, DDL):
             self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql))

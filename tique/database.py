@@ -2,6 +2,10 @@
 
 Connections to the same URL in a process share one Database (and so one embedded kernel, one statement
 cache). Recovery runs when a process first opens an embedded database; over MAPI, ``tique serve`` ran it.
+Closing the last tique connection to an embedded database directory closes the Database, so another process
+can open the directory; a later connection opens it again. (An in-memory database stays open: closing it
+would lose its data. A Database taken with ``Database.get`` directly, by a background checkpointer or a
+benchmark, stays open until its ``close()``.)
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ class Database:
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or 10000)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)
+        self._connections = 0  # open tique connections (see get and release_connection)
+        self._held = False  # taken by something other than a connection: closed only by close()
         conn = self.engine.connect()
         try:
             catalog.install(conn)
@@ -96,7 +102,11 @@ class Database:
         return self.engine.connect()
 
     @classmethod
-    def get(cls, url: str | EngineURL, sequencer_kind: str = "c", lease_ms: int | None = None) -> Database:
+    def get(
+        cls, url: str | EngineURL, sequencer_kind: str = "c", lease_ms: int | None = None, connection: bool = False
+    ) -> Database:
+        """The process's Database for ``url``, opened now if needed. A tique connection passes ``connection``
+        and calls ``release_connection`` when it closes; any other caller holds the Database until close()."""
         parsed = parse_url(url) if isinstance(url, str) else url
         key = (parsed.redacted() + f"|{parsed.username}|{parsed.password}", sequencer_kind)
         with _registry_lock:
@@ -104,13 +114,35 @@ class Database:
             if db is None:
                 db = cls(parsed, sequencer_kind, lease_ms)
                 _registry[key] = db
+            if connection:
+                db._connections += 1
+            else:
+                db._held = True
             return db
 
-    def close(self) -> None:
+    def release_connection(self) -> None:
+        """A tique connection closed. After the last one, an embedded database directory is closed (under the
+        registry lock, so no connection can open it meanwhile), which releases it to other processes."""
         with _registry_lock:
-            for key, db in list(_registry.items()):
-                if db is self:
-                    del _registry[key]
+            self._connections -= 1
+            if self._connections > 0 or self._held or self.url.kind != "embedded" or self.url.in_memory:
+                return
+            if self._unregister():
+                self._shut()
+
+    def _unregister(self) -> bool:
+        """Take this Database out of the registry; False if it was not there (already closed). Lock held."""
+        found = [key for key, db in _registry.items() if db is self]
+        for key in found:
+            del _registry[key]
+        return bool(found)
+
+    def _shut(self) -> None:
         for stop in self.on_close:
             stop()
         self.engine.close()
+
+    def close(self) -> None:
+        with _registry_lock:
+            self._unregister()
+        self._shut()

@@ -35,6 +35,7 @@ class PassThrough:
 @dataclass(frozen=True)
 class Control:
     action: str  # begin | commit | rollback
+    chain: bool = False  # AND CHAIN: the next transaction begins at once
 
 
 @dataclass(frozen=True)
@@ -53,16 +54,39 @@ _TX_WORDS = {
     "ROLLBACK": "rollback",
     "ABORT": "rollback",
 }
+_SAVEPOINTS_REFUSED = (
+    "tique does not support savepoints: {sql!r} was not run. A failed statement already has no effect and "
+    "leaves the transaction usable; to undo more, roll the whole transaction back"
+)
 
 
-def control_action(sql: str) -> str | None:
-    words = sql.strip().rstrip(";").split()
+def control_statement(sql: str) -> Control | None:
+    """The transaction control statement ``sql`` is, in any spelling SQL or MonetDB accepts; None if it is
+    none. Savepoints (SAVEPOINT, RELEASE, ROLLBACK TO) raise NotSupportedError: tique cannot undo rows a
+    transaction already sent to the engine, and the engine's own savepoints would not touch tique's."""
+    words = sql.strip().rstrip(";").upper().split()
     if not words:
         return None
-    first = words[0].upper()
-    if first in _TX_WORDS and (len(words) == 1 or words[1].upper() in ("TRANSACTION", "WORK")):
-        return _TX_WORDS[first]
-    return None
+    first, rest = words[0], words[1:]
+    if first in ("SAVEPOINT", "RELEASE") or (first == "ROLLBACK" and "TO" in rest[:2]):
+        raise NotSupportedError(_SAVEPOINTS_REFUSED.format(sql=sql.strip()))
+    action = _TX_WORDS.get(first)
+    if action is None:
+        return None
+    if action == "begin":  # START TRANSACTION [modes], BEGIN [WORK | TRANSACTION]: every snapshot is SI
+        if first == "START" and rest and rest[0] != "TRANSACTION":
+            return None
+        return Control("begin")
+    if rest and rest[0] in ("WORK", "TRANSACTION"):
+        rest = rest[1:]
+    if rest in ([], ["AND", "NO", "CHAIN"]):
+        return Control(action)
+    if rest == ["AND", "CHAIN"]:
+        return Control(action, chain=True)
+    raise ProgrammingError(
+        f"cannot read the transaction statement {sql.strip()!r}: tique takes COMMIT | END | ROLLBACK | ABORT "
+        "[WORK | TRANSACTION] [AND [NO] CHAIN]"
+    )
 
 
 def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
@@ -76,9 +100,9 @@ def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: boo
 
 
 def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
-    action = control_action(sql)
-    if action:
-        return Control(action)
+    control = control_statement(sql)
+    if control:
+        return control
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
         return db.catalog.lookup(conn, schema or db.default_schema, name)

@@ -7,7 +7,8 @@ import hashlib
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,7 @@ class TableWrites:
 class CommitResult:
     committed: bool
     cts: int | None
+    visible: bool = True  # False: committed, but an earlier commit still held it back when COMMIT returned
 
 
 class Transaction:
@@ -76,6 +78,7 @@ class Transaction:
         self.seq = 0
         self.writes: dict[str, TableWrites] = {}
         self.failed: str | None = None  # set when the transaction can only be rolled back
+        self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
         self.sts, self.txid = self._begin(min_sts, prev_txid)
@@ -96,8 +99,42 @@ class Transaction:
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
         if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
-            sts = self._await_sts(min_sts, "this session's last commit")
+            try:
+                sts = self._await_own_commit(min_sts)
+            except BaseException:
+                self._end_pin(txid)
+                raise
         return sts, txid
+
+    def _await_own_commit(self, cts: int) -> int:
+        """Wait until this session's last commit ``cts`` is visible. It is committed (its outcome is recorded),
+        and only earlier commits can hold it back: each finishes, or is abandoned once stuck for the lease, so
+        the wait lasts up to the lease plus the advance time-out instead of failing after the time-out alone.
+        With the C module the wait is an advance of ``cts``, which settles it (if its COMMIT could not) and
+        abandons stale predecessors as any committer's wait does."""
+        lease = self.db.lease_ms or 10000
+        timeout = lease + self.settings.advance_timeout_ms
+        if not isinstance(self.db.sequencer, CSequencer):
+            return self._await_sts(cts, "this session's last commit", timeout)
+        try:
+            self._waiting(lambda: self.conn.execute(f"SELECT tique.advance({int(cts)}, {timeout})"))
+        except OperationalError as exc:
+            if exc.sqlstate != "HYT00":
+                raise
+            raise OperationalError(
+                f"this session's last commit ({cts}) is committed but still not visible after {timeout} ms: an "
+                f"earlier commit is stuck; the new transaction did not start, try again ({exc})",
+                "HYT00",
+            ) from exc
+        return self.db.sequencer.sts(self.conn)
+
+    def _end_pin(self, txid: int) -> None:
+        """Release a snapshot pin of a transaction that will not run (best effort: the lease ends it too)."""
+        if isinstance(self.db.sequencer, CSequencer):
+            try:
+                self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
+            except DatabaseError:
+                pass
 
     def reserve(self, hashes: Sequence[int], lease_ms: int) -> None:
         """Priority mode (section 2.3.4): reserve the keys a failed attempt wrote, then take a fresh snapshot
@@ -113,14 +150,15 @@ class Transaction:
         self.sts = self._await_sts(last, "a commit under way")
         self.priority = True
 
-    def _await_sts(self, target: int, what: str) -> int:
-        """Poll until the snapshot includes commit ``target``; an error after the advance time-out."""
-        deadline = time.monotonic() + self.settings.advance_timeout_ms / 1000
+    def _await_sts(self, target: int, what: str, timeout_ms: int | None = None) -> int:
+        """Poll until the snapshot includes commit ``target``; an error after the time-out (by default the
+        advance time-out)."""
+        timeout_ms = self.settings.advance_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
         while (sts := self.db.sequencer.sts(self.conn)) < target:
             if time.monotonic() > deadline:
                 raise OperationalError(
-                    f"{what} ({target}) is not visible yet after {self.settings.advance_timeout_ms} ms: "
-                    "an earlier commit is stuck",
+                    f"{what} ({target}) is not visible yet after {timeout_ms} ms: an earlier commit is stuck",
                     "HYT00",
                 )
             time.sleep(0.001)
@@ -232,13 +270,12 @@ class Transaction:
                 full.append((self.txid << 24) | next(self._rowids) & 0xFFFFFF)
             row = tuple(full)
             rows.append((self._key(info, row), row))
-        self._check_new_keys(info, [k for k, _ in rows])
-        entry = self.write_entry(info)
-        seq = self._next_seq()
-        for key, row in rows:
-            entry.pending[key] = (row, seq)
-            entry.live[key] = True
-        self._maybe_direct(info)
+        with self._statement(info, [k for k, _ in rows]) as entry:
+            self._check_new_keys(info, [k for k, _ in rows])
+            seq = self._next_seq()
+            for key, row in rows:
+                entry.pending[key] = (row, seq)
+                entry.live[key] = True
         return len(rows)
 
     def _generated_ids(self, info: TableInfo, positions: dict[str, int], source: Sequence[tuple[Any, ...]]) -> Any:
@@ -266,8 +303,8 @@ class Transaction:
         info = plan.table
         result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
         nkey = len(info.key)
-        entry = self.write_entry(info)
-        seq = self._next_seq()
+        # every new row is built and checked before any is buffered: a statement is all or nothing
+        in_place: list[tuple[Key, tuple[Any, ...]]] = []
         moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
         for raw in result.rows:
             old_key = tuple(raw[:nkey])
@@ -281,43 +318,67 @@ class Transaction:
             if new_key != old_key:
                 moved.append((old_key, new_key, row))
             else:
-                entry.pending[old_key] = (row, seq)
-                entry.live[old_key] = True
-        if moved:
-            leaving = {old for old, _, _ in moved}
-            arriving = [new for _, new, _ in moved]
-            if len(set(arriving)) != len(arriving):
-                raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
+                in_place.append((old_key, row))
+        leaving = {old for old, _, _ in moved}
+        arriving = [new for _, new, _ in moved]
+        if len(set(arriving)) != len(arriving):
+            raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
+        touched = [k for k, _ in in_place] + list(leaving) + arriving
+        with self._statement(info, touched) as entry:
             self._check_new_keys(info, [k for k in arriving if k not in leaving])
+            seq = self._next_seq()
+            for key, row in in_place:
+                entry.pending[key] = (row, seq)
+                entry.live[key] = True
             for old, _, _ in moved:
                 entry.pending[old] = (None, seq)
                 entry.live[old] = False
-            for _, new, row in moved:
-                entry.pending[new] = (row, seq)
-                entry.live[new] = True
-        self._maybe_direct(info)
+            for _, new_key, row in moved:
+                entry.pending[new_key] = (row, seq)
+                entry.live[new_key] = True
         return len(result.rows)
 
     def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
         result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
-        entry = self.write_entry(info)
-        seq = self._next_seq()
-        for raw in result.rows:
-            key = tuple(raw)
-            entry.pending[key] = (None, seq)
-            entry.live[key] = False
-        self._maybe_direct(info)
+        keys = [tuple(raw) for raw in result.rows]
+        with self._statement(info, keys) as entry:
+            seq = self._next_seq()
+            for key in keys:
+                entry.pending[key] = (None, seq)
+                entry.live[key] = False
         return len(result.rows)
+
+    @contextmanager
+    def _statement(self, info: TableInfo, keys: Sequence[Key]) -> Iterator[TableWrites]:
+        """Buffer one write statement's rows all or none. The block changes ``info``'s entry only at ``keys``;
+        if it raises (a duplicate key, a row the engine refuses in direct mode, an interrupt), those keys get
+        their state from before the statement back and the transaction goes on. Only when some of the
+        statement's rows may already be in the engine (flush sets ``failed``) is there nothing to undo: the
+        transaction can then only roll back."""
+        existed = info.name in self.writes
+        entry = self.write_entry(info)
+        before = {k: (entry.pending.get(k), entry.live.get(k)) for k in keys}
+        fresh = {k for k in keys if k not in entry.unchecked}
+        try:
+            yield entry
+            if self.settings.write_mode == "direct":
+                self.flush([info.name], statement=True)
+        except BaseException:
+            if self.failed:
+                raise
+            for key, (pending, live) in before.items():
+                _restore(entry.pending, key, pending)
+                _restore(entry.live, key, live)
+            entry.unchecked -= fresh
+            if not existed and not entry.live and not entry.flushed:
+                del self.writes[info.name]
+            raise
 
     def _key(self, info: TableInfo, row: tuple[Any, ...]) -> Key:
         names = info.stored_names
         return tuple(row[names.index(k)] for k in info.key)
-
-    def _maybe_direct(self, info: TableInfo) -> None:
-        if self.settings.write_mode == "direct":
-            self.flush([info.name])
 
     def _check_new_keys(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """An inserted key must not exist: neither in this transaction's writes nor in its snapshot."""
@@ -379,20 +440,27 @@ class Transaction:
 
     # ---- flushing ------------------------------------------------------------------------------------------
 
-    def flush(self, tables: Iterable[str] | None = None) -> None:
+    def flush(self, tables: Iterable[str] | None = None, statement: bool = False) -> None:
         """Send pending writes of the given tables (all when None) to their Cache tables; the keys they insert are
-        checked first, in one query (insert_check='flush')."""
+        checked first, in one query (insert_check='flush').
+
+        ``statement``: the pending rows are the running statement's only (direct mode). Then an error raised
+        before any of them reached the engine leaves the transaction usable (the statement forgets its rows);
+        otherwise rows of statements that already returned, or part of this one's, may be in the engine or
+        cannot be written, and the transaction is marked failed: it can only roll back."""
         names = list(self.writes) if tables is None else [t for t in tables if t in self.writes]
         entries = [self.writes[n] for n in names if self.writes[n].pending]
         checks = [(e.table, list(e.unchecked)) for e in entries if e.unchecked]
         if checks:
-            for entry in entries:
-                entry.unchecked = set()
             try:
                 self._check_all_absent(checks)
             except IntegrityError as exc:
-                self.failed = str(exc)  # the INSERT already returned: the transaction cannot go on
+                if not statement:
+                    self.failed = str(exc)  # the INSERT already returned: the transaction cannot go on
                 raise
+            for entry in entries:  # only once checked: a check that failed otherwise must run again
+                entry.unchecked = set()
+        sent = False
         for entry in entries:
             info = entry.table
             cols = ", ".join(f'"{c}"' for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
@@ -403,8 +471,13 @@ class Transaction:
                         self._cache_row(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]
                     )
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
+                    sent = True
             except DatabaseError as exc:
-                self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
+                if not statement or sent or _connection_lost(exc):
+                    self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
+                raise
+            except BaseException as exc:  # an interrupt: the INSERT may still run to its end in the engine
+                self.failed = f"writing buffered rows of {info.name!r} was interrupted ({type(exc).__name__})"
                 raise
             entry.pending.clear()
             entry.flushed = True
@@ -426,6 +499,19 @@ class Transaction:
     # ---- commit --------------------------------------------------------------------------------------------
 
     def commit(self) -> CommitResult:
+        """Run the commit protocol. What the caller sees:
+
+        - before the commit point (the committed outcome recorded): SerializationFailure when the transaction
+          lost (nothing of it is visible, it is safe to retry), another error when a step failed (the record is
+          settled as aborted), or CommitOutcomeUnknown when the connection was lost while the outcome was being
+          written;
+        - after it, success: the commit is durable. If earlier commits still hold it back after
+          advance_timeout_ms, COMMIT returns anyway with ``visible=False``: other sessions see it once those
+          finish (or are abandoned after the lease), and this session's next transaction waits for it.
+          Something other than an engine error failing after that point (a bug, a step hook) raises
+          CommitOutcomeUnknown naming the commit; an interrupt (KeyboardInterrupt) propagates as it is. Either
+          way ``committed_cts`` is set, and the connection counts the commit as done.
+        """
         self.check_usable()
         if self.read_only:
             return CommitResult(True, None)  # read-only transactions write no metadata
@@ -436,12 +522,14 @@ class Transaction:
         s = self.settings
         conn = self.conn
         values = ", ".join(f"({h})" for h in hashes)
-        # 1. take a commit timestamp and write the commit record with the write-set, in one statement
+        # 1. take a commit timestamp and write the commit record with the write-set, in one statement (which
+        # fails whole: no record to settle; a timestamp it took is abandoned after the lease)
         conn.execute(
             f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
             f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
         )
         cts: int | None = None
+        deciding = False
         try:
             self._step("recorded")
             # 2. publish: from here every later committer's certification sees this record; wait for earlier ones
@@ -457,41 +545,67 @@ class Transaction:
             # 3. certify, read-only: this statement starts after every earlier record is visible. (A statement
             # that writes must not also filter tables others append to: MonetDB aborts it on a conflict.)
             ok = s.unsafe_skip_certification or self._certify(cts)
-            # 4. decide and record the outcome; from here the commit can no longer be abandoned
+            # 4. decide and record the outcome; once this statement returns, a committed outcome is durable
+            deciding = True
             conn.execute(
                 f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {'TRUE' if ok else 'FALSE'}"
             )
-            self._step("decided")
-        except SerializationFailure:
-            self._abort_recorded(cts)
-            raise
-        except OperationalError as exc:
-            if _connection_lost(exc):
+        except BaseException as exc:
+            if isinstance(exc, OperationalError) and _connection_lost(exc):
                 raise CommitOutcomeUnknown(
                     f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
                     "recovery settles it; reconnect and check before running it again"
                 ) from exc
-            self._abort_recorded(cts)
+            # An error means the failing statement wrote nothing, so no committed outcome exists; an interrupt
+            # before step 4 leaves none either. Abort now, or later committers wait for the lease. (An interrupt
+            # during step 4 may have let the outcome through: the lease or recovery settles that one.)
+            if isinstance(exc, Exception) or not deciding:
+                self._abort_recorded(cts)
             raise
-        # 5. become visible in commit order (an abort has nothing to show: it settles its slot and goes)
-        try:
-            self._waiting(
-                lambda: conn.execute(
-                    f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0}), tique.end_txn({self.txid})"
-                )
-            )
-        except OperationalError as exc:
-            if not (ok and _connection_lost(exc)):
-                raise
-            # the committed outcome is durable: the transaction committed; recovery or a peer makes it visible
-
-        self._step("advanced")
+        if ok:
+            self.committed_cts = cts  # the commit point
+        visible = self._become_visible(cts, ok)
         if not ok:
             raise SerializationFailure(
                 f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
                 f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
             )
-        return CommitResult(True, cts)
+        return CommitResult(True, cts, visible)
+
+    def _become_visible(self, cts: int, ok: bool) -> bool:
+        """Step 5: settle ``cts`` and (if committed) wait until it is visible, in commit order. The outcome is
+        recorded, so nothing here may turn into a failure of the commit: an engine error or time-out means the
+        commit is not visible yet (False); the next waiter, or this session's next begin, settles it."""
+        s = self.settings
+        try:
+            self._step("decided")
+            self._waiting(
+                lambda: self.conn.execute(
+                    f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0}), tique.end_txn({self.txid})"
+                )
+            )
+            self._step("advanced")
+            return True
+        except DatabaseError as exc:
+            if not _connection_lost(exc):
+                self._settle_late(cts)
+            return False
+        except Exception as exc:
+            if not ok:
+                raise
+            self._settle_late(cts)
+            raise CommitOutcomeUnknown(
+                f"transaction {self.txid} reached its commit point (its committed outcome, commit {cts}, is "
+                f"recorded and durable), but COMMIT then failed: {exc!r}. Treat it as committed; do not run it again"
+            ) from exc
+
+    def _settle_late(self, cts: int) -> None:
+        """Settle a recorded outcome without waiting and end the snapshot pin (best effort: a waiter or the
+        next begin settles it otherwise)."""
+        try:
+            self.conn.execute(f"SELECT tique.advance({cts}, 0), tique.end_txn({self.txid})")
+        except DatabaseError:
+            pass
 
     def _certify(self, cts: int) -> bool:
         """True when no conflicting transaction committed (or is committing) in (sts, cts).
@@ -572,16 +686,27 @@ class Transaction:
             ok = s.unsafe_skip_certification or self._certify(cts)
             seq.decide(conn, cts)
             conn.execute(f"INSERT INTO tique.outcomes VALUES ({self.txid}, {cts}, {'TRUE' if ok else 'FALSE'})")
-        except (SerializationFailure, OperationalError):
+        except Exception as exc:
+            if isinstance(exc, OperationalError) and _connection_lost(exc):
+                raise CommitOutcomeUnknown(
+                    f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
+                    "recovery settles it; reconnect and check before running it again"
+                ) from exc
             self._abort_recorded(cts)
             raise
-        seq.advance(conn, cts, s.advance_timeout_ms if ok else 0)
+        if ok:
+            self.committed_cts = cts  # the commit point: from here only success
+        visible = True
+        try:
+            seq.advance(conn, cts, s.advance_timeout_ms if ok else 0)
+        except DatabaseError:
+            visible = False  # settled (advance marks it first); earlier commits still hold it back
         if not ok:
             raise SerializationFailure(
                 f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
                 f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
             )
-        return CommitResult(True, cts)
+        return CommitResult(True, cts, visible)
 
 
 _STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
@@ -593,6 +718,14 @@ def settle_if_decided(conn: RawConnection, cts: int) -> bool:
         return False
     conn.execute(f"SELECT tique.advance({int(cts)}, 0)")
     return True
+
+
+def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
+    """Put back one key's state in a write buffer; None means the key was not there."""
+    if value is None:
+        state.pop(key, None)
+    else:
+        state[key] = value
 
 
 def _may_equal(value: Any, rendered: str) -> bool:

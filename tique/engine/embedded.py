@@ -40,7 +40,6 @@ class _Worker:
         self._requests: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[tuple[bool, Any]]]] = (
             queue.SimpleQueue()
         )
-        self._replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
         threading.Thread(target=self._loop, name="tique-kernel", daemon=True).start()
 
     def _loop(self) -> None:
@@ -52,8 +51,12 @@ class _Worker:
                 reply.put((False, exc))
 
     def call(self, fn: Callable[[], Any]) -> Any:
-        self._requests.put((fn, self._replies))
-        ok, value = self._replies.get()
+        """Run ``fn`` on the worker and return its result. Each call has its own reply queue: when the caller is
+        interrupted (KeyboardInterrupt) the call still runs to its end, and its reply must not answer the next
+        call (which then waits behind it)."""
+        replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        self._requests.put((fn, replies))
+        ok, value = replies.get()
         if ok:
             return value
         raise value

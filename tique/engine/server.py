@@ -82,6 +82,11 @@ class ServerConnection:
             except (OSError, EOFError) as exc:
                 self._abandon()
                 raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}") from None
+            except BaseException:
+                # interrupted (KeyboardInterrupt) mid-exchange: the statement's reply may still come, and would
+                # answer the next statement; drop the connection, so the next one fails as a lost connection
+                self._abandon()
+                raise
             columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
             return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
