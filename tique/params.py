@@ -12,8 +12,18 @@ Params = Sequence[Any] | Mapping[str, Any] | None
 
 def literal(value: Any) -> str:
     """A Python value as a MonetDB SQL literal, escaped the way pymonetdb escapes it."""
+    import datetime
+    import math
+
     from pymonetdb.sql.monetize import convert
 
+    if isinstance(value, datetime.time) and value.tzinfo is None:
+        # MonetDB 11.41 reads TIME '01:02:03.000004' as TIME(0): without the precision the fraction is lost
+        return f"TIME(6) '{value.isoformat()}'"
+    if isinstance(value, float) and math.isfinite(value):
+        # an approximate-number literal is read as a double, exactly (-0.0 included); "0.1" would be a DECIMAL
+        text = repr(value)
+        return text if "e" in text else text + "e0"
     try:
         return str(convert(value))
     except Exception as exc:

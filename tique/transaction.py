@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tique.catalog import TableInfo
+from tique.catalog import ROWID, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -27,7 +27,8 @@ from tique.prepared import PreparingConnection
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
-from tique.rewrite.values import coerce
+from tique.rewrite.exact import decode, read_value, text_sql
+from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
@@ -211,7 +212,8 @@ class Transaction:
             source = [tuple(values[i[1]] if i[0] == "s" else i[1] for i in row) for row in plan.rows]
         else:
             assert plan.select is not None
-            source = [tuple(r) for r in self.run(plan.select, rendered, plan.reads).rows]  # (no key shortcut)
+            selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
+            source = [tuple(r) for r in selected.rows]
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
         for raw in source:
@@ -238,13 +240,13 @@ class Transaction:
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
+        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
         entry = self.write_entry(info)
         seq = self._next_seq()
         moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
         for raw in result.rows:
-            old_key = tuple(raw[:nkey])
+            old_key = typed_key(info, raw[:nkey])
             new = list(raw[nkey:])
             for i, col in enumerate(info.columns):
                 new[i] = coerce(new[i], col.sql_type, col.name)
@@ -275,11 +277,11 @@ class Transaction:
     def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
+        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         entry = self.write_entry(info)
         seq = self._next_seq()
         for raw in result.rows:
-            key = tuple(raw)
+            key = typed_key(info, raw)
             entry.pending[key] = (None, seq)
             entry.live[key] = False
         self._maybe_direct(info)
@@ -287,7 +289,7 @@ class Transaction:
 
     def _key(self, info: TableInfo, row: tuple[Any, ...]) -> Key:
         names = info.stored_names
-        return tuple(row[names.index(k)] for k in info.key)
+        return typed_key(info, [row[names.index(k)] for k in info.key])
 
     def _maybe_direct(self, info: TableInfo) -> None:
         if self.settings.write_mode == "direct":
@@ -321,14 +323,15 @@ class Transaction:
         for i, col in enumerate(info.key):
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
             preds.append(f'{{t}}"{col}" IN ({values})')
-        cols = ", ".join(f'"{k}"' for k in info.key)
+        cols = ", ".join(text_sql(f'"{k}"', _key_type(info, k)) for k in info.key)  # read exactly (see exact.py)
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
     def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """None of ``keys`` exists in the snapshot (Python filters the over-approximation exactly)."""
         sql = self._present(info, keys)
-        found = {tuple(r) for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows}
+        rows = self.conn.execute(Template.from_sql(sql).render(self.slots())).rows
+        found = {typed_key(info, [read_value(v, _key_type(info, k)) for v, k in zip(r, info.key)]) for r in rows}
         clash = [k for k in keys if k in found]
         if clash:
             raise IntegrityError(f"duplicate key {_show(info, clash[0])} in table {info.name!r}", "23505")
@@ -567,6 +570,16 @@ def settle_if_decided(conn: RawConnection, cts: int) -> bool:
         return False
     conn.execute(f"SELECT tique.advance({int(cts)}, 0)")
     return True
+
+
+def _key_type(info: TableInfo, name: str) -> str:
+    return "BIGINT" if name == ROWID else info.column(name).sql_type
+
+
+def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:
+    """A key as the engine compares it: each value brought to its column's type (a DATE given as a datetime is
+    that date, a DECIMAL has its scale, -0.0 is 0.0...), so equal keys hash and compare equal in Python too."""
+    return tuple(key_value(coerce(v, _key_type(info, k), k)) for v, k in zip(values, info.key))
 
 
 def _may_equal(value: Any, rendered: str) -> bool:

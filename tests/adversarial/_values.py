@@ -20,14 +20,17 @@ class ValueType:
     edges: tuple[Any, ...]
 
 
+_WIDE = decimal.Context(prec=100)
+
+
 def _decimals(precision: int, scale: int) -> st.SearchStrategy[decimal.Decimal]:
     top = 10**precision - 1
-    return st.integers(-top, top).map(lambda n: decimal.Decimal(n).scaleb(-scale))
+    return st.integers(-top, top).map(lambda n: decimal.Decimal(n).scaleb(-scale, _WIDE))
 
 
 def _decimal_edges(precision: int, scale: int) -> tuple[decimal.Decimal, ...]:
     top = 10**precision - 1
-    return tuple(decimal.Decimal(n).scaleb(-scale) for n in (top, -top, 0, 150, -1, 10**scale))
+    return tuple(decimal.Decimal(n).scaleb(-scale, _WIDE) for n in (top, -top, 0, 150, -1, 10**scale))
 
 
 def _real(value: float) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from typing import Any
 
@@ -83,6 +84,7 @@ class ServerConnection:
                 self._abandon()
                 raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}") from None
             columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
+            rows = _reals(columns, rows)
             return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
     def _abandon(self) -> None:
@@ -96,3 +98,19 @@ class ServerConnection:
         with self._lock:
             if self._conn is not None:
                 self._abandon()
+
+
+def _reals(columns: list[Column], rows: list[Any]) -> list[Any]:
+    """REAL values come as text with 9 digits, which Python reads as the nearest double: round them back to the
+    32-bit value the engine holds (9 digits identify it), as the embedded engine returns it."""
+    reals = [i for i, c in enumerate(columns) if c.type_code == "real"]
+    if not reals or not rows:
+        return rows
+    out = []
+    for row in rows:
+        row = list(row)
+        for i in reals:
+            if row[i] is not None:
+                row[i] = struct.unpack("f", struct.pack("f", row[i]))[0]
+        out.append(row)
+    return out
