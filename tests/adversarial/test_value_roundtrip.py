@@ -16,11 +16,12 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import tique
@@ -74,7 +75,7 @@ def _check(conn: tique.Connection, ids: list[int], rows: list[tuple[Any, ...]], 
 
 
 def _roundtrip(url: str, rows: list[tuple[Any, ...]]) -> None:
-    with tique.connect(url) as conn:
+    with closing(tique.connect(url)) as conn:
         _tables(conn, url)
         ids = _insert(conn, rows)
         _check(conn, ids, rows, "after commit")
@@ -92,8 +93,8 @@ def test_edge_values_round_trip(url: str) -> None:
     _roundtrip(url, edge_rows())
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=st.lists(row_strategy(), min_size=1, max_size=4))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+@given(rows=st.lists(row_strategy(), min_size=1, max_size=3))
 def test_generated_values_round_trip(url: str, rows: list[tuple[Any, ...]]) -> None:
     _roundtrip(url, rows)
 
@@ -204,7 +205,7 @@ def test_values_survive_reopen_served(tmp_path: Path) -> None:
 
 
 def test_hugeint_and_wide_decimal_expressions(url: str) -> None:
-    with tique.connect(url) as conn:
+    with closing(tique.connect(url)) as conn:
         _tables(conn, url)
         ids = _insert(conn, [tuple(None for _ in TYPES)])
         cur = conn.cursor()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import threading
@@ -10,6 +11,25 @@ from typing import Any
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
 from tique.errors import InterfaceError, OperationalError, from_monetdb
+
+
+_ASCII_RUNS = re.compile("([\x00-\x7f]+)")
+
+
+def _strip(data: str) -> str:
+    """pymonetdb's string reader, fixed: MonetDB escapes a control character such as U+0080 as the octal of its
+    UTF-8 bytes ('\\302\\200'), which pymonetdb turned into the two characters 'Â\\x80'. The escapes are bytes."""
+    return "".join(
+        w.encode("ascii").decode("unicode_escape").encode("latin-1").decode("utf-8") if "\\" in w else w
+        for w in _ASCII_RUNS.split(data[1:-1])
+    )
+
+
+def _fix_pymonetdb() -> None:
+    from pymonetdb.sql import pythonize, types
+
+    for code in (types.CHAR, types.VARCHAR, types.CLOB, types.STR):
+        pythonize.mapping[code] = _strip
 
 
 class ServerEngine:
@@ -33,6 +53,7 @@ class ServerConnection:
     def __init__(self, engine: ServerEngine) -> None:
         import pymonetdb
 
+        _fix_pymonetdb()
         self.engine = engine
         url = engine.url
         self._lock = threading.Lock()
