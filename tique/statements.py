@@ -10,7 +10,7 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.rewrite.exact import Decode, exact_read
+from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import parse
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
@@ -23,7 +23,7 @@ class ReadPlan:
     reads: frozenset[str]
     analytical: bool = False  # some table is read with the analytical formulation: the default optimizer
     point_keys: PointKeys = ()
-    decode: Decode = Decode()  # outputs rewritten to be read exactly (see exact.py)
+    decode: Decode = NOTHING  # outputs rewritten to be read exactly (see exact.py)
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class PassThrough:
     """A statement that touches no table of tique's: sent as it is (parameters filled in)."""
 
     template: Template
-    decode: Decode = Decode()
+    decode: Decode = NOTHING
 
 
 @dataclass(frozen=True)

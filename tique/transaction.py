@@ -24,10 +24,10 @@ from tique.errors import (
 )
 from tique.params import literal
 from tique.prepared import PreparingConnection
+from tique.rewrite.exact import decode, read_value, text_sql
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
-from tique.rewrite.exact import decode, read_value, text_sql
 from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer

@@ -117,7 +117,9 @@ _WIDE = decimal.Context(prec=100)
 _DT = st.datetimes(datetime.datetime(1, 1, 2), datetime.datetime(9999, 12, 30))
 INPUTS: dict[str, st.SearchStrategy[Any]] = {
     "DATE": st.one_of(st.dates(datetime.date(1, 1, 1), datetime.date(9999, 12, 31)), _DT),
-    "TIMESTAMP": st.one_of(_DT, _DT.map(lambda d: d.isoformat(" ")), _DT.map(lambda d: d.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])),
+    "TIMESTAMP": st.one_of(
+        _DT, _DT.map(lambda d: d.isoformat(" ")), _DT.map(lambda d: d.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
+    ),
     "TIMESTAMP(0)": st.one_of(_DT, _DT.map(lambda d: d.isoformat(" "))),
     "TIMESTAMP(3)": _DT,
     "TIME(6)": st.one_of(st.times(), st.times().map(lambda t: t.isoformat())),
@@ -142,10 +144,16 @@ def _engine_text(raw: Any, value: Any, sql_type: str) -> str | None:
 
 @pytest.fixture(params=["embedded", "server"])
 def engine_url(request: pytest.FixtureRequest) -> str:
-    return request.getfixturevalue("embedded_url") if request.param == "embedded" else request.getfixturevalue("server").url
+    return (
+        request.getfixturevalue("embedded_url")
+        if request.param == "embedded"
+        else request.getfixturevalue("server").url
+    )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
+)
 @given(data=st.data())
 def test_normalisation_equals_the_engine_cast(engine_url: str, data: st.DataObject) -> None:
     sql_type = data.draw(st.sampled_from(sorted(INPUTS)))
@@ -158,7 +166,5 @@ def test_normalisation_equals_the_engine_cast(engine_url: str, data: st.DataObje
         # the normalised value is stored exactly as the engine stores the value as given
         assert _engine_text(raw, mine_a, sql_type) == _engine_text(raw, a, sql_type), (a, mine_a)
         # and two keys are equal in Python exactly when the engine finds them equal
-        same = raw.execute(
-            f"SELECT CAST({literal(a)} AS {sql_type}) = CAST({literal(b)} AS {sql_type})"
-        ).scalar()
+        same = raw.execute(f"SELECT CAST({literal(a)} AS {sql_type}) = CAST({literal(b)} AS {sql_type})").scalar()
         assert (key_value(mine_a) == key_value(mine_b)) == bool(same), (a, b)

@@ -20,7 +20,6 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +49,9 @@ def _insert(conn: tique.Connection, rows: list[tuple[Any, ...]]) -> list[int]:
     ids = [next(_ids) for _ in rows]
     cur = conn.cursor()
     for table in ("vals", "vals_twin"):
-        cur.executemany(f"INSERT INTO {table} (id, touch, {NAMES}) VALUES (%s, 0, {HOLES})", [(i, *r) for i, r in zip(ids, rows)])
+        cur.executemany(
+            f"INSERT INTO {table} (id, touch, {NAMES}) VALUES (%s, 0, {HOLES})", [(i, *r) for i, r in zip(ids, rows)]
+        )
     conn.commit()
     return ids
 
@@ -93,7 +94,9 @@ def test_edge_values_round_trip(url: str) -> None:
     _roundtrip(url, edge_rows())
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
+)
 @given(rows=st.lists(row_strategy(), min_size=1, max_size=3))
 def test_generated_values_round_trip(url: str, rows: list[tuple[Any, ...]]) -> None:
     _roundtrip(url, rows)
@@ -139,7 +142,8 @@ cur = conn.cursor()
 if action == "write":
     cur.execute(f"CREATE TABLE vals (id INT PRIMARY KEY, touch INT, {{COLUMNS}})")
     rows = [[_decode(v) for v in row] for row in json.loads(sys.stdin.read())]
-    cur.executemany(f"INSERT INTO vals (id, touch, {{NAMES}}) VALUES (%s, 0, {{HOLES}})", [(i, *r) for i, r in enumerate(rows)])
+    insert = f"INSERT INTO vals (id, touch, {{NAMES}}) VALUES (%s, 0, {{HOLES}})"
+    cur.executemany(insert, [(i, *r) for i, r in enumerate(rows)])
     conn.commit()
     cur.execute("UPDATE vals SET touch = touch + 1")
     conn.commit()
@@ -209,6 +213,9 @@ def test_hugeint_and_wide_decimal_expressions(url: str) -> None:
         _tables(conn, url)
         ids = _insert(conn, [tuple(None for _ in TYPES)])
         cur = conn.cursor()
-        cur.execute("SELECT CAST(%s AS HUGEINT), CAST(%s AS DECIMAL(38,2)) FROM vals WHERE id = %s", (2**100, decimal.Decimal("1.50"), ids[0]))
+        cur.execute(
+            "SELECT CAST(%s AS HUGEINT), CAST(%s AS DECIMAL(38,2)) FROM vals WHERE id = %s",
+            (2**100, decimal.Decimal("1.50"), ids[0]),
+        )
         assert cur.fetchall() == [(2**100, decimal.Decimal("1.50"))]
         conn.commit()

@@ -12,7 +12,6 @@ from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
 from tique.errors import InterfaceError, OperationalError, from_monetdb
 
-
 _ASCII_RUNS = re.compile("([\x00-\x7f]+)")
 
 

@@ -38,6 +38,9 @@ class Decode:
         return bool(self.columns)
 
 
+NOTHING = Decode()
+
+
 def needs_text(type_text: str | None) -> bool:
     """A column type whose values the embedded engine cannot hand over exactly."""
     if type_text is None:
@@ -181,8 +184,13 @@ def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
         return Decode()
     sources = _sources(tree, lookup)
     types = [_type_of(node, sources) for node in tree.expressions]
-    if any(isinstance(n, exp.Star) or (isinstance(n, exp.Column) and isinstance(n.this, exp.Star)) for n in tree.expressions):
-        if not any(info is not None and any(_needs_decode(c.sql_type) for c in info.columns) for info in sources.values()):
+    if any(
+        isinstance(n, exp.Star) or (isinstance(n, exp.Column) and isinstance(n.this, exp.Star))
+        for n in tree.expressions
+    ):
+        if not any(
+            info is not None and any(_needs_decode(c.sql_type) for c in info.columns) for info in sources.values()
+        ):
             return Decode()
         if not _expand_stars(tree, sources):
             return Decode()

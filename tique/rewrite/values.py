@@ -257,7 +257,9 @@ def _to_time(value: Any, kind: SqlType) -> datetime.time:
     start = datetime.datetime.combine(datetime.date(2000, 1, 1), hms)
     moved = start + datetime.timedelta(microseconds=micros)
     if moved.date() != start.date():
-        raise DataError(f"time {value!r} rounds to 24:00:00 at TIME({kind.precision}), which MonetDB cannot read back", "22008")
+        raise DataError(
+            f"time {value!r} rounds to 24:00:00 at TIME({kind.precision}), which MonetDB cannot read back", "22008"
+        )
     return moved.time()
 
 

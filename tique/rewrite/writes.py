@@ -16,7 +16,7 @@ from sqlglot import exp
 from tique.catalog import ROWID, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.rewrite.dialect import MonetDB
-from tique.rewrite.exact import Decode, needs_text, wrap_outputs
+from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import python_value
@@ -34,7 +34,7 @@ class InsertPlan:
     rows: tuple[tuple[Item, ...], ...] | None  # literal rows, or None when ``select`` computes them
     select: Template | None
     reads: frozenset[str]
-    decode: Decode = Decode()  # the select's outputs read exactly (see exact.py)
+    decode: Decode = NOTHING  # the select's outputs read exactly (see exact.py)
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class UpdatePlan:
     key_changes: bool
     reads: frozenset[str]
     point_keys: PointKeys = ()
-    decode: Decode = Decode()
+    decode: Decode = NOTHING
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class DeletePlan:
     select: Template  # returns the key values of the rows to delete
     reads: frozenset[str]
     point_keys: PointKeys = ()
-    decode: Decode = Decode()
+    decode: Decode = NOTHING
 
 
 def stored_type(info: TableInfo, name: str) -> str:
