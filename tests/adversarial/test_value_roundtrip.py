@@ -219,3 +219,46 @@ def test_hugeint_and_wide_decimal_expressions(url: str) -> None:
         )
         assert cur.fetchall() == [(2**100, decimal.Decimal("1.50"))]
         conn.commit()
+
+
+# ---- the paths that write back what they read ---------------------------------------------------------------
+
+EXACT = (decimal.Decimal("1.50"), datetime.datetime(2020, 1, 1, 12, 0, 0, 123456), datetime.time(23, 59, 59, 999999))
+
+
+def test_update_of_another_column_keeps_microseconds_and_wide_decimals(url: str, unique_name: Any) -> None:
+    table = unique_name("exact")
+    with closing(tique.connect(url)) as conn:
+        cur = conn.cursor()
+        cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, touch INT, d DECIMAL(20,2), ts TIMESTAMP, t TIME(6))")
+        cur.execute(f"INSERT INTO {table} VALUES (1, 0, %s, %s, %s)", EXACT)
+        conn.commit()
+        cur.execute(f"UPDATE {table} SET touch = touch + 1")
+        conn.commit()
+        cur.execute(f"SELECT d, ts, t FROM {table}")
+        assert cur.fetchall() == [EXACT]
+        conn.commit()
+
+
+def test_reads_and_insert_select_of_temporal_values_are_exact(url: str, unique_name: Any) -> None:
+    table, copy = unique_name("reads"), unique_name("copy")
+    with closing(tique.connect(url)) as conn:
+        cur = conn.cursor()
+        for name in (table, copy):
+            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, d DECIMAL(20,2), ts TIMESTAMP, t TIME(6))")
+        cur.execute(f"INSERT INTO {table} VALUES (1, %s, %s, %s)", EXACT)
+        conn.commit()
+        cur.execute(f"INSERT INTO {copy} SELECT * FROM {table} ORDER BY id LIMIT 5")
+        conn.commit()
+        for query in (
+            f"SELECT d, ts, t FROM {copy}",
+            f"SELECT x.d, x.ts AS ts, x.t FROM {table} AS x",
+            f"SELECT MAX(d), MAX(ts), MIN(t) FROM {table}",
+            f"SELECT CAST(d AS DECIMAL(20,2)), CAST(ts AS TIMESTAMP), CAST(t AS TIME(6)) FROM {table}",
+        ):
+            cur.execute(query)
+            assert cur.fetchall() == [EXACT], query
+            assert [d[1] for d in cur.description] == ["decimal", "timestamp", "time"], query
+        cur.execute(f"SELECT * FROM {table}")
+        assert cur.fetchall() == [(1, *EXACT)]
+        conn.commit()
