@@ -262,3 +262,17 @@ def test_reads_and_insert_select_of_temporal_values_are_exact(url: str, unique_n
         cur.execute(f"SELECT * FROM {table}")
         assert cur.fetchall() == [(1, *EXACT)]
         conn.commit()
+
+
+def test_order_by_a_temporal_output_sorts_by_time(url: str, unique_name: Any) -> None:
+    table = unique_name("order")
+    early, late = datetime.datetime(999, 1, 1, 0, 0, 0, 1), datetime.datetime(2020, 1, 1, 0, 0, 0, 2)
+    with closing(tique.connect(url)) as conn:
+        cur = conn.cursor()
+        cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, ts TIMESTAMP)")
+        cur.executemany(f"INSERT INTO {table} VALUES (%s, %s)", [(1, late), (2, early)])
+        conn.commit()
+        for query in (f"SELECT ts FROM {table} ORDER BY ts", f"SELECT ts AS x FROM {table} AS q ORDER BY x"):
+            cur.execute(query)
+            assert cur.fetchall() == [(early,), (late,)], query
+        conn.commit()

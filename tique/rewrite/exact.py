@@ -195,7 +195,37 @@ def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
         if not _expand_stars(tree, sources):
             return Decode()
         types = [_type_of(node, sources) for node in tree.expressions]
-    return wrap_outputs(tree, types)
+    originals = {
+        _output_name(node): _qualified(node.this if isinstance(node, exp.Alias) else node, sources).copy()
+        for node, type_text in zip(tree.expressions, types)
+        if needs_text(type_text) and _output_name(node)
+    }
+    decode = wrap_outputs(tree, types)
+    _order_by_values(tree, originals)
+    return decode
+
+
+def _qualified(node: exp.Expression, sources: dict[str, TableInfo | None]) -> exp.Expression:
+    """A bare column qualified with its table, so that it cannot mean the output of the same name."""
+    from tique.rewrite.writes import ident
+
+    if not isinstance(node, exp.Column) or node.table:
+        return node
+    owners = [a for a, info in sources.items() if info is not None and ident(node) in info.column_names]
+    return exp.column(node.this.copy(), table=owners[0]) if len(owners) == 1 else node
+
+
+def _order_by_values(select: exp.Select, originals: dict[str, exp.Expression]) -> None:
+    """ORDER BY an output name would sort the text the output became: sort by the original value instead."""
+    from tique.rewrite.writes import ident
+
+    order = select.args.get("order")
+    if order is None or not originals:
+        return
+    for item in order.expressions:
+        key = item.this if isinstance(item, exp.Ordered) else item
+        if isinstance(key, exp.Column) and not key.table and ident(key) in originals:
+            key.replace(originals[ident(key)].copy())
 
 
 def _output_name(node: exp.Expression) -> str:
