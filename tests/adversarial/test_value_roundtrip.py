@@ -276,3 +276,21 @@ def test_order_by_a_temporal_output_sorts_by_time(url: str, unique_name: Any) ->
             cur.execute(query)
             assert cur.fetchall() == [(early,), (late,)], query
         conn.commit()
+
+
+def test_star_and_quoted_aliases_read_exactly(url: str, unique_name: Any) -> None:
+    table = unique_name("star")
+    value = datetime.datetime(2020, 1, 1, 12, 0, 0, 654321)
+    with closing(tique.connect(url)) as conn:
+        cur = conn.cursor()
+        cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, ts TIMESTAMP(6))")
+        cur.execute(f"INSERT INTO {table} VALUES (1, %s)", (value,))
+        conn.commit()
+        for query in (
+            f'SELECT "Q".* FROM {table} AS "Q"',
+            f"SELECT Q.* FROM {table} AS Q ORDER BY ts",
+            f'SELECT * FROM {table} AS "Q" JOIN {table} AS r ON "Q".id = r.id',
+        ):
+            cur.execute(query)
+            assert cur.fetchall()[0][1] == value, query
+        conn.commit()

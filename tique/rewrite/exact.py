@@ -111,15 +111,24 @@ def _sources(select: exp.Select, lookup: Lookup) -> dict[str, TableInfo | None]:
     items += [j.this for j in select.args.get("joins") or []]
     ctes = {cte.alias for cte in select.find_all(exp.CTE)}
     out: dict[str, TableInfo | None] = {}
-    for item in items:
-        alias = item.alias_or_name.lower() if isinstance(item, exp.Expression) else ""
-        if isinstance(item, exp.Table) and item.name and not (not item.db and item.name in ctes):
-            from tique.rewrite.writes import ident
+    from tique.rewrite.writes import ident
 
+    for item in items:
+        alias_node = item.args.get("alias")
+        alias = ident(alias_node.this if alias_node is not None else item.this)
+        if isinstance(item, exp.Table) and item.name and not (not item.db and item.name in ctes):
             out[alias] = lookup(ident(item.args.get("db")) or None, ident(item))
         else:
             out[alias] = None
     return out
+
+
+def _qualifier(column: exp.Column) -> str:
+    """The table a column names, as MonetDB folds it ("" if none)."""
+    from tique.rewrite.writes import ident
+
+    table = column.args.get("table")
+    return ident(table) if table is not None else ""
 
 
 def _column_type(column: exp.Column, sources: dict[str, TableInfo | None]) -> str | None:
@@ -127,7 +136,7 @@ def _column_type(column: exp.Column, sources: dict[str, TableInfo | None]) -> st
 
     name = ident(column)
     if column.table:
-        infos = [sources.get(column.table.lower())]
+        infos = [sources.get(_qualifier(column))]
     else:
         if any(info is None for info in sources.values()):
             return None  # a subquery's column of the same name could be meant
@@ -159,20 +168,20 @@ def _expand_stars(select: exp.Select, sources: dict[str, TableInfo | None]) -> b
     """Spell out ``*`` / ``t.*`` over tique tables (so each output can be typed); False if one cannot be."""
     outputs: list[exp.Expression] = []
     for node in select.expressions:
-        star_of = None
         if isinstance(node, exp.Star):
-            if len(sources) != 1:
-                return False
-            star_of = next(iter(sources))
+            if any(j.args.get("using") or j.args.get("method") for j in select.args.get("joins") or []):
+                return False  # USING and NATURAL merge columns
+            of = list(sources)
         elif isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
-            star_of = node.table.lower()
-        if star_of is None:
+            of = [_qualifier(node)]
+        else:
             outputs.append(node)
             continue
-        info = sources.get(star_of)
-        if info is None:
-            return False
-        outputs += [exp.column(c, table=star_of, quoted=True) for c in info.column_names]
+        for alias in of:
+            info = sources.get(alias)
+            if info is None:
+                return False
+            outputs += [exp.column(c, table=alias, quoted=True) for c in info.column_names]
     select.set("expressions", outputs)
     return True
 
@@ -212,7 +221,7 @@ def _qualified(node: exp.Expression, sources: dict[str, TableInfo | None]) -> ex
     if not isinstance(node, exp.Column) or node.table:
         return node
     owners = [a for a, info in sources.items() if info is not None and ident(node) in info.column_names]
-    return exp.column(node.this.copy(), table=owners[0]) if len(owners) == 1 else node
+    return exp.column(node.this.copy(), table=exp.to_identifier(owners[0], quoted=True)) if len(owners) == 1 else node
 
 
 def _order_by_values(select: exp.Select, originals: dict[str, exp.Expression]) -> None:
