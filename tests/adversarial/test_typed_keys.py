@@ -168,3 +168,12 @@ def test_normalisation_equals_the_engine_cast(engine_url: str, data: st.DataObje
         # and two keys are equal in Python exactly when the engine finds them equal
         same = raw.execute(f"SELECT CAST({literal(a)} AS {sql_type}) = CAST({literal(b)} AS {sql_type})").scalar()
         assert (key_value(mine_a) == key_value(mine_b)) == bool(same), (a, b)
+
+
+def test_tiny_wide_decimal_is_not_sent_as_a_double(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    value = decimal.Decimal("0.000000000000000000123456789012345678")  # 18 digits, scale 36
+    table = _table(connect, unique_name, "DECIMAL(38,36)")
+    conn = connect()
+    _insert(conn, table, value, 1)
+    conn.commit()
+    assert _rows(conn, table) == [(value, 1)]
