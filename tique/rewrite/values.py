@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import math
 import re
 import struct
@@ -69,6 +70,7 @@ SUPPORTED = (
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def sql_type(text: str) -> SqlType:
     """Parse a column type as tique's catalog spells it; NotSupportedError for a type tique cannot keep exact."""
     found = _TYPE_RE.match(text)
