@@ -20,6 +20,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -294,3 +295,39 @@ def test_star_and_quoted_aliases_read_exactly(url: str, unique_name: Any) -> Non
             cur.execute(query)
             assert cur.fetchall()[0][1] == value, query
         conn.commit()
+
+
+# ---- what is refused instead of stored wrongly ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql_type", "value"),
+    [
+        ("DOUBLE", float("nan")),  # NaN is MonetDB's NULL for floats
+        ("DOUBLE", float("inf")),
+        ("REAL", 1e39),  # beyond 32 bits
+        ("TIME", "23:59:59.6"),  # MonetDB would round it to 24:00:00, which it cannot read back
+        ("TIMESTAMP(0)", datetime.datetime(2020, 12, 31, 23, 59, 59, 600000)),
+        ("DECIMAL(5,2)", decimal.Decimal("1234.5")),
+    ],
+)
+def test_values_the_engine_cannot_keep_are_refused(url: str, unique_name: Any, sql_type: str, value: Any) -> None:
+    table = unique_name("refused")
+    with closing(tique.connect(url)) as conn:
+        cur = conn.cursor()
+        cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, x {sql_type})")
+        with pytest.raises(tique.DataError):
+            cur.execute(f"INSERT INTO {table} VALUES (1, %s)", (value,))
+        conn.rollback()
+        cur.execute(f"SELECT COUNT(*) FROM {table}")
+        assert cur.fetchone() == (0,)
+        conn.commit()
+
+
+@pytest.mark.parametrize("sql_type", ["UUID", "JSON", "INTERVAL SECOND", "TIMESTAMP WITH TIME ZONE", "INET"])
+def test_types_tique_cannot_keep_exact_are_refused_at_create(url: str, unique_name: Any, sql_type: str) -> None:
+    with closing(tique.connect(url)) as conn:
+        cur = conn.cursor()
+        with pytest.raises(tique.NotSupportedError, match="column 'x'"):
+            cur.execute(f"CREATE TABLE {unique_name('types')} (id INT PRIMARY KEY, x {sql_type})")
+        cur.execute(f"CREATE TABLE {unique_name('types')} (id INT PRIMARY KEY, x {sql_type}) -- tique: plain")
