@@ -94,6 +94,8 @@ def sql_type(text: str) -> SqlType:
         return SqlType(_FLOATS[name])
     if name in _STRINGS and second is None:
         bounded = name in ("VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING")
+        if name in ("CHAR", "CHARACTER") and first is None:
+            first = 1  # SQL's CHAR is CHAR(1)
         return SqlType("VARCHAR", length=first if bounded else None)
     if name == "BLOB" and first is None:
         return SqlType("BLOB")
