@@ -3,6 +3,7 @@ write-set, and the commit protocol."""
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import itertools
 import re
@@ -586,9 +587,12 @@ def _may_equal(value: Any, rendered: str) -> bool:
     """Could the engine find key value ``value`` equal to the SQL literal ``rendered``? Exact for integer and
     string keys given as such; True (flush, to be safe) for anything else."""
     if isinstance(value, int) and not isinstance(value, bool):
+        text = rendered.strip("'")
+        if "e" in text.lower():
+            return True  # a double: the engine compares in floating point, where distinct integers can be equal
         try:
-            return float(rendered.strip("'")) == value
-        except ValueError:
+            return decimal.Decimal(text) == value  # exact: a float would round big integers
+        except decimal.InvalidOperation:
             return True
     if isinstance(value, str) and rendered.startswith("'"):
         return literal(value) == rendered

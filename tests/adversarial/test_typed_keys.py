@@ -177,3 +177,14 @@ def test_tiny_wide_decimal_is_not_sent_as_a_double(connect: Connect, unique_name
     _insert(conn, table, value, 1)
     conn.commit()
     assert _rows(conn, table) == [(value, 1)]
+
+
+@pytest.mark.parametrize("key", [2**62 + 1, -(2**62) - 1])
+def test_a_pending_big_integer_key_is_read_back(connect: Connect, unique_name: Callable[[str], str], key: int) -> None:
+    table = _table(connect, unique_name, "BIGINT")
+    conn = connect()
+    _insert(conn, table, key, 1)  # buffered: a read of this key must send it first
+    cur = conn.cursor()
+    cur.execute(f"SELECT v FROM {table} WHERE k = %s", (key,))
+    assert cur.fetchall() == [(1,)]
+    conn.commit()
