@@ -317,20 +317,21 @@ class Transaction:
             return
         self._check_absent(info, unknown)
 
-    def _present(self, info: TableInfo, keys: Sequence[Key], tag: str = "") -> str:
+    def _present(self, info: TableInfo, keys: Sequence[Key], tag: str = "", as_text: bool = False) -> str:
         """SQL for the snapshot's rows among ``keys`` (key columns only). Keys this transaction wrote are decided by
         its own records, so its own Cache versions are left out; the IN lists over-approximate."""
         preds = []
         for i, col in enumerate(info.key):
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
             preds.append(f'{{t}}"{col}" IN ({values})')
-        cols = ", ".join(text_sql(f'"{k}"', _key_type(info, k)) for k in info.key)  # read exactly (see exact.py)
+        # as_text: keys Python reads back, exactly (see exact.py); otherwise compared in SQL by the caller
+        cols = ", ".join(text_sql(f'"{k}"', _key_type(info, k)) if as_text else f'"{k}"' for k in info.key)
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
     def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """None of ``keys`` exists in the snapshot (Python filters the over-approximation exactly)."""
-        sql = self._present(info, keys)
+        sql = self._present(info, keys, as_text=True)
         rows = self.conn.execute(Template.from_sql(sql).render(self.slots())).rows
         found = {typed_key(info, [read_value(v, _key_type(info, k)) for v, k in zip(r, info.key)]) for r in rows}
         clash = [k for k in keys if k in found]

@@ -188,3 +188,21 @@ def test_a_pending_big_integer_key_is_read_back(connect: Connect, unique_name: C
     cur.execute(f"SELECT v FROM {table} WHERE k = %s", (key,))
     assert cur.fetchall() == [(1,)]
     conn.commit()
+
+
+@pytest.mark.parametrize("insert_check", ["flush", "immediate"])
+def test_a_microsecond_duplicate_is_found_by_either_check(
+    connect: Connect, unique_name: Callable[[str], str], insert_check: str
+) -> None:
+    table, other = _table(connect, unique_name, "TIMESTAMP(6)"), _table(connect, unique_name, "TIME(6)")
+    key, t = datetime.datetime(2020, 1, 1, 12, 0, 0, 123456), datetime.time(1, 2, 3, 999999)
+    conn = connect(insert_check=insert_check)
+    _insert(conn, table, key, 1)
+    _insert(conn, other, t, 1)
+    conn.commit()
+    with pytest.raises(IntegrityError):
+        _insert(conn, table, key, 2)
+        _insert(conn, other, t, 2)  # two tables: the checks run in one query
+        conn.commit()
+    conn.rollback()
+    assert _rows(conn, table) == [(key, 1)] and _rows(conn, other) == [(t, 1)]
