@@ -249,6 +249,9 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
         columns = [ColumnSpec(c.name, c.sql_type, True, c.default) if c.name in key else c for c in columns]
     kind = "plain" if PLAIN_HINT.search(raw_sql) else "tx"
     key = list(dict.fromkeys(key))
+    if kind == "tx":
+        for c in columns:
+            _check_type(name, c)
     return TableInfo(
         table_id, schema, name, kind, tuple(columns), tuple(key) if key else (ROWID,), generated=tuple(generated)
     )
@@ -286,6 +289,18 @@ def _check_generated(columns: list[ColumnSpec], generated: list[str], table: str
     for c in columns:
         if c.name in generated and c.sql_type.upper() not in _INTEGERS:
             raise NotSupportedError(f"generated column {c.name!r} of {table!r} must be an integer, not {c.sql_type}")
+
+
+def _check_type(table: str, column: ColumnSpec) -> None:
+    """Only types whose values tique keeps exact (see rewrite/values.py); a plain table may use any type."""
+    from tique.rewrite.values import sql_type
+
+    try:
+        sql_type(column.sql_type)
+    except NotSupportedError as exc:
+        raise NotSupportedError(
+            f"column {column.name!r} of {table!r}: {exc}; declare the table '-- tique: plain' to use it untracked"
+        ) from None
 
 
 def create_ddl(info: TableInfo) -> list[str]:

@@ -9,6 +9,7 @@ from tique.ddl import run_ddl
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError, restated
 from tique.params import Params, check, inline, literal, normalize, resolve, value
+from tique.rewrite.exact import decode
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.statements import DDL, Control, PassThrough, ReadPlan
 
@@ -54,14 +55,13 @@ class Cursor:
         txn = conn.transaction()
         try:
             if isinstance(plan, PassThrough):
-                self._set(
-                    conn._raw.execute(plan.template.render(self._rendered(plan.template.param_slots, parameters)))
-                )
+                rendered = plan.template.render(self._rendered(plan.template.param_slots, parameters))
+                self._set(decode(conn._raw.execute(rendered), plan.decode))
             elif isinstance(plan, ReadPlan):
                 params = self._rendered(plan.template.param_slots, parameters)
                 conn.use_pipeline(plan.analytical)
                 with conn.db.analytical_gate(conn.settings.analytical_slots if plan.analytical else None):
-                    self._set(txn.run(plan.template, params, plan.reads, plan.point_keys))
+                    self._set(decode(txn.run(plan.template, params, plan.reads, plan.point_keys), plan.decode))
             elif isinstance(plan, InsertPlan):
                 slots = _insert_slots(plan)
                 values = _values(slots, parameters)

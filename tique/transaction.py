@@ -3,6 +3,7 @@ write-set, and the commit protocol."""
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import itertools
 import re
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tique.catalog import TableInfo
+from tique.catalog import ROWID, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -25,10 +26,11 @@ from tique.errors import (
 )
 from tique.params import literal
 from tique.prepared import PreparingConnection
+from tique.rewrite.exact import decode, read_value, text_sql
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
-from tique.rewrite.values import coerce
+from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DEFAULT, DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
@@ -250,7 +252,8 @@ class Transaction:
             source = [tuple(values[i[1]] if i[0] == "s" else i[1] for i in row) for row in plan.rows]
         else:
             assert plan.select is not None
-            source = [tuple(r) for r in self.run(plan.select, rendered, plan.reads).rows]  # (no key shortcut)
+            selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
+            source = [tuple(r) for r in selected.rows]
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
         ids = self._generated_ids(info, positions, source)
@@ -301,13 +304,13 @@ class Transaction:
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
+        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
         # every new row is built and checked before any is buffered: a statement is all or nothing
         in_place: list[tuple[Key, tuple[Any, ...]]] = []
         moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
         for raw in result.rows:
-            old_key = tuple(raw[:nkey])
+            old_key = typed_key(info, raw[:nkey])
             new = list(raw[nkey:])
             for i, col in enumerate(info.columns):
                 new[i] = coerce(new[i], col.sql_type, col.name)
@@ -341,8 +344,8 @@ class Transaction:
     def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
-        keys = [tuple(raw) for raw in result.rows]
+        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
+        keys = [typed_key(info, raw) for raw in result.rows]
         with self._statement(info, keys) as entry:
             seq = self._next_seq()
             for key in keys:
@@ -378,7 +381,7 @@ class Transaction:
 
     def _key(self, info: TableInfo, row: tuple[Any, ...]) -> Key:
         names = info.stored_names
-        return tuple(row[names.index(k)] for k in info.key)
+        return typed_key(info, [row[names.index(k)] for k in info.key])
 
     def _check_new_keys(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """An inserted key must not exist: neither in this transaction's writes nor in its snapshot."""
@@ -401,21 +404,23 @@ class Transaction:
             return
         self._check_absent(info, unknown)
 
-    def _present(self, info: TableInfo, keys: Sequence[Key], tag: str = "") -> str:
+    def _present(self, info: TableInfo, keys: Sequence[Key], tag: str = "", as_text: bool = False) -> str:
         """SQL for the snapshot's rows among ``keys`` (key columns only). Keys this transaction wrote are decided by
         its own records, so its own Cache versions are left out; the IN lists over-approximate."""
         preds = []
         for i, col in enumerate(info.key):
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
             preds.append(f'{{t}}"{col}" IN ({values})')
-        cols = ", ".join(f'"{k}"' for k in info.key)
+        # as_text: keys Python reads back, exactly (see exact.py); otherwise compared in SQL by the caller
+        cols = ", ".join(text_sql(f'"{k}"', _key_type(info, k)) if as_text else f'"{k}"' for k in info.key)
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
     def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """None of ``keys`` exists in the snapshot (Python filters the over-approximation exactly)."""
-        sql = self._present(info, keys)
-        found = {tuple(r) for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows}
+        sql = self._present(info, keys, as_text=True)
+        rows = self.conn.execute(Template.from_sql(sql).render(self.slots())).rows
+        found = {typed_key(info, [read_value(v, _key_type(info, k)) for v, k in zip(r, info.key)]) for r in rows}
         clash = [k for k in keys if k in found]
         if clash:
             raise IntegrityError(f"duplicate key {_show(info, clash[0])} in table {info.name!r}", "23505")
@@ -728,13 +733,26 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
         state[key] = value
 
 
+def _key_type(info: TableInfo, name: str) -> str:
+    return "BIGINT" if name == ROWID else info.column(name).sql_type
+
+
+def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:
+    """A key as the engine compares it: each value brought to its column's type (a DATE given as a datetime is
+    that date, a DECIMAL has its scale, -0.0 is 0.0...), so equal keys hash and compare equal in Python too."""
+    return tuple(key_value(coerce(v, _key_type(info, k), k)) for v, k in zip(values, info.key))
+
+
 def _may_equal(value: Any, rendered: str) -> bool:
     """Could the engine find key value ``value`` equal to the SQL literal ``rendered``? Exact for integer and
     string keys given as such; True (flush, to be safe) for anything else."""
     if isinstance(value, int) and not isinstance(value, bool):
+        text = rendered.strip("'")
+        if "e" in text.lower():
+            return True  # a double: the engine compares in floating point, where distinct integers can be equal
         try:
-            return float(rendered.strip("'")) == value
-        except ValueError:
+            return decimal.Decimal(text) == value  # exact: a float would round big integers
+        except decimal.InvalidOperation:
             return True
     if isinstance(value, str) and rendered.startswith("'"):
         return literal(value) == rendered
