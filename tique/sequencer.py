@@ -2,7 +2,7 @@
 
 Two implementations with the same semantics:
 
-- ``CSequencer``: tique's C module inside the engine (udf/tique_udf.c): atomic counters, pthread condition
+- ``CSequencer``: tique's C module inside the engine (tique/udf/tique_udf.c): atomic counters, pthread condition
   waits, leases. One engine round trip per call, no polling. The default.
 - ``SqlSequencer``: SEQUENCEs and an insert-only event log, polled; for a stock MonetDB server that cannot
   load the module. Slower, and each wait costs queries.
