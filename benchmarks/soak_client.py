@@ -206,7 +206,7 @@ class Client:
 
     def plan_incr(self) -> list[Any]:
         ops: list[Any] = [["incr", "ctr", c, 1, 1] for c in self.rng.sample(range(COUNTERS), self.rng.randint(1, 2))]
-        if self.rng.random() < 0.5:
+        if self.rng.random() < 0.5 and "vals" in self.tables:
             ops.append(["incr", "vals", self.own_key("vals"), 2, 1])  # b = b + 1 on an owned row
         return ops
 
