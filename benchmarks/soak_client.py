@@ -71,30 +71,26 @@ class Client:
 
     def poll_control(self) -> None:
         """Handle pending control lines; blocks while paused. Only called between transactions."""
-        while True:
-            ready, _, _ = select.select([0], [], [], 0)
-            if not ready:
-                return
+        while (line := self._control_line(block=False)) is not None:
+            if line == "stop":
+                raise Stop
+            if line == "pause":
+                print("paused", flush=True)
+                while (line := self._control_line(block=True)) != "resume":
+                    if line == "stop":
+                        raise Stop
+
+    def _control_line(self, block: bool) -> str | None:
+        """The next line from stdin (read unbuffered, so select() sees everything not yet handled)."""
+        while b"\n" not in self._control:
+            if not block and not select.select([0], [], [], 0)[0]:
+                return None
             chunk = os.read(0, 4096)
             if not chunk:
-                raise Stop
+                raise Stop  # the driver is gone
             self._control += chunk
-            while b"\n" in self._control:
-                line, self._control = self._control.split(b"\n", 1)
-                self._command(line.decode().strip())
-
-    def _command(self, command: str) -> None:
-        if command == "stop":
-            raise Stop
-        if command != "pause":
-            return
-        print("paused", flush=True)
-        while True:
-            line = sys.stdin.readline().strip()
-            if line == "resume":
-                return
-            if line in ("stop", ""):
-                raise Stop
+        line, self._control = self._control.split(b"\n", 1)
+        return line.decode().strip()
 
     # -- connection ------------------------------------------------------------------------------------------
     def connect(self) -> tique.Connection:
