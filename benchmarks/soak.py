@@ -433,9 +433,8 @@ class Soak:
         self.events: list[dict[str, Any]] = []
 
     def event(self, what: str, **details: Any) -> None:
-        self.events.append(
-            {"step": self.step, "at_s": round(time.monotonic() - self.began, 2), "what": what, **details}
-        )
+        at_s = round(time.monotonic() - self.began, 2)
+        self.events.append({"step": self.step, "at_s": at_s, "unix": round(time.time(), 2), "what": what, **details})
 
     def write_url(self) -> None:
         (self.workdir / "url.tmp").write_text(self.server.url)

@@ -369,7 +369,9 @@ class Client:
         try:
             try:
                 cur.execute(f"DROP TABLE {self.scratch}")
-            except ProgrammingError:
+            except ProgrammingError as exc:
+                if "no such table" not in str(exc):
+                    raise
                 conn.rollback()  # it did not exist (a previous incarnation died before creating it)
             cur.execute(f"CREATE TABLE {self.scratch} (k INT PRIMARY KEY, s VARCHAR(40), ts TIMESTAMP(6))")
             cur.executemany(f"INSERT INTO {self.scratch} VALUES (%s, %s, %s)", rows)
