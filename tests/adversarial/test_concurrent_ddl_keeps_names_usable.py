@@ -18,7 +18,7 @@ import tique
 from tests.conftest import start_serve
 
 PROCESSES = 3
-CYCLES = 20
+CYCLES = 50
 
 
 def drop_and_create(url: str, name: str) -> None:
