@@ -151,6 +151,7 @@ class Tx:
     ops: list[Any]
     at: float
     outcome: str | None = None  # ok, abort, unknown, error; None: the client died before it heard
+    priority: bool = False  # run by conn.run(..., priority=True)
     err: str = ""
 
 
@@ -189,7 +190,8 @@ def read_logs(workdir: Path, clients: int) -> tuple[dict[TxId, Tx], list[dict[st
                 continue  # a line cut by SIGKILL
             tx_id = tuple(record["tx"]) if "tx" in record else None
             if record["t"] == "intent":
-                txs[tx_id] = Tx(tx_id, record["kind"], decode(record["ops"]), record["at"])  # type: ignore[index]
+                ops = decode(record["ops"])
+                txs[tx_id] = Tx(tx_id, record["kind"], ops, record["at"], priority=record.get("priority", False))  # type: ignore[index]
             elif tx_id is not None and tx_id in txs:
                 txs[tx_id].outcome, txs[tx_id].err = record["t"], record.get("err", "")  # type: ignore[index]
             else:
@@ -336,7 +338,7 @@ def figures(txs: dict[TxId, Tx], others: list[dict[str, Any]], history: History)
             "in_doubt": len(in_doubt),
             "in_doubt_applied": sum(1 for t in in_doubt if t.tx in history.seen_applied),
             "failed_with_error": outcomes["error"],
-            "priority_runs": sum(1 for t in txs.values() if t.kind == "transfer" and t.outcome == "ok"),
+            "priority_runs_committed": sum(1 for t in txs.values() if t.priority and t.outcome == "ok"),
         },
         "client_read_checks": len(checks),
         "client_read_aborts": sum(1 for r in others if r["t"] == "read_abort"),
