@@ -99,12 +99,14 @@ class Server:
 class ClientProcess:
     """A soak client (benchmarks/soak_client.py) with a thread that collects its control answers."""
 
-    def __init__(self, workdir: Path, client: int, incarnation: int, seed: int, skipped: list[str]) -> None:
+    def __init__(
+        self, workdir: Path, client: int, incarnation: int, seed: int, skipped: list[str], negative: str = ""
+    ) -> None:
         self.client = client
         self.incarnation = incarnation
         self.stderr_path = workdir / f"client{client}.{incarnation}.err"
         command = [sys.executable, "-m", "benchmarks.soak_client", str(workdir / "url"), str(log_path(workdir, client))]
-        command += [str(client), str(incarnation), str(seed), ",".join(skipped)]
+        command += [str(client), str(incarnation), str(seed), ",".join(skipped), negative]
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=ROOT)
         self.answers: queue.Queue[str] = queue.Queue()
@@ -445,7 +447,7 @@ class Soak:
     def spawn(self, client: int) -> ClientProcess:
         self.incarnations[client] += 1
         seed = self.args.seed * 1000 + client * 100 + self.incarnations[client]
-        return ClientProcess(self.workdir, client, self.incarnations[client], seed, self.skipped)
+        return ClientProcess(self.workdir, client, self.incarnations[client], seed, self.skipped, self.args.negative)
 
     def restart_server(self, sig: int = signal.SIGKILL) -> None:
         killed = time.time()
@@ -553,6 +555,7 @@ class Soak:
                 "step_seconds": self.args.step_seconds,
                 "checkpoint_interval_s": self.args.checkpoint_interval,
                 "leave_out": self.args.leave_out,
+                "negative": self.args.negative or None,
             },
             "duration_s": round(duration, 1),
             **figures(txs, others, self.history),
@@ -583,6 +586,11 @@ def markdown(result: dict[str, Any]) -> str:
         f"{', dirty' if result['machine']['git_dirty'] else ''}); checkpointer every "
         f"{settings['checkpoint_interval_s']} s inside `tique serve`.",
         "",
+        *(
+            [f"**Negative control** ({settings['negative']}): violations are expected.", ""]
+            if settings.get("negative")
+            else []
+        ),
         "| figure | value |",
         "| --- | --- |",
         f"| duration | {result['duration_s']} s |",
@@ -625,6 +633,12 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda text: [t for t in text.split(",") if t],
         default=[],
         help=f"keyed tables not to use, comma-separated (of {','.join(KEYED)}): to look past a known bug",
+    )
+    parser.add_argument(
+        "--negative",
+        choices=["", "skip-certification", "read-latest"],
+        default="",
+        help="NEGATIVE CONTROL: clients break isolation on purpose, to show the checker catches it",
     )
     parser.add_argument("--out", default="results/soak.json", help="results JSON; the markdown goes beside it")
     parser.add_argument("--keep", action="store_true", help="keep the database and logs even without violations")

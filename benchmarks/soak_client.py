@@ -1,6 +1,6 @@
 """One soak client process: random transactions through ``tique serve``, each logged before and after COMMIT.
 
-    python -m benchmarks.soak_client URL_FILE LOG CLIENT INCARNATION SEED [SKIPPED_TABLE,...]
+    python -m benchmarks.soak_client URL_FILE LOG CLIENT INCARNATION SEED [SKIPPED_TABLE,...] [NEGATIVE]
 
 A write transaction is logged as ``intent`` (its operations) just before COMMIT, then ``ok`` (commit returned),
 ``abort`` (SerializationFailure), ``unknown`` (CommitOutcomeUnknown) or ``error`` (anything else: it must not
@@ -42,6 +42,7 @@ from tique.errors import CommitOutcomeUnknown, ProgrammingError, SerializationFa
 KINDS = ["blind", "set", "incr", "transfer", "delete", "multi", "bag", "read", "ddl"]
 WEIGHTS = [22, 6, 14, 16, 7, 8, 10, 14, 3]
 CONNECT_SETTINGS: dict[str, Any] = {"lease_ms": 3000, "snapshot_lease_ms": 15000}
+NEGATIVE = {"skip-certification": "unsafe_skip_certification", "read-latest": "unsafe_read_latest"}
 
 
 class Stop(Exception):
@@ -392,6 +393,8 @@ class Client:
 def main(argv: list[str]) -> int:
     url_file, log_path, client, incarnation, seed = argv[:5]
     skip = set(filter(None, (argv[5] if len(argv) > 5 else "").split(",")))
+    if len(argv) > 6 and argv[6]:  # NEGATIVE CONTROL only: break isolation on purpose (see soak.py --negative)
+        CONNECT_SETTINGS[NEGATIVE[argv[6]]] = True
     Client(url_file, log_path, int(client), int(incarnation), int(seed), skip).run()
     return 0
 
