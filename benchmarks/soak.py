@@ -360,6 +360,7 @@ CONNECTION_LOST = (
     "connection was lost",
     "Connection reset",
     "Server closed connection",
+    "connection is closed",
     "Could not connect",
     "Broken pipe",
     "Connection refused",
@@ -451,17 +452,19 @@ class Soak:
         return ClientProcess(self.workdir, client, self.incarnations[client], seed, self.skipped, self.args.negative)
 
     def restart_server(self, sig: int = signal.SIGKILL) -> None:
+        if self.args.connect_after_ready:  # clients find no URL until the server said it is ready
+            (self.workdir / "url").unlink()
         killed = time.time()
         self.server.kill(sig)
         self.counts["server_kills" if sig == signal.SIGKILL else "server_stops"] += 1
-        time.sleep(self.rng.uniform(0, 0.5))
         self.event("server killed" if sig == signal.SIGKILL else "server stopped")
+        time.sleep(self.rng.uniform(0, 0.5))
         try:
             seconds = self.server.start()
         except RuntimeError:  # the old port may linger: take another one
             self.server.port = free_port()
             seconds = self.server.start()
-            self.write_url()
+        self.write_url()
         self.event("server ready", seconds=round(seconds, 2))
         self.counts["restarts"] += 1
         self.history.server_restarts.append((killed, time.time()))
@@ -557,6 +560,7 @@ class Soak:
                 "checkpoint_interval_s": self.args.checkpoint_interval,
                 "leave_out": self.args.leave_out,
                 "negative": self.args.negative or None,
+                "connect_after_ready": self.args.connect_after_ready,
             },
             "duration_s": round(duration, 1),
             **figures(txs, others, self.history),
@@ -634,6 +638,12 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda text: [t for t in text.split(",") if t],
         default=[],
         help=f"keyed tables not to use, comma-separated (of {','.join(KEYED)}): to look past a known bug",
+    )
+    parser.add_argument(
+        "--connect-after-ready",
+        action="store_true",
+        help="clients reconnect only once a restarted server printed its readiness line (by default they "
+        "reconnect as soon as it accepts, as real clients would)",
     )
     parser.add_argument(
         "--negative",
