@@ -582,13 +582,13 @@ class Soak:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    t, settings = result["transactions"], result["settings"]
+    t, settings, machine = result["transactions"], result["settings"], result["machine"]
     lines = [
         "# Soak run",
         "",
         f"`python -m benchmarks soak --minutes {settings['minutes']} --clients {settings['clients']} --seed "
-        f"{settings['seed']}` on {result['machine']['when']} (commit {str(result['machine']['git_commit'])[:10]}"
-        f"{', dirty' if result['machine']['git_dirty'] else ''}); checkpointer every "
+        f"{settings['seed']}{_options(settings)}` on {machine['when']} (commit {str(machine['git_commit'])[:10]}"
+        f"{', dirty' if machine['git_dirty'] else ''}); checkpointer every "
         f"{settings['checkpoint_interval_s']} s inside `tique serve`.",
         "",
         *(
@@ -623,6 +623,12 @@ def markdown(result: dict[str, Any]) -> str:
         for e in result["unexpected_errors"][:15]:
             lines.append(f"- {e['count']} x {e['where']} ({e['first_s_after_kill']} s): `{e['message'][:200]}`")
     return "\n".join(lines) + "\n"
+
+
+def _options(settings: dict[str, Any]) -> str:
+    text = f" --leave-out {','.join(settings['leave_out'])}" if settings.get("leave_out") else ""
+    text += " --connect-after-ready" if settings.get("connect_after_ready") else ""
+    return text + (f" --negative {settings['negative']}" if settings.get("negative") else "")
 
 
 def main(argv: list[str] | None = None) -> int:
