@@ -32,7 +32,22 @@ class Cursor:
     def execute(self, operation: str, parameters: Params = None) -> Cursor:
         self._check()
         conn = self.connection
-        plan = conn.plan(operation, parameters)
+        catalog_version = conn.db.catalog.version
+        try:
+            plan = conn.plan(operation, parameters)
+        except ProgrammingError:
+            # planned against a catalog another process may have changed since: the begin syncs it (see catalog.py)
+            if conn.in_transaction:
+                raise
+            conn.transaction()
+            try:
+                if conn.db.catalog.version == catalog_version:
+                    raise
+                plan = conn.plan(operation, parameters)
+            except ProgrammingError:
+                if conn.autocommit:
+                    conn.rollback()
+                raise
         self._set(Result())
         if isinstance(plan, Control):
             if plan.action == "commit":
@@ -46,6 +61,8 @@ class Cursor:
             self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql))
             return self
         txn = conn.transaction()
+        if conn.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
+            plan = conn.plan(operation, parameters)
         try:
             if isinstance(plan, PassThrough):
                 self._set(

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tique.catalog import TableInfo
+from tique.catalog import TableInfo, schema_hash
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -41,8 +41,10 @@ step_hooks: list[Callable[[str, Transaction], None]] = []
 
 
 def key_hash(table: TableInfo, key: Key) -> int:
-    """The write-set entry of a key: 64 bits of a hash of (table, key), as a signed BIGINT."""
-    digest = hashlib.blake2b(f"{table.table_id}\x00{key!r}".encode(), digest_size=8).digest()
+    """The write-set entry of a key: 64 bits of a hash of (table, key), as a signed BIGINT. The table counts by
+    its (schema, name), which every process agrees on, not by its id, which a stale catalog may hold an old one
+    of (a DROP and CREATE elsewhere is caught by the schema-hash check at commit, see catalog.py)."""
+    digest = hashlib.blake2b(f"{table.identity}\x00{key!r}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -77,6 +79,8 @@ class Transaction:
         self.failed: str | None = None  # set when the transaction can only be rolled back
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
+        self.read_names: set[str] = set()  # tables read (by name, as plans list them): checked for DDL at commit
+        self.ddl_conflict = False  # certification failed on a DROP/CREATE of a table it used
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     # ---- begin ---------------------------------------------------------------------------------------------
@@ -85,8 +89,10 @@ class Transaction:
         if isinstance(self.db.sequencer, CSequencer):
             # One call ends the session's previous transaction and registers this one's snapshot with a lease, so
             # the checkpointer keeps every version it may read (see renew).
-            txid, sts, stuck = self.conn.execute(
-                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck() FROM "
+            # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
+            # that includes a DDL comes with that DDL's version (see catalog.py).
+            txid, sts, stuck, version = self.conn.execute(
+                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
                 f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
             ).rows[0]
             sts, txid = int(sts), int(txid)
@@ -94,6 +100,8 @@ class Transaction:
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
+            version = self.db.sequencer.catalog_version(self.conn)
+        self.db.catalog.sync(self.conn, int(version))
         if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
             sts = self._await_sts(min_sts, "this session's last commit")
         return sts, txid
@@ -166,6 +174,7 @@ class Transaction:
         """Run a rewritten read; the transaction's pending writes to the tables it reads reach the engine first,
         unless the read asks for exact keys none of them has (one round trip saved per such table)."""
         self.check_usable()
+        self.read_names.update(reads)
         self.flush(self.to_flush(reads, point_keys, params))
         values = {**self.slots(), **params}
         if isinstance(self.conn, PreparingConnection):
@@ -461,11 +470,27 @@ class Transaction:
 
         self._step("advanced")
         if not ok:
-            raise SerializationFailure(
-                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
-                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
-            )
+            raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts)
+
+    def _failure_message(self) -> str:
+        if self.ddl_conflict:
+            return (
+                f"could not serialize: a table this transaction used was dropped or re-created by another session "
+                f"while it ran; transaction {self.txid} was rolled back: run it again (it will use the table as it "
+                "is now)"
+            )
+        return (
+            f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
+            f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
+        )
+
+    def schema_hashes(self) -> list[int]:
+        """The DDL write-set entries of every table this transaction read or wrote (catalog.schema_hash)."""
+        tables = {(e.table.schema, e.table.name) for e in self.writes.values()}
+        # reads are listed by bare name: every schema's table of that name counts (an over-approximation)
+        tables |= {(i.schema, i.name) for i in self.db.catalog.all() if i.name in self.read_names}
+        return sorted({schema_hash(s, n) for s, n in tables})
 
     def _certify(self, cts: int) -> bool:
         """True when no conflicting transaction committed (or is committing) in (sts, cts).
@@ -478,6 +503,9 @@ class Transaction:
             )  # every earlier commit decided: only real commits count against it
         while True:
             conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
+            if -2 in conflicts:
+                self.ddl_conflict = True
+                return False  # a table it used was dropped or created meanwhile
             if -1 in conflicts:
                 return False  # a key reserved by a priority transaction
             if not conflicts:
@@ -511,7 +539,17 @@ class Transaction:
 
     def _conflicts_sql(self, cts: int) -> str:
         """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key
-        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C)."""
+        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C). Then -1 for
+        a key a priority transaction reserved, and -2 for a DDL (its schema hash) on a table this one read or
+        wrote, committed in (sts, cts): a read-set check, ordinary transactions never write schema hashes."""
+        schema = ", ".join(str(h) for h in self.schema_hashes())
+        ddl = (
+            f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {self.sts} AND d.cts < {cts} "
+            f"AND d.h IN ({schema}) {self.db.sequencer.live_sql('d.cts')} "
+            f"AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} AND cts < {cts})"
+            if schema
+            else ""
+        )
         return (
             f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
             f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {self.db.sequencer.live_sql('o.cts')} "
@@ -519,7 +557,7 @@ class Transaction:
             f"AND cts < {cts}) "
             f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {self.txid} "
             f"AND r.until_ms > {int(time.time() * 1000)} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
-            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid})"
+            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {ddl}"
         )
 
     def _abort_recorded(self, cts: int | None) -> None:
@@ -551,10 +589,7 @@ class Transaction:
             raise
         seq.advance(conn, cts, s.advance_timeout_ms if ok else 0)
         if not ok:
-            raise SerializationFailure(
-                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
-                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
-            )
+            raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts)
 
 
