@@ -15,11 +15,13 @@ Catalog changes and concurrent transactions (several processes share one engine,
   processes, and never reused, since recovery restarts the counter past every recorded id (MAX(table_id)
   included). Key hashes identify the table by (schema, name), not by id, so every process hashes a key alike,
   whatever its catalog holds.
-- Every DDL on a tique table commits through the normal protocol (ddl.py): a commit timestamp, and a commit
+- DROP TABLE of a tique table commits through the normal protocol (ddl.py): a commit timestamp, and a commit
   record whose write-set is the table's *schema hash* (``schema_hash``), decided before the physical change is
-  made and made visible after it. Every writing transaction checks at commit, besides its write-set, that no
-  such record of a table it read or wrote committed in (sts, cts): a read-set check, so ordinary transactions
-  on a table never conflict with each other, while one that overlaps a DROP or CREATE of its table fails.
+  made and made visible after it. (CREATE needs none: a name re-created was dropped first, by such a DROP;
+  ALTER and TRUNCATE of tique tables are refused.) Every writing transaction checks at commit, besides its
+  write-set, that no such record of a table it read or wrote committed in (sts, cts): a read-set check, so
+  ordinary transactions on a table never conflict with each other, while one that overlaps a DROP of its table
+  fails (also when its own session ran the DROP: its writes were meant for the old table).
 - A transaction that begins after such a DDL is visible sees a newer catalog version (``tique.catalog_version``,
   read in the begin statement after the snapshot is taken; the DDL bumps it before it becomes visible): its
   process then refreshes its catalog, and the plans cached for the old version are no longer used.

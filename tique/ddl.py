@@ -1,13 +1,14 @@
 """DDL on tique's tables. It takes effect at once, outside any transaction (MonetDB commits DDL by itself),
 as in MySQL; a transaction's writes are not affected.
 
-CREATE and DROP TABLE of a tique table are versioned (see catalog.py): each runs as a commit of the normal
-protocol whose write-set is the table's schema hash. In order: take an id and a commit timestamp and write the
+DROP TABLE of a tique table is versioned (see catalog.py): it runs as a commit of the normal protocol whose
+write-set is the table's schema hash. In order: take an id and a commit timestamp and write the
 record; publish; decide and write a committed outcome; only then change the tables and tique.tables; bump the
 catalog version; advance. So a transaction that overlaps the change in commit order (its snapshot before the
 DDL's timestamp, its own timestamp after) finds the record when it certifies and fails, and one whose timestamp
 is smaller took it before the change began, so its rows went to the old table; one whose snapshot includes the
-DDL began after the version bump and plans against the refreshed catalog.
+DDL began after the version bump and plans against the refreshed catalog. CREATE TABLE takes its id from the same
+counter and bumps the version once the table is registered.
 """
 
 from __future__ import annotations
@@ -134,7 +135,13 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
                     pass
             raise
 
-    versioned(db, conn, [(info.schema, info.name)], create)
+    # No commit record: a transaction that began before the table existed and writes it afterwards is not
+    # wrong (it was empty), and a re-created name is covered by its DROP's record. The version tells processes.
+    try:
+        create(db.sequencer.next_txid(conn))
+    finally:
+        db.sequencer.bump_catalog(conn)
+        db.catalog.refresh(conn)
     return Result(rowcount=-1)
 
 

@@ -476,9 +476,9 @@ class Transaction:
     def _failure_message(self) -> str:
         if self.ddl_conflict:
             return (
-                f"could not serialize: a table this transaction used was dropped or re-created by another session "
-                f"while it ran; transaction {self.txid} was rolled back: run it again (it will use the table as it "
-                "is now)"
+                f"could not serialize: a table this transaction read or wrote was dropped (and maybe re-created) by a "
+                f"DROP TABLE that committed while it ran; transaction {self.txid} was rolled back: run it again "
+                "(it will use the table as it is now)"
             )
         return (
             f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
@@ -505,7 +505,7 @@ class Transaction:
             conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
             if -2 in conflicts:
                 self.ddl_conflict = True
-                return False  # a table it used was dropped or created meanwhile
+                return False  # a table it used was dropped meanwhile
             if -1 in conflicts:
                 return False  # a key reserved by a priority transaction
             if not conflicts:
