@@ -388,9 +388,25 @@ class Transaction:
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
             except DatabaseError as exc:
                 self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
+                if self._dropped(info):
+                    self.failed = f"table {info.name!r} was dropped by another session"
+                    raise SerializationFailure(
+                        f"could not write to table {info.name!r}: it was dropped (and maybe re-created) by a DROP "
+                        f"TABLE in another session while this transaction ran; transaction {self.txid} was rolled "
+                        "back: run it again (it will use the table as it is now)"
+                    ) from exc
                 raise
             entry.pending.clear()
             entry.flushed = True
+
+    def _dropped(self, info: TableInfo) -> bool:
+        """Is ``info`` no longer the table of its name (asked after a failed write: a DROP elsewhere is likely)?"""
+        try:
+            self.db.catalog.refresh(self.conn)
+        except DatabaseError:
+            return False
+        now = self.db.catalog.get(info.schema, info.name)
+        return now is None or now.table_id != info.table_id
 
     def _cache_row(self, info: TableInfo, key: Key, row: tuple[Any, ...] | None, seq: int) -> str:
         if row is None:  # a tombstone carries its key only

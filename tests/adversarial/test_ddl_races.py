@@ -105,3 +105,15 @@ def test_a_new_transaction_uses_the_new_definition(clients: tuple[Client, Client
     assert "error" not in old.commit()
     assert ddl.ok("SELECT a, b, c FROM shape") == [[1, 2, "x"]]
     ddl.commit()
+
+
+def test_buffered_write_to_a_table_dropped_meanwhile_says_so(clients: tuple[Client, Client]) -> None:
+    writer, ddl = clients
+    _create(writer, "solo")
+    assert "error" not in writer.commit()
+    writer.ok("INSERT INTO solo VALUES (1, 1)")  # buffered: sent to the Cache table only at COMMIT
+    ddl.ok("DROP TABLE solo")
+    outcome = writer.commit()
+    assert outcome.get("error") in ("SerializationFailure", "ProgrammingError"), outcome
+    assert "dropped" in outcome["message"], outcome
+    assert "rolled back" in outcome["message"], outcome
