@@ -2,7 +2,7 @@
 as in MySQL; a transaction's writes are not affected.
 
 DROP TABLE of a tique table is versioned (see catalog.py): it runs as a commit of the normal protocol whose
-write-set is the table's schema hash. In order: take an id and a commit timestamp and write the
+write-set is the table's schema hash. In order: take a transaction id and a commit timestamp and write the
 record; publish; decide and write a committed outcome; only then change the tables and tique.tables; bump the
 catalog version; advance. So a transaction that overlaps the change in commit order (its snapshot before the
 DDL's timestamp, its own timestamp after) finds the record when it certifies and fails, and one whose timestamp
@@ -58,9 +58,9 @@ def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str) -
     return conn.execute(sql)
 
 
-def versioned(db: Database, conn: RawConnection, tables: list[tuple[str, str]], change: Callable[[int], T]) -> T:
-    """Run ``change(id)`` as a committed catalog change of ``tables`` ((schema, name) pairs); ``id`` is the
-    change's transaction id, unique and never reused (a new table's id)."""
+def versioned(db: Database, conn: RawConnection, tables: list[tuple[str, str]], change: Callable[[], T]) -> T:
+    """Run ``change()`` as a committed catalog change of ``tables`` ((schema, name) pairs): see the module's
+    docstring for the order of its steps, and catalog.py for why."""
     hashes = ", ".join(f"({catalog.schema_hash(s, n)})" for s, n in tables)
     seq = db.sequencer
     c_module = isinstance(seq, CSequencer)
@@ -86,7 +86,7 @@ def versioned(db: Database, conn: RawConnection, tables: list[tuple[str, str]], 
         _abort(db, conn, txid, cts)
         raise
     try:
-        return change(txid)
+        return change()
     finally:
         seq.bump_catalog(conn)  # before the change becomes visible: a snapshot that includes it sees the bump
         try:
@@ -162,7 +162,7 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
     if info is None:
         return conn.execute(sql)
 
-    def drop(_: int) -> None:
+    def drop() -> None:
         physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]
         for name in physical:
             conn.execute(f"DROP TABLE IF EXISTS {name}")

@@ -80,7 +80,7 @@ class Transaction:
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
         self.read_names: set[str] = set()  # tables read (by name, as plans list them): checked for DDL at commit
-        self.ddl_conflict = False  # certification failed on a DROP/CREATE of a table it used
+        self.ddl_conflict = False  # certification failed on a DROP TABLE of a table it used
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     # ---- begin ---------------------------------------------------------------------------------------------
