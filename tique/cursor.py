@@ -34,7 +34,22 @@ class Cursor:
         self._check()
         conn = self.connection
         operation, parameters = bind(operation, parameters)
-        plan = conn.plan(operation, parameters)
+        catalog_version = conn.db.catalog.version
+        try:
+            plan = conn.plan(operation, parameters)
+        except ProgrammingError:
+            # planned against a catalog another process may have changed since: the begin syncs it (see catalog.py)
+            if conn.in_transaction:
+                raise
+            conn.transaction()
+            try:
+                if conn.db.catalog.version == catalog_version:
+                    raise
+                plan = conn.plan(operation, parameters)
+            except ProgrammingError:
+                if conn.autocommit:
+                    conn.rollback()
+                raise
         if isinstance(plan, DDL) and parameters is not None:
             # DDL is sent as written (not from a tree with slots): format its literals in, as pymonetdb does
             operation, parameters = inline(operation, parameters), None
@@ -53,6 +68,8 @@ class Cursor:
             self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql))
             return self
         txn = conn.transaction()
+        if conn.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
+            plan = conn.plan(operation, parameters)
         try:
             if isinstance(plan, PassThrough):
                 rendered = plan.template.render(self._rendered(plan.template.param_slots, parameters))

@@ -3,7 +3,8 @@
 1. Every transaction with a commit record but no outcome did not finish COMMIT: it gets an aborted outcome.
    (A transaction whose committed outcome was written before the crash stays committed.)
 2. The counters restart past everything recorded: transaction ids past any id in the metadata or in a
-   Cache table (provisional rows of unfinished transactions must never look like a new transaction's own),
+   Cache table (provisional rows of unfinished transactions must never look like a new transaction's own)
+   or table id (ids come from the same counter and are never reused),
    commit timestamps past the last one recorded (the checkpointer's log keeps both high-water marks once it
    has trimmed the metadata they came from); the snapshot moves to that timestamp, so every committed
    transaction is visible.
@@ -46,6 +47,7 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
         "SELECT MAX(txid) AS m FROM tique.commits",
         "SELECT MAX(txid) AS m FROM tique.outcomes",
         "SELECT MAX(last_txid) AS m FROM tique.checkpoints",  # ids of trimmed metadata
+        "SELECT MAX(CAST(table_id AS BIGINT)) AS m FROM tique.tables",  # a table's id is its DDL's txid
     ]
     txid_sources += [f"SELECT MAX(tq_txid) AS m FROM {c}" for c in caches]
     row = conn.execute(

@@ -70,6 +70,14 @@ class Sequencer(Protocol):
         """A SQL condition (starting with AND) that drops abandoned commit timestamps: they never commit."""
         ...
 
+    def catalog_version(self, conn: RawConnection) -> int:
+        """A value that changes whenever a DDL changes tique.tables (in any process)."""
+        ...
+
+    def bump_catalog(self, conn: RawConnection) -> None:
+        """A DDL changed tique.tables: give the catalog a new version."""
+        ...
+
 
 def ensure_schema(conn: RawConnection) -> None:
     exists = conn.execute("SELECT COUNT(*) FROM sys.schemas WHERE name = 'tique'").scalar()
@@ -150,6 +158,12 @@ class CSequencer:
 
     def live_sql(self, cts_column: str) -> str:
         return f"AND tique.cts_state({cts_column}) <> {ABANDONED}"
+
+    def catalog_version(self, conn: RawConnection) -> int:
+        return _one(conn, "SELECT tique.catalog_version(0)")
+
+    def bump_catalog(self, conn: RawConnection) -> None:
+        conn.execute("SELECT tique.bump_catalog()")
 
 
 class SqlSequencer:
@@ -297,6 +311,14 @@ class SqlSequencer:
             f"AND {cts_column} NOT IN (SELECT cts FROM tique.seq_events WHERE kind = {ABANDONED} "
             f"AND cts NOT IN (SELECT cts FROM tique.seq_events WHERE kind = {WITHDRAWN}))"
         )
+
+    def catalog_version(self, conn: RawConnection) -> int:
+        # No shared counter here: table ids are unique and never reused, so a DROP or CREATE changes this.
+        row = conn.execute("SELECT COUNT(*), SUM(CAST(table_id AS BIGINT)), MAX(table_id) FROM tique.tables").rows[0]
+        return hash(tuple(int(v or 0) for v in row))
+
+    def bump_catalog(self, conn: RawConnection) -> None:
+        pass
 
 
 WITHDRAWN = 6  # SQL sequencer only: an abandon withdrawn because the owner was deciding

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tique.catalog import ROWID, TableInfo
+from tique.catalog import ROWID, TableInfo, schema_hash
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -44,8 +44,10 @@ step_hooks: list[Callable[[str, Transaction], None]] = []
 
 
 def key_hash(table: TableInfo, key: Key) -> int:
-    """The write-set entry of a key: 64 bits of a hash of (table, key), as a signed BIGINT."""
-    digest = hashlib.blake2b(f"{table.table_id}\x00{key!r}".encode(), digest_size=8).digest()
+    """The write-set entry of a key: 64 bits of a hash of (table, key), as a signed BIGINT. The table counts by
+    its (schema, name), which every process agrees on, not by its id, which a stale catalog may hold an old one
+    of (a DROP and CREATE elsewhere is caught by the schema-hash check at commit, see catalog.py)."""
+    digest = hashlib.blake2b(f"{table.identity}\x00{key!r}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -83,6 +85,8 @@ class Transaction:
         self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
+        self.read_names: set[str] = set()  # tables read (by name, as plans list them): checked for DDL at commit
+        self.ddl_conflict = False  # certification failed on a DROP TABLE of a table it used
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     # ---- begin ---------------------------------------------------------------------------------------------
@@ -91,8 +95,10 @@ class Transaction:
         if isinstance(self.db.sequencer, CSequencer):
             # One call ends the session's previous transaction and registers this one's snapshot with a lease, so
             # the checkpointer keeps every version it may read (see renew).
-            txid, sts, stuck = self.conn.execute(
-                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck() FROM "
+            # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
+            # that includes a DDL comes with that DDL's version (see catalog.py).
+            txid, sts, stuck, version = self.conn.execute(
+                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
                 f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
             ).rows[0]
             sts, txid = int(sts), int(txid)
@@ -100,6 +106,8 @@ class Transaction:
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
+            version = self.db.sequencer.catalog_version(self.conn)
+        self.db.catalog.sync(self.conn, int(version))
         if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
             try:
                 sts = self._await_own_commit(min_sts)
@@ -207,6 +215,7 @@ class Transaction:
         """Run a rewritten read; the transaction's pending writes to the tables it reads reach the engine first,
         unless the read asks for exact keys none of them has (one round trip saved per such table)."""
         self.check_usable()
+        self.read_names.update(reads)
         self.flush(self.to_flush(reads, point_keys, params))
         values = {**self.slots(), **params}
         if isinstance(self.conn, PreparingConnection):
@@ -478,6 +487,13 @@ class Transaction:
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
                     sent = True
             except DatabaseError as exc:
+                if self._dropped(info):
+                    self.failed = f"table {info.name!r} was dropped by another session"
+                    raise SerializationFailure(
+                        f"could not write to table {info.name!r}: it was dropped (and maybe re-created) by a DROP "
+                        f"TABLE in another session while this transaction ran; transaction {self.txid} was rolled "
+                        "back: run it again (it will use the table as it is now)"
+                    ) from exc
                 if not statement or sent or _connection_lost(exc):
                     self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
                 raise
@@ -486,6 +502,15 @@ class Transaction:
                 raise
             entry.pending.clear()
             entry.flushed = True
+
+    def _dropped(self, info: TableInfo) -> bool:
+        """Is ``info`` no longer the table of its name (asked after a failed write: a DROP elsewhere is likely)?"""
+        try:
+            self.db.catalog.refresh(self.conn)
+        except DatabaseError:
+            return False
+        now = self.db.catalog.get(info.schema, info.name)
+        return now is None or now.table_id != info.table_id
 
     def _cache_row(self, info: TableInfo, key: Key, row: tuple[Any, ...] | None, seq: int) -> str:
         if row is None:  # a tombstone carries its key only
@@ -571,10 +596,7 @@ class Transaction:
             self.committed_cts = cts  # the commit point
         visible = self._become_visible(cts, ok)
         if not ok:
-            raise SerializationFailure(
-                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
-                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
-            )
+            raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts, visible)
 
     def _become_visible(self, cts: int, ok: bool) -> bool:
@@ -612,6 +634,25 @@ class Transaction:
         except DatabaseError:
             pass
 
+    def _failure_message(self) -> str:
+        if self.ddl_conflict:
+            return (
+                f"could not serialize: a table this transaction read or wrote was dropped (and maybe re-created) by a "
+                f"DROP TABLE that committed while it ran; transaction {self.txid} was rolled back: run it again "
+                "(it will use the table as it is now)"
+            )
+        return (
+            f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
+            f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
+        )
+
+    def schema_hashes(self) -> list[int]:
+        """The DDL write-set entries of every table this transaction read or wrote (catalog.schema_hash)."""
+        tables = {(e.table.schema, e.table.name) for e in self.writes.values()}
+        # reads are listed by bare name: every schema's table of that name counts (an over-approximation)
+        tables |= {(i.schema, i.name) for i in self.db.catalog.all() if i.name in self.read_names}
+        return sorted({schema_hash(s, n) for s, n in tables})
+
     def _certify(self, cts: int) -> bool:
         """True when no conflicting transaction committed (or is committing) in (sts, cts).
 
@@ -623,6 +664,9 @@ class Transaction:
             )  # every earlier commit decided: only real commits count against it
         while True:
             conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
+            if -2 in conflicts:
+                self.ddl_conflict = True
+                return False  # a table it used was dropped meanwhile
             if -1 in conflicts:
                 return False  # a key reserved by a priority transaction
             if not conflicts:
@@ -656,7 +700,17 @@ class Transaction:
 
     def _conflicts_sql(self, cts: int) -> str:
         """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key
-        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C)."""
+        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C). Then -1 for
+        a key a priority transaction reserved, and -2 for a DDL (its schema hash) on a table this one read or
+        wrote, committed in (sts, cts): a read-set check, ordinary transactions never write schema hashes."""
+        schema = ", ".join(str(h) for h in self.schema_hashes())
+        ddl = (
+            f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {self.sts} AND d.cts < {cts} "
+            f"AND d.h IN ({schema}) {self.db.sequencer.live_sql('d.cts')} "
+            f"AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} AND cts < {cts})"
+            if schema
+            else ""
+        )
         return (
             f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
             f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {self.db.sequencer.live_sql('o.cts')} "
@@ -664,7 +718,7 @@ class Transaction:
             f"AND cts < {cts}) "
             f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {self.txid} "
             f"AND r.until_ms > {int(time.time() * 1000)} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
-            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid})"
+            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {ddl}"
         )
 
     def _abort_recorded(self, cts: int | None) -> None:
@@ -707,10 +761,7 @@ class Transaction:
         except DatabaseError:
             visible = False  # settled (advance marks it first); earlier commits still hold it back
         if not ok:
-            raise SerializationFailure(
-                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
-                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
-            )
+            raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts, visible)
 
 
