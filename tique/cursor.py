@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tique.ddl import run_ddl
+from tique.ddl import dropped_table, run_ddl
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError, restated
 from tique.params import Params, check, inline, literal, normalize, resolve, value
@@ -65,7 +65,11 @@ class Cursor:
                 conn.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
             return self
         if isinstance(plan, DDL):
-            self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql))
+            result = run_ddl(conn.db, conn._raw, plan.tree, plan.sql)
+            self._set(result)
+            dropped = dropped_table(plan.tree)
+            if dropped and conn._txn is not None:
+                conn._txn.forget_table(dropped, result.ddl_txids)
             return self
         txn = conn.transaction()
         if conn.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again

@@ -58,9 +58,16 @@ def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str) -
     return conn.execute(sql)
 
 
-def versioned(db: Database, conn: RawConnection, tables: list[tuple[str, str]], change: Callable[[], T]) -> T:
+def versioned(
+    db: Database,
+    conn: RawConnection,
+    tables: list[tuple[str, str]],
+    change: Callable[[], T],
+    ids: list[int] | None = None,
+) -> T:
     """Run ``change()`` as a committed catalog change of ``tables`` ((schema, name) pairs): see the module's
-    docstring for the order of its steps, and catalog.py for why."""
+    docstring for the order of its steps, and catalog.py for why. The change's transaction id is appended to
+    ``ids``: the session that ran it must not count it as another session's DDL against its own transaction."""
     hashes = ", ".join(f"({catalog.schema_hash(s, n)})" for s, n in tables)
     seq = db.sequencer
     c_module = isinstance(seq, CSequencer)
@@ -77,6 +84,8 @@ def versioned(db: Database, conn: RawConnection, tables: list[tuple[str, str]], 
     else:
         txid, sts, cts = seq.next_txid(conn), seq.sts(conn), seq.next_cts(conn)
         conn.execute(f"INSERT INTO tique.commits SELECT {txid}, {sts}, {cts}, v.h FROM (VALUES {hashes}) AS v(h)")
+    if ids is not None:
+        ids.append(txid)
     cts = int(conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {txid}").scalar())
     try:
         seq.publish(conn, cts, DDL_TIMEOUT_MS)
@@ -108,6 +117,14 @@ def _abort(db: Database, conn: RawConnection, txid: int, cts: int) -> None:
             conn.execute(f"SELECT tique.end_txn({txid})")
     except DatabaseError:
         pass  # recovery settles it; the caller reports the original error
+
+
+def dropped_table(tree: exp.Expression) -> str | None:
+    """The bare name of the table a DROP TABLE statement drops, else None."""
+    if isinstance(tree, exp.Drop) and str(tree.args.get("kind") or "").upper() == "TABLE":
+        table = tree.find(exp.Table)
+        return ident(table) if table is not None else None
+    return None
 
 
 def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
@@ -185,8 +202,9 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
             conn.execute(f"DROP TABLE IF EXISTS {name}")
         catalog.unregister(conn, info)
 
-    versioned(db, conn, [(info.schema, info.name)], drop)
-    return Result(rowcount=-1)
+    ids: list[int] = []
+    versioned(db, conn, [(info.schema, info.name)], drop, ids)
+    return Result(rowcount=-1, ddl_txids=tuple(ids))
 
 
 def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:

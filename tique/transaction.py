@@ -87,6 +87,7 @@ class Transaction:
         self.renewed_at = time.monotonic()
         self.read_names: set[str] = set()  # tables read (by name, as plans list them): checked for DDL at commit
         self.ddl_conflict = False  # certification failed on a DROP TABLE of a table it used
+        self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     # ---- begin ---------------------------------------------------------------------------------------------
@@ -243,6 +244,14 @@ class Transaction:
         wanted = tuple(params[s] if s else None for s in slots)
         pending = self.writes[table].pending
         return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in pending)
+
+    def forget_table(self, name: str, ddl_txids: Sequence[int]) -> None:
+        """This session dropped table ``name`` while the transaction ran: its writes there went with the table
+        (DDL takes effect at once), so they do not commit, and that DROP (``ddl_txids``) does not fail the commit
+        as a DROP by another session would; writes to a table of that name created afterwards commit."""
+        self.writes.pop(name, None)
+        self.read_names.discard(name)
+        self.own_ddl.update(ddl_txids)
 
     def write_entry(self, table: TableInfo) -> TableWrites:
         entry = self.writes.get(table.name)
@@ -707,7 +716,8 @@ class Transaction:
         ddl = (
             f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {self.sts} AND d.cts < {cts} "
             f"AND d.h IN ({schema}) {self.db.sequencer.live_sql('d.cts')} "
-            f"AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} AND cts < {cts})"
+            + "".join(f"AND d.txid <> {t} " for t in sorted(self.own_ddl))
+            + f"AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} AND cts < {cts})"
             if schema
             else ""
         )
