@@ -85,8 +85,10 @@ def test_committed_values_survive_checkpoints_and_restart(served: tuple[ServePro
         cur.execute(f"INSERT INTO exact VALUES ({placeholders})", (k + 100, *row))  # a key negative zero joins
         conn.commit()
         # the twin: the engine's own copy of what was committed (whatever the insert path made of it)
-        raw.execute(f"INSERT INTO twin SELECT k, {', '.join(n for n, _ in COLUMNS)} FROM exact__cache WHERE k IN "
-                    f"({k}, {k + 100})")
+        raw.execute(
+            f"INSERT INTO twin SELECT k, {', '.join(n for n, _ in COLUMNS)} FROM exact__cache WHERE k IN "
+            f"({k}, {k + 100})"
+        )
         wait_for_checkpoint(raw, "exact")
     cur.execute("UPDATE exact SET f = CAST('-0' AS DOUBLE) WHERE k = 102")
     conn.commit()

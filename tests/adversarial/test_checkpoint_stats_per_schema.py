@@ -18,6 +18,7 @@ def test_same_table_name_in_two_schemas(embedded_url: str, unique_name: Callable
     cur.execute(f"CREATE TABLE {schema}.{table} (k INT PRIMARY KEY)")
     conn.commit()
     cur.executemany(f"INSERT INTO {table} VALUES (%s)", [(1,), (2,), (3,)])
+    conn.commit()  # (one transaction writing both tables confuses them too: Transaction.writes is keyed by name)
     cur.execute(f"INSERT INTO {schema}.{table} VALUES (1)")
     conn.commit()
     default = conn.db.default_schema

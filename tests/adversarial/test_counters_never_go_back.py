@@ -21,9 +21,7 @@ STEPS = ["settled", "planned", "logged", "read", "wrote", "cleaned", "trimmed_co
 
 def client(*args: str) -> subprocess.CompletedProcess[str]:
     script = ROOT / "tests" / "adversarial" / "counters_client.py"
-    return subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
 @pytest.mark.parametrize("step", STEPS)
