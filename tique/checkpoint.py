@@ -36,6 +36,7 @@ checkpointer killed anywhere simply starts over.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -219,27 +220,37 @@ class Checkpointer:
         # Before anything is deleted: recovery restarts the counters past these, whatever step a crash hits (the
         # ids about to be trimmed are all at or below last_txid: L <= oldest_txid <= last_txid + 1).
         started_ms = self._log_start(report, last_txid)
-        self._hook("logged")
+        try:
+            self._hook("logged")
+            self._tables_and_metadata(report)
+        except DatabaseError as exc:  # the run's log row says why it stopped
+            report.errors.append(f"{type(exc).__name__}: {exc}")
+            report.duration_s = time.monotonic() - t0
+            with contextlib.suppress(DatabaseError):
+                self._log_end(report, started_ms, last_txid)
+            raise
+        report.duration_s = time.monotonic() - t0
+        self._log_end(report, started_ms, last_txid)
+        self._hook("finished")
+        return report
+
+    def _tables_and_metadata(self, report: CheckpointReport) -> None:
         self.catalog.refresh(self.conn)
-        trim_below = low
+        trim_below = report.low_txid
         for info in self.catalog.all():
             if info.kind != "tx":
                 continue
             name = f"{info.schema}.{info.name}"
             try:
-                table_low = self._table_low(info, horizon, low)
+                table_low = self._table_low(info, report.horizon, report.low_txid)
                 trim_below = min(trim_below, table_low)
-                report.tables[name] = self._table(info, horizon, table_low, report)
+                report.tables[name] = self._table(info, report.horizon, table_low, report)
             except DatabaseError as exc:
                 report.errors.append(f"{name}: {exc}")
             self.acquire()  # renew the lock between tables
         if not report.errors:
             # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows.
             self._trim_metadata(trim_below, report)
-        report.duration_s = time.monotonic() - t0
-        self._log_end(report, started_ms, last_txid)
-        self._hook("finished")
-        return report
 
     def _hook(self, step: str) -> None:
         if self.step_hook:

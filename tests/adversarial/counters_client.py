@@ -1,7 +1,8 @@
 """A process that owns an embedded database (used by test_counters_never_go_back).
 
-python counters_client.py URL crash STEP   commit rows, checkpoint, commit more, then checkpoint again and die
-                                           by SIGKILL at STEP; prints the largest recorded txid and cts first
+python counters_client.py URL crash STEP [kill|raise]
+    commit rows, checkpoint, commit more, then checkpoint again and die by SIGKILL at STEP (or after the
+    checkpointer failed there); prints the largest recorded txid and cts first
 python counters_client.py URL check        reopen (recovery), commit more rows, checkpoint; prints JSON
 """
 
@@ -15,6 +16,7 @@ import sys
 import tique
 from tique.checkpoint import Checkpointer
 from tique.database import Database
+from tique.errors import OperationalError
 
 ROWS_PER_TXN = 12
 
@@ -42,7 +44,7 @@ def counts(url: str) -> dict[str, object]:
     return {"rows": n, "distinct": distinct, "v": v}
 
 
-def main(url: str, mode: str, step: str = "") -> None:
+def main(url: str, mode: str, step: str = "", how: str = "kill") -> None:
     if mode == "crash":
         conn = tique.connect(url)
         conn.cursor().execute("CREATE TABLE nk (x INT)")
@@ -59,10 +61,16 @@ def main(url: str, mode: str, step: str = "") -> None:
 
         def hook(name: str) -> None:
             if name == step:
+                if how == "raise":  # the step fails (a statement of the checkpointer raised), the process goes on
+                    raise OperationalError(f"simulated failure at {name}")
                 print(f"killed at {name}", flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
 
-        Checkpointer(raw, step_hook=hook).run_once()
+        try:
+            Checkpointer(raw, step_hook=hook).run_once()
+        except OperationalError:
+            print(f"failed at {step}, then killed", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
         print("finished without reaching the step", flush=True)
         return
     raw = Database.get(url).connect_raw()

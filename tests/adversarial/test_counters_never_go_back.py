@@ -24,10 +24,10 @@ def client(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_counters_survive_a_crash_at_every_checkpoint_step(tmp_path: Path, step: str) -> None:
+@pytest.mark.parametrize(("step", "how"), [*((s, "kill") for s in STEPS), ("trimmed", "raise")])
+def test_counters_survive_a_crash_at_every_checkpoint_step(tmp_path: Path, step: str, how: str) -> None:
     url = f"monetdbe://{tmp_path / 'db'}"
-    crashed = client(url, "crash", step)
+    crashed = client(url, "crash", step, how)
     assert crashed.returncode == -signal.SIGKILL, (crashed.stdout, crashed.stderr[-2000:])
     used = json.loads(crashed.stdout.splitlines()[0])
     assert used["rows"] == 5 * 12
