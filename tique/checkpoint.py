@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -440,6 +441,12 @@ class Checkpointer:
         )
 
 
+_TEXT_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CLOB", "TEXT", "STRING"})
+_INT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
+_BOOL_TYPES = frozenset({"BOOLEAN", "BOOL"})
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def column_types(info: TableInfo) -> dict[str, str]:
     """Each stored column's SQL type (the hidden row id is a BIGINT)."""
     return {**{c.name: c.sql_type for c in info.columns}, **({ROWID: "BIGINT"} if info.has_rowid else {})}
@@ -453,6 +460,13 @@ def from_text(text: Any, sql_type: str) -> str:
         return "NULL"
     quoted = literal(str(text))
     upper = sql_type.upper()
+    base = upper.split("(")[0].strip()
+    # the cheap cases (a CAST per value doubles the cost of a Storage write): a string literal is the string,
+    # digits are the integer, and true/false the boolean
+    if base in _TEXT_TYPES:
+        return quoted
+    if (base in _INT_TYPES and _INTEGER.fullmatch(str(text))) or (base in _BOOL_TYPES and text in ("true", "false")):
+        return str(text)
     if upper.startswith("INTERVAL"):
         unit = "SECOND" if any(f in upper for f in ("DAY", "HOUR", "MINUTE", "SECOND")) else "MONTH"
         return f"CAST(INTERVAL {quoted} {unit} AS {sql_type})"
