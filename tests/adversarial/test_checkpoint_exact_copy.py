@@ -71,7 +71,38 @@ def wait_for_checkpoint(raw: RawConnection, table: str) -> None:
     time.sleep(0.3)  # a few more runs over the same rows
 
 
+def test_keys_of_any_type_are_replaced_not_duplicated(served: tuple[ServeProcess, Path]) -> None:
+    """The checkpointer finds a key's Storage row by the engine's own key value: a second version of a key
+    with a 38-digit decimal and a microsecond timestamp replaces the row."""
+    proc, _ = served
+    conn = tique.connect(proc.url)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE exactkey (d DECIMAL(38,2), ts TIMESTAMP(6), v INT, PRIMARY KEY (d, ts))")
+    cur.execute("CREATE TABLE exactone (d DECIMAL(38,2) PRIMARY KEY, v INT)")
+    conn.commit()
+    key = (decimal.Decimal("1234567890123456789.50"), datetime.datetime(2024, 1, 1, 12, 0, 0, 123456))
+    cur.execute("INSERT INTO exactkey VALUES (%s, %s, 1)", key)
+    cur.execute("INSERT INTO exactone VALUES (%s, 1)", key[:1])
+    conn.commit()
+    raw = open_engine(proc.url).connect()
+    for v in (2, 3):
+        wait_for_checkpoint(raw, "exactkey")
+        wait_for_checkpoint(raw, "exactone")
+        cur.execute("UPDATE exactkey SET v = %s", (v,))
+        cur.execute("UPDATE exactone SET v = %s", (v,))
+        conn.commit()
+    wait_for_checkpoint(raw, "exactkey")
+    wait_for_checkpoint(raw, "exactone")
+    conn.close()
+    rows = raw.execute("SELECT CAST(d AS CLOB), CAST(ts AS CLOB), v FROM exactkey__storage").rows
+    assert [tuple(r) for r in rows] == [("1234567890123456789.50", "2024-01-01 12:00:00.123456", 3)]
+    rows = raw.execute("SELECT CAST(d AS CLOB), v FROM exactone__storage").rows
+    assert [tuple(r) for r in rows] == [("1234567890123456789.50", 3)]
+    raw.close()
+
+
 def test_committed_values_survive_checkpoints_and_restart(served: tuple[ServeProcess, Path]) -> None:
+    """Runs last in this module: it restarts the server."""
     proc, directory = served
     conn = tique.connect(proc.url)
     cur = conn.cursor()
