@@ -434,10 +434,12 @@ class Checkpointer:
             f"errors = {len(report.errors)}, note = {literal(note)} WHERE started_ms = {started_ms} "
             f"AND errors = {RUNNING} AND last_txid = {last_txid}"
         )
-        # the log itself stays small (its newest row holds the largest high-water marks)
+        # the log itself stays small, but never loses its largest high-water marks (even if the clock went back)
         self.conn.execute(
             "DELETE FROM tique.checkpoints WHERE started_ms < (SELECT MIN(started_ms) FROM (SELECT started_ms FROM "
-            "tique.checkpoints ORDER BY started_ms DESC LIMIT 1000) AS recent)"
+            "tique.checkpoints ORDER BY started_ms DESC LIMIT 1000) AS recent) "
+            "AND last_txid < (SELECT MAX(last_txid) FROM tique.checkpoints) "
+            "AND last_cts < (SELECT MAX(last_cts) FROM tique.checkpoints)"
         )
 
 
