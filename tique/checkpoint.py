@@ -87,6 +87,7 @@ class CheckpointReport:
     conflicts: int = 0  # MonetDB conflict aborts retried
     errors: list[str] = field(default_factory=list)
     settled: int = 0  # dead clients' commits settled (aborted, or advanced)
+    deferred: list[str] = field(default_factory=list)  # metadata DELETEs that kept conflicting: left for the next run
 
     @property
     def moved(self) -> int:
@@ -97,7 +98,7 @@ class CheckpointReport:
         return sum(t.cleaned for t in self.tables.values())
 
     def line(self) -> str:
-        deferred = [n for n, t in self.tables.items() if t.deferred]
+        deferred = [n for n, t in self.tables.items() if t.deferred] + self.deferred
         return (
             f"checkpoint: horizon {self.horizon} (sts {self.sts}), below txid {self.low_txid}: "
             f"{self.moved} versions to Storage, {self.cleaned} Cache rows and {self.metadata_trimmed} metadata rows "
@@ -388,7 +389,7 @@ class Checkpointer:
     def _trim(self, sql: str, report: CheckpointReport) -> bool:
         n = self._retrying(sql, report)
         if n is None:
-            report.errors.append(f"deferred: {sql.split(' WHERE')[0]}")
+            report.deferred.append(sql.split(" WHERE")[0].removeprefix("DELETE FROM "))
             return False
         report.metadata_trimmed += n
         return True
@@ -426,7 +427,7 @@ class Checkpointer:
         return started_ms
 
     def _log_end(self, report: CheckpointReport, started_ms: int, last_txid: int) -> None:
-        note = "; ".join(report.errors)[:1000]
+        note = "; ".join(report.errors + [f"deferred: {d}" for d in report.deferred])[:1000]
         # only the checkpointer writes the log, so these statements never conflict
         self.conn.execute(
             f"UPDATE tique.checkpoints SET duration_ms = {int(report.duration_s * 1000)}, moved = {report.moved}, "
