@@ -77,7 +77,7 @@ def main(url: str, mode: str, step: str = "", how: str = "kill") -> None:
     txid, cts = raw.execute("SELECT tique.last_txid(), tique.last_cts()").rows[0]
     # first thing, and many rows per transaction: a reused id would hand out the hidden row ids of the crashed
     # process's rows (same transaction id, same per-process row counter)
-    commit_rows(url, 5000, 3, per_txn=5 * ROWS_PER_TXN)
+    commit_rows(url, 5000, 1, per_txn=40)
     after = counts(url)
     Checkpointer(raw).run_once()
     print(json.dumps({"txid": int(txid), "cts": int(cts), "after": after, "final": counts(url)}))
