@@ -447,6 +447,7 @@ class Checkpointer:
 _TEXT_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CLOB", "TEXT", "STRING"})
 _INT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
 _BOOL_TYPES = frozenset({"BOOLEAN", "BOOL"})
+_FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
@@ -470,6 +471,8 @@ def from_text(text: Any, sql_type: str) -> str:
         return quoted
     if (base in _INT_TYPES and _INTEGER.fullmatch(str(text))) or (base in _BOOL_TYPES and text in ("true", "false")):
         return str(text)
+    if base in _FLOAT_TYPES and text == "-0":  # MonetDB parses '-0' as REAL +0 (as DOUBLE, -0)
+        return f"CAST(CAST('-0' AS DOUBLE) AS {sql_type})"
     if upper.startswith("INTERVAL"):
         unit = "SECOND" if any(f in upper for f in ("DAY", "HOUR", "MINUTE", "SECOND")) else "MONTH"
         return f"CAST(INTERVAL {quoted} {unit} AS {sql_type})"
