@@ -141,7 +141,7 @@ def test_committed_values_survive_checkpoints_and_restart(served: tuple[ServePro
         again.stop()
 
 
-def test_negative_zero_survives_checkpoints(tmp_path: Path) -> None:
+def test_float_extremes_and_negative_zero_survive_checkpoints(tmp_path: Path) -> None:
     """DOUBLE's -0 prints as '-0' and reads back as -0; as a Python float its SQL literal '-0.0' is a DECIMAL
     and loses the sign. (The committed version is set to -0 in the Cache directly: the insert path is not what
     this test is about.) The checkpointer here runs in the test process, over MAPI."""
@@ -150,19 +150,24 @@ def test_negative_zero_survives_checkpoints(tmp_path: Path) -> None:
         conn = tique.connect(proc.url)
         cur = conn.cursor()
         cur.execute("CREATE TABLE negzero (k INT PRIMARY KEY, f DOUBLE, r REAL)")
-        cur.execute("INSERT INTO negzero VALUES (1, 1.0, 1.0)")
+        cur.executemany("INSERT INTO negzero VALUES (%s, 1.0, 1.0)", [(1,), (2,)])
         conn.commit()
         conn.close()
         raw = open_engine(proc.url).connect()
-        raw.execute("UPDATE negzero__cache SET f = CAST('-0' AS DOUBLE), r = CAST(CAST('-0' AS DOUBLE) AS REAL)")
-        expected = [tuple(r) for r in raw.execute("SELECT CAST(f AS CLOB), CAST(r AS CLOB) FROM negzero__cache").rows]
-        assert expected[0][0] == "-0"
+        raw.execute(
+            "UPDATE negzero__cache SET f = CAST('-0' AS DOUBLE), r = CAST(CAST('-0' AS DOUBLE) AS REAL) WHERE k = 1"
+        )
+        raw.execute(
+            "UPDATE negzero__cache SET f = CAST('-4.941e-324' AS DOUBLE), r = CAST('3.4028235e+38' AS REAL) WHERE k = 2"
+        )
+        text = "SELECT CAST(f AS CLOB), CAST(r AS CLOB) FROM negzero__{} ORDER BY k"
+        expected = [tuple(r) for r in raw.execute(text.format("cache")).rows]
+        assert expected[0] == ("-0", "-0")
         ckpt = Checkpointer(raw)
         for _ in range(3):
             assert not ckpt.run_once().errors
         assert int(raw.execute("SELECT COUNT(*) FROM negzero__cache").scalar()) == 0
-        rows = raw.execute("SELECT CAST(f AS CLOB), CAST(r AS CLOB) FROM negzero__storage").rows
-        assert [tuple(r) for r in rows] == expected
+        assert [tuple(r) for r in raw.execute(text.format("storage")).rows] == expected
         raw.close()
     finally:
         proc.stop()
