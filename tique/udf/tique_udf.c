@@ -59,6 +59,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -125,6 +126,9 @@ static tq_lng published = 0;   /* every cts <= published is published, settled o
 static tq_lng sts = 0;         /* every cts <= sts is settled or abandoned: the visible snapshot */
 static int64_t lease_ms = 10000;
 static tq_lng abandoned_total = 0;
+/* Set at load when TIQUE_HOLD_UNTIL_RECOVERED is in the environment (tique serve): until recovery's reset, a
+ * client that logged in early would get ids from 1 and snapshot 0, so ids, timestamps and snapshots are refused. */
+static bool recovering = false;
 static tq_lng catalog_version = 0; /* set from the wall clock at load: never repeats across restarts */
 
 static int64_t
@@ -325,6 +329,10 @@ TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
 {
 	char *err;
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.begin_txn", "40001!tique: the database is still running recovery; retry");
+	}
 	if (*prev != LNG_NIL && *prev > 0) {
 		pin_t *p = pin_find(*prev);
 		if (p)
@@ -458,6 +466,10 @@ static char *
 TQnext_txid(tq_lng *ret)
 {
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.next_txid", "40001!tique: the database is still running recovery; retry");
+	}
 	*ret = ++last_txid;
 	pthread_mutex_unlock(&lock);
 	return NULL;
@@ -468,6 +480,10 @@ TQnext_cts(tq_lng *ret)
 {
 	char *err = NULL;
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.next_cts", "40001!tique: the database is still running recovery; retry");
+	}
 	if (last_cts - sts >= RING - 1) {
 		err = createException(TQ_MAL, "tique.next_cts",
 				      "40001!tique: %d commits in flight, the limit; retry", RING - 1);
@@ -483,6 +499,10 @@ static char *
 TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
 {
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.next_cts_for", "40001!tique: the database is still running recovery; retry");
+	}
 	bool live = pin_live(pin_find(*txid), now_ms());
 	pthread_mutex_unlock(&lock);
 	if (!live)
@@ -652,6 +672,7 @@ TQreset(tq_lng *ret, const tq_lng *txid, const tq_lng *cts)
 	last_cts = published = sts = *cts;
 	memset(pins, 0, sizeof(pins)); /* recovery: no transaction survives a restart */
 	pins_live = 0;
+	recovering = false;
 	pthread_cond_broadcast(&changed);
 	*ret = sts;
 	pthread_mutex_unlock(&lock);
@@ -827,6 +848,7 @@ tique_udf_init(void)
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
 	catalog_version = (tq_lng) wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+	recovering = getenv("TIQUE_HOLD_UNTIL_RECOVERED") != NULL;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&changed, &attr);
