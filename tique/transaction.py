@@ -289,7 +289,7 @@ class Transaction:
                 full.append(value)
             if info.has_rowid:
                 full.append((self.txid << 24) | next(self._rowids) & 0xFFFFFF)
-            row = tuple(full)
+            row = _stored_key(info, tuple(full))
             rows.append((self._key(info, row), row))
         with self._statement(info, [k for k, _ in rows]) as entry:
             self._check_new_keys(info, [k for k, _ in rows])
@@ -334,7 +334,7 @@ class Transaction:
                 new[i] = coerce(new[i], col.sql_type, col.name)
                 if new[i] is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
-            row = tuple(new)
+            row = _stored_key(info, tuple(new))
             new_key = self._key(info, row)
             if new_key != old_key:
                 moved.append((old_key, new_key, row))
@@ -796,6 +796,19 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
 
 def _key_type(info: TableInfo, name: str) -> str:
     return "BIGINT" if name == ROWID else info.column(name).sql_type
+
+
+def _stored_key(info: TableInfo, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The row with its key columns as the engine compares them (-0.0 stored as 0.0): the snapshot's anti-join
+    of Storage and Cache keys must never tell two equal keys apart (the soak found -0.0 and 0.0 both visible)."""
+    names = info.stored_names
+    positions = [names.index(k) for k in info.key]
+    if not any(isinstance(row[i], float) and row[i] == 0.0 for i in positions):
+        return row
+    fixed = list(row)
+    for i in positions:
+        fixed[i] = key_value(fixed[i])
+    return tuple(fixed)
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:
