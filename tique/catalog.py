@@ -84,6 +84,7 @@ class TableInfo:
                 "key": list(self.key),
                 "indexes": list(self.indexes),
                 **({"generated": list(self.generated)} if self.generated else {}),
+                **({"sql": self.storage_ddl} if self.kind == "view" else {}),  # a view's SELECT (ddl_views.py)
             }
         )
 
@@ -100,6 +101,7 @@ class TableInfo:
             tuple(data["key"]),
             indexes=tuple(data.get("indexes", ())),
             generated=tuple(data.get("generated", ())),
+            storage_ddl=str(data.get("sql", "")),
         )
 
 

@@ -49,7 +49,7 @@ class Cursor:
                 conn.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
             return self
         if isinstance(plan, DDL):
-            self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql))
+            self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql, conn))
             return self
         txn = conn.transaction()
         try:

@@ -81,6 +81,11 @@ def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo,
     if table is None:
         raise ProgrammingError(f"{verb}: no target table")
     info = lookup(ident(table.args.get("db")) or None, ident(table))
+    if info is not None and info.kind == "view":
+        raise NotSupportedError(
+            f"{verb} on the view {info.name!r} is not supported by tique (its views are read-only): write to the "
+            "tables it reads"
+        )
     if info is None or info.kind != "tx":
         raise LookupError(table.name)  # not versioned by tique: the caller passes the statement through
     return info, table

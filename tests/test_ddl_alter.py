@@ -1,0 +1,179 @@
+"""ALTER TABLE on transactional tables: Storage, Cache, the catalog spec and the outside VIEW T change together,
+rows of both shapes survive a checkpoint, and a failure midway leaves the old table working."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import tique
+from tique import alter
+from tique.checkpoint import Checkpointer
+from tique.engine import open_engine
+from tique.engine.base import RawConnection
+from tique.errors import NotSupportedError, ProgrammingError
+
+
+@pytest.fixture
+def plain(url: str) -> Iterator[RawConnection]:
+    """A raw engine session: the checkpointer, MonetDB's catalog and the outside view."""
+    engine = open_engine(url)
+    conn = engine.connect()
+    yield conn
+    conn.close()
+
+
+def spec(raw: RawConnection, name: str) -> dict:
+    return json.loads(str(raw.execute(f"SELECT spec FROM tique.tables WHERE name = '{name}'").scalar()))
+
+
+def setup(conn: tique.Connection, t: str) -> None:
+    """Rows in Storage (checkpointed) and in the Cache (committed after the checkpoint)."""
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(10))")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    conn.commit()
+
+
+def test_add_column_with_default(connect: Callable[..., tique.Connection], unique_name, plain: RawConnection) -> None:
+    t = unique_name("alt_add")
+    conn = connect()
+    setup(conn, t)
+    conn.close()
+    Checkpointer(plain).run_once()  # rows 1, 2 in Storage
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {t} VALUES (3, 'c')")  # in the Cache, old shape
+    conn.commit()
+    cur.execute(f"ALTER TABLE {t} ADD COLUMN n INT NOT NULL DEFAULT 7")
+    cur.execute(f"ALTER TABLE {t} ADD COLUMN m VARCHAR(5)")
+    cur.execute(f"SELECT id, v, n, m FROM {t} ORDER BY id")
+    assert cur.fetchall() == [(1, "a", 7, None), (2, "b", 7, None), (3, "c", 7, None)]
+    cur.execute(f"INSERT INTO {t} (id, v) VALUES (4, 'd')")
+    cur.execute(f"INSERT INTO {t} VALUES (5, 'e', 9, 'x')")
+    cur.execute(f"UPDATE {t} SET n = 8 WHERE id = 3")
+    conn.commit()
+    assert [c[0] for c in spec(plain, t)["columns"]] == ["id", "v", "n", "m"]
+    assert spec(plain, t)["columns"][2][3] == 7
+    expected = [(1, "a", 7, None), (2, "b", 7, None), (3, "c", 8, None), (4, "d", 7, None), (5, "e", 9, "x")]
+    assert [tuple(r) for r in plain.execute(f'SELECT * FROM "{t}" ORDER BY id').rows] == expected  # the view
+    conn.close()
+    report = Checkpointer(plain).run_once()
+    assert not report.errors, report.errors
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"SELECT * FROM {t} ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == expected
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"INSERT INTO {t} VALUES (6, 'f', NULL, NULL)")
+
+
+def test_drop_and_rename_column(connect: Callable[..., tique.Connection], unique_name, plain: RawConnection) -> None:
+    t = unique_name("alt_drop")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(10), w INT)")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 'a', 10), (2, 'b', 20)")
+    conn.commit()
+    cur.execute(f"ALTER TABLE {t} DROP COLUMN w")
+    cur.execute(f"ALTER TABLE {t} RENAME COLUMN v TO label")
+    cur.execute(f"SELECT * FROM {t} ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, "a"), (2, "b")]
+    assert [d[0] for d in cur.description] == ["id", "label"]
+    with pytest.raises(tique.DatabaseError):
+        cur.execute(f"SELECT w FROM {t}")
+    conn.rollback()
+    cur.execute(f"UPDATE {t} SET label = 'z' WHERE id = 2")
+    conn.commit()
+    assert [c[0] for c in spec(plain, t)["columns"]] == ["id", "label"]
+    assert [tuple(r) for r in plain.execute(f'SELECT id, label FROM "{t}" ORDER BY id').rows] == [(1, "a"), (2, "z")]
+    conn.close()
+    assert not Checkpointer(plain).run_once().errors
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"SELECT id, label FROM {t} ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, "a"), (2, "z")]
+    with pytest.raises(NotSupportedError, match="primary key"):
+        cur.execute(f"ALTER TABLE {t} DROP COLUMN id")
+
+
+def test_rename_table(connect: Callable[..., tique.Connection], unique_name, plain: RawConnection) -> None:
+    t, u = unique_name("alt_ren"), unique_name("alt_new")
+    conn = connect()
+    setup(conn, t)
+    cur = conn.cursor()
+    cur.execute(f"ALTER TABLE {t} RENAME TO {u}")
+    cur.execute(f"SELECT id, v FROM {u} ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, "a"), (2, "b")]
+    cur.execute(f"INSERT INTO {u} VALUES (3, 'c')")
+    conn.commit()
+    with pytest.raises(tique.DatabaseError):
+        cur.execute(f"SELECT * FROM {t}")
+    conn.rollback()
+    names = {str(r[0]) for r in plain.execute("SELECT name FROM sys.tables").rows}
+    assert {u, f"{u}__storage", f"{u}__cache"} <= names and not {t, f"{t}__storage", f"{t}__cache"} & names
+    assert plain.execute(f'SELECT COUNT(*) FROM "{u}"').scalar() == 3
+    conn.close()
+    assert not Checkpointer(plain).run_once().errors
+    assert plain.execute(f'SELECT COUNT(*) FROM "{u}__storage"').scalar() == 3
+
+
+@pytest.mark.parametrize(
+    "statement, step",
+    [
+        ("ADD COLUMN n INT DEFAULT 1", "cache"),  # Storage already changed, the Cache not yet
+        ("ADD COLUMN n INT DEFAULT 1", "spec"),  # both tables and the view changed, the catalog not yet
+        ("DROP COLUMN v", "spec"),
+        ("RENAME COLUMN v TO w", "cache"),
+        ("RENAME COLUMN v TO w", "spec"),
+        ("RENAME TO {t}_x", "cache"),
+        ("RENAME TO {t}_x", "spec"),
+    ],
+)
+def test_failure_midway_leaves_old_table(
+    connect: Callable[..., tique.Connection],
+    unique_name,
+    plain: RawConnection,
+    monkeypatch: pytest.MonkeyPatch,
+    statement: str,
+    step: str,
+) -> None:
+    t = unique_name("alt_fail")
+    conn = connect()
+    setup(conn, t)
+
+    def boom(at: str) -> None:
+        if at == step:
+            raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(alter, "step_hook", boom)
+    cur = conn.cursor()
+    with pytest.raises(Exception, match="injected"):
+        cur.execute(f"ALTER TABLE {t} " + statement.format(t=t))
+    monkeypatch.setattr(alter, "step_hook", None)
+    cur.execute(f"SELECT * FROM {t} ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, "a"), (2, "b")]
+    assert [c[0] for c in spec(plain, t)["columns"]] == ["id", "v"]
+    cur.execute(f"INSERT INTO {t} VALUES (3, 'c')")
+    conn.commit()
+    assert plain.execute(f'SELECT COUNT(*) FROM "{t}"').scalar() == 3
+    for physical in ("storage", "cache"):
+        found = plain.execute(
+            f"SELECT c.name FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id WHERE t.name = '{t}__{physical}'"
+        ).rows
+        assert {str(r[0]) for r in found} - {"tq_txid", "tq_seq", "tq_deleted"} == {"id", "v"}
+    conn.close()
+    assert not Checkpointer(plain).run_once().errors
+
+
+def test_refusals_name_the_alternative(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t = unique_name("alt_ref")
+    conn = connect()
+    setup(conn, t)
+    cur = conn.cursor()
+    with pytest.raises(NotSupportedError, match="ALTER TABLE"):
+        cur.execute(f"ALTER TABLE {t} ADD CONSTRAINT u UNIQUE (v)")
+    with pytest.raises((NotSupportedError, ProgrammingError)):
+        cur.execute(f"ALTER TABLE {t} ADD COLUMN id INT")

@@ -1,0 +1,279 @@
+"""ALTER TABLE on transactional tables: ADD COLUMN, DROP COLUMN, RENAME COLUMN, RENAME TO.
+
+Like all of tique's DDL it takes effect at once, outside any transaction. One ALTER changes four things that
+must agree: the Storage table, the Cache table, the catalog spec (tique.tables) and the outside VIEW T
+(tique/views.py). The catalog row is the commit point: it is changed by one statement, last among the steps
+that can be undone. Every step before it leaves the old table working (the rewriter, the transactions and the
+checkpointer name columns explicitly, so an extra physical column is ignored) and is undone if a later one
+fails; after it only clean-up is left (DROP COLUMN's physical drops), whose failure leaves a harmless unused
+column behind and is reported.
+
+Existing rows get a new column's DEFAULT, as SQL says - in Storage and in every Cache version, committed or
+not, so a checkpoint that moves an old version into Storage moves the default with it. The Cache column keeps
+no DEFAULT of its own (tique always writes every column of a Cache row).
+
+A transaction running across an ALTER keeps its snapshot of the rows, but its statements see the new shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from sqlglot import exp
+
+from tique import catalog, views
+from tique.catalog import ColumnSpec, TableInfo
+from tique.database import Database
+from tique.engine.base import RawConnection, Result
+from tique.errors import NotSupportedError, ProgrammingError
+from tique.params import literal
+from tique.rewrite.writes import ident
+
+# Called with each step's name before the step: tests make a step fail here.
+step_hook: Callable[[str], None] | None = None
+
+
+def _step(name: str) -> None:
+    if step_hook is not None:
+        step_hook(name)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _Undo:
+    """Steps done so far, undone in reverse order when a later step fails."""
+
+    def __init__(self, conn: RawConnection) -> None:
+        self.conn = conn
+        self.steps: list[str] = []
+
+    def did(self, undo_sql: str) -> None:
+        self.steps.append(undo_sql)
+
+    def run(self) -> None:
+        for sql in reversed(self.steps):
+            try:
+                self.conn.execute(sql)
+            except Exception:  # best effort: the first failure is the one to report
+                pass
+
+
+def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableInfo) -> Result:
+    actions = tree.args.get("actions") or []
+    if len(actions) != 1:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} with {len(actions)} actions: tique runs one action per ALTER TABLE; "
+            "send them one by one"
+        )
+    action = actions[0]
+    if isinstance(action, exp.ColumnDef):
+        new = _add_column(conn, info, action)
+    elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
+        new = _drop_column(conn, info, action)
+    elif isinstance(action, exp.RenameColumn):
+        new = _rename_column(conn, info, ident(action.this), ident(action.args.get("to")))
+    elif isinstance(action, exp.AlterRename):
+        target = action.this
+        schema = ident(target.args.get("db")) or info.schema
+        if schema != info.schema:
+            raise NotSupportedError(f"ALTER TABLE {info.name} RENAME TO another schema is not supported by tique")
+        new = _rename_table(db, conn, info, ident(target))
+    else:
+        raise NotSupportedError(
+            f"ALTER TABLE ... {action.sql(dialect='postgres')[:60]!r} on the transactional table {info.name!r} is not "
+            "supported by tique: it runs ADD COLUMN, DROP COLUMN, RENAME COLUMN and RENAME TO (constraints other "
+            "than the primary key are not enforced; recreate the table and copy the rows to change a type)"
+        )
+    db.catalog.refresh(conn)
+    assert new is not None
+    return Result(rowcount=-1)
+
+
+def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo, undo: _Undo) -> None:
+    """The outside VIEW T in the new shape; MonetDB refuses to drop it while a view of the user's uses it."""
+    _step("view")
+    try:
+        conn.execute(views.drop_sql(old))
+    except Exception as exc:
+        raise ProgrammingError(
+            f"ALTER TABLE {old.name}: cannot replace tique's view {old.name!r} ({exc}); drop the views that use "
+            f"{old.name!r} first and create them again afterwards"
+        ) from exc
+    undo.did(views.create_sql(old))
+    conn.execute(views.create_sql(new))
+    undo.did(views.drop_sql(new))
+
+
+def _write_spec(conn: RawConnection, new: TableInfo) -> None:
+    """The commit point: one statement."""
+    _step("spec")
+    conn.execute(
+        f"UPDATE tique.tables SET name = {literal(new.name)}, spec = {literal(new.spec_json())} "
+        f"WHERE table_id = {new.table_id}"
+    )
+
+
+def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> TableInfo:
+    name = ident(node.this)
+    if name.lower() in (catalog.ROWID, *catalog.META_COLUMNS):
+        raise ProgrammingError(f"column name {name!r} is reserved by tique")
+    if any(c.name == name for c in info.columns):
+        raise ProgrammingError(f"ALTER TABLE {info.name} ADD COLUMN: column {name!r} already exists", "42S21")
+    if node.args.get("kind") is None:
+        raise ProgrammingError(f"column {name!r} needs a type")
+    if catalog._serial_type(node):
+        raise NotSupportedError(
+            f"ADD COLUMN {name!r} SERIAL is not supported by tique: generated keys are declared at CREATE TABLE"
+        )
+    not_null, default = False, None
+    for constraint in node.args.get("constraints") or []:
+        kind = constraint.kind
+        if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+            not_null = True
+        elif isinstance(kind, exp.DefaultColumnConstraint):
+            default = catalog._default_value(kind.this)
+        elif isinstance(kind, exp.NotNullColumnConstraint):
+            pass  # NULL: the default
+        else:
+            raise NotSupportedError(
+                f"ALTER TABLE {info.name} ADD COLUMN {name!r} with {constraint.sql(dialect='postgres')!r} is not "
+                "supported by tique: it takes NOT NULL and a literal DEFAULT (add a primary key at CREATE TABLE)"
+            )
+    if not_null and default is None:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ADD COLUMN {name!r} NOT NULL needs a DEFAULT with tique: existing versions "
+            "(also uncommitted ones) need a value; give a DEFAULT, or add the column nullable"
+        )
+    column = ColumnSpec(name, catalog._type_sql(node.args["kind"]), not_null, default)
+    new = replace(info, columns=(*info.columns, column))
+    typed = f"{_q(name)} {column.sql_type}"
+    filled = f" DEFAULT {literal(default)}" if default is not None else ""
+    undo = _Undo(conn)
+    try:
+        _step("storage")
+        conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
+        undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {_q(name)}")
+        _step("cache")
+        conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
+        undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
+        if default is not None:
+            conn.execute(f"ALTER TABLE {info.cache} ALTER COLUMN {_q(name)} SET DEFAULT NULL")
+        _swap_view(conn, info, new, undo)
+        _write_spec(conn, new)
+    except BaseException:
+        undo.run()
+        raise
+    return new
+
+
+def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> TableInfo:
+    targets = node.args.get("tables") or [node.this]
+    if len(targets) != 1 or targets[0] is None:
+        raise NotSupportedError("ALTER TABLE ... DROP COLUMN takes one column at a time with tique")
+    name = ident(targets[0])
+    if not any(c.name == name for c in info.columns):
+        if node.args.get("exists"):
+            return info
+        raise ProgrammingError(f"ALTER TABLE {info.name} DROP COLUMN: no column {name!r}", "42S22")
+    if name in info.key:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} DROP COLUMN {name!r}: it is part of the primary key, which tique versions rows "
+            "by; create a new table and copy the rows (INSERT ... SELECT) instead"
+        )
+    if len(info.columns) == 1:
+        raise ProgrammingError(f"ALTER TABLE {info.name} DROP COLUMN {name!r}: a table needs a column")
+    new = replace(
+        info,
+        columns=tuple(c for c in info.columns if c.name != name),
+        generated=tuple(g for g in info.generated if g != name),
+    )
+    dropped = info.column(name)
+    undo = _Undo(conn)
+    try:
+        _step("storage")
+        if dropped.not_null:  # the checkpointer stops writing it from the commit point on
+            conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NULL")
+            undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NOT NULL")
+        _swap_view(conn, info, new, undo)
+        _write_spec(conn, new)
+    except BaseException:
+        undo.run()
+        raise
+    # past the commit point: the column is unused; dropping it is clean-up
+    _step("cleanup")
+    for table in (info.storage, info.cache):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {_q(name)}")
+    return new
+
+
+def _renamed(info: TableInfo, old: str, new: str) -> TableInfo:
+    return replace(
+        info,
+        columns=tuple(ColumnSpec(new, c.sql_type, c.not_null, c.default) if c.name == old else c for c in info.columns),
+        key=tuple(new if k == old else k for k in info.key),
+        generated=tuple(new if g == old else g for g in info.generated),
+    )
+
+
+def _rename_column(conn: RawConnection, info: TableInfo, old: str, new_name: str) -> TableInfo:
+    info.column(old)  # says which column does not exist
+    if not new_name or any(c.name == new_name for c in info.columns):
+        raise ProgrammingError(f"ALTER TABLE {info.name} RENAME COLUMN: column {new_name!r} already exists", "42S21")
+    if new_name.lower() in (catalog.ROWID, *catalog.META_COLUMNS):
+        raise ProgrammingError(f"column name {new_name!r} is reserved by tique")
+    new = _renamed(info, old, new_name)
+    undo = _Undo(conn)
+    try:
+        # the view uses the column: MonetDB renames no column a view depends on
+        _step("view")
+        conn.execute(views.drop_sql(info))
+        undo.did(views.create_sql(info))
+        for table, step in ((info.storage, "storage"), (info.cache, "cache")):
+            _step(step)
+            conn.execute(f"ALTER TABLE {table} RENAME COLUMN {_q(old)} TO {_q(new_name)}")
+            undo.did(f"ALTER TABLE {table} RENAME COLUMN {_q(new_name)} TO {_q(old)}")
+        conn.execute(views.create_sql(new))
+        undo.did(views.drop_sql(new))
+        _write_spec(conn, new)
+    except BaseException:
+        undo.run()
+        raise
+    return new
+
+
+def _rename_table(db: Database, conn: RawConnection, info: TableInfo, new_name: str) -> TableInfo:
+    if db.catalog.lookup(conn, info.schema, new_name) is not None or _taken(conn, info.schema, new_name):
+        raise ProgrammingError(
+            f"ALTER TABLE {info.name} RENAME TO {new_name}: name {new_name!r} already in use", "42S01"
+        )
+    new = replace(info, name=new_name)
+    undo = _Undo(conn)
+    try:
+        _step("view")
+        conn.execute(views.drop_sql(info))
+        undo.did(views.create_sql(info))
+        for old_t, new_t, step in ((info.storage, new.storage, "storage"), (info.cache, new.cache, "cache")):
+            _step(step)
+            conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_t.split('.', 1)[1].strip(chr(34)))}")
+            undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_t.split('.', 1)[1].strip(chr(34)))}")
+        conn.execute(views.create_sql(new))
+        undo.did(views.drop_sql(new))
+        _write_spec(conn, new)
+    except BaseException:
+        undo.run()
+        raise
+    return new
+
+
+def _taken(conn: RawConnection, schema: str, name: str) -> bool:
+    names = (name, f"{name}__storage", f"{name}__cache")
+    listed = ", ".join(literal(n) for n in names)
+    return bool(
+        conn.execute(
+            "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+            f"WHERE s.name = {literal(schema)} AND t.name IN ({listed})"
+        ).scalar()
+    )
