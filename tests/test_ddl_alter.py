@@ -177,3 +177,41 @@ def test_refusals_name_the_alternative(connect: Callable[..., tique.Connection],
         cur.execute(f"ALTER TABLE {t} ADD CONSTRAINT u UNIQUE (v)")
     with pytest.raises((NotSupportedError, ProgrammingError)):
         cur.execute(f"ALTER TABLE {t} ADD COLUMN id INT")
+
+
+def test_default_current_timestamp(connect: Callable[..., tique.Connection], unique_name, plain: RawConnection) -> None:
+    """Evaluated by the engine when the INSERT statement runs: one value per statement, not per transaction."""
+    t = unique_name("alt_ts")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(
+        f"CREATE TABLE {t} (id INT PRIMARY KEY, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, d DATE DEFAULT CURRENT_DATE)"
+    )
+    before = plain.execute("SELECT CAST(CURRENT_TIMESTAMP AS TIMESTAMP)").scalar()
+    cur.execute(f"INSERT INTO {t} (id) VALUES (1), (2)")
+    cur.execute(f"INSERT INTO {t} VALUES (3, DEFAULT, DEFAULT)")
+    cur.execute(f"INSERT INTO {t} (id) SELECT id + 10 FROM {t} WHERE id = 1")
+    cur.execute(f"INSERT INTO {t} VALUES (4, TIMESTAMP '2001-02-03 04:05:06', NULL)")
+    conn.commit()
+    after = plain.execute("SELECT CAST(CURRENT_TIMESTAMP AS TIMESTAMP)").scalar()
+    cur.execute(f"SELECT id, at, d FROM {t} ORDER BY id")
+    rows = cur.fetchall()
+    assert [r[0] for r in rows] == [1, 2, 3, 4, 11]
+    for r in rows[:3] + rows[4:]:
+        assert before <= r[1] <= after and r[2] == r[1].date()
+    assert rows[0][1] == rows[1][1]  # one statement, one moment
+    assert str(rows[3][1]) == "2001-02-03 04:05:06" and rows[3][2] is None
+    assert spec(plain, t)["columns"][1][3] == {"sql": "CURRENT_TIMESTAMP"}
+    cur.execute(f"ALTER TABLE {t} ADD COLUMN seen TIMESTAMP DEFAULT CURRENT_TIMESTAMP")
+    cur.execute(f"SELECT COUNT(*) FROM {t} WHERE seen >= at")
+    assert cur.fetchone()[0] == 5  # existing rows: the moment of the ALTER
+
+
+def test_default_values_with_current_timestamp(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t = unique_name("alt_dv")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (n INT DEFAULT 5, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
+    cur.execute(f"INSERT INTO {t} DEFAULT VALUES")
+    cur.execute(f"SELECT n, at IS NOT NULL FROM {t}")
+    assert cur.fetchall() == [(5, True)]

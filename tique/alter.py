@@ -150,7 +150,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> Ta
     column = ColumnSpec(name, catalog._type_sql(node.args["kind"]), not_null, default)
     new = replace(info, columns=(*info.columns, column))
     typed = f"{_q(name)} {column.sql_type}"
-    filled = f" DEFAULT {literal(default)}" if default is not None else ""
+    filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
     undo = _Undo(conn)
     try:
         _step("storage")
