@@ -215,3 +215,19 @@ def test_default_values_with_current_timestamp(connect: Callable[..., tique.Conn
     cur.execute(f"INSERT INTO {t} DEFAULT VALUES")
     cur.execute(f"SELECT n, at IS NOT NULL FROM {t}")
     assert cur.fetchall() == [(5, True)]
+
+
+def test_alter_under_a_users_view_says_what_to_do(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t = unique_name("alt_dep")
+    conn = connect()
+    setup(conn, t)
+    cur = conn.cursor()
+    cur.execute(f"CREATE VIEW {t}_v AS SELECT id FROM {t}")
+    with pytest.raises(ProgrammingError, match="drop the views"):
+        cur.execute(f"ALTER TABLE {t} ADD COLUMN n INT")
+    cur.execute(f"SELECT id FROM {t}_v ORDER BY id")
+    assert cur.fetchall() == [(1,), (2,)]
+    cur.execute(f"DROP VIEW {t}_v")
+    cur.execute(f"ALTER TABLE {t} ADD COLUMN n INT")
+    cur.execute(f"SELECT * FROM {t} ORDER BY id")
+    assert cur.fetchall() == [(1, "a", None), (2, "b", None)]

@@ -10,7 +10,9 @@ column behind and is reported.
 
 Existing rows get a new column's DEFAULT, as SQL says - in Storage and in every Cache version, committed or
 not, so a checkpoint that moves an old version into Storage moves the default with it. The Cache column keeps
-no DEFAULT of its own (tique always writes every column of a Cache row).
+the DEFAULT too: a process whose catalog predates the ALTER writes Cache rows without the column, and they get
+the default rather than a NULL the checkpointer could not move into a NOT NULL Storage column. (A DEFAULT is no
+constraint: measured, concurrent appends to a table with one do not conflict.)
 
 A transaction running across an ALTER keeps its snapshot of the rows, but its statements see the new shape.
 """
@@ -94,17 +96,21 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
 
 def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo, undo: _Undo) -> None:
     """The outside VIEW T in the new shape; MonetDB refuses to drop it while a view of the user's uses it."""
-    _step("view")
-    try:
-        conn.execute(views.drop_sql(old))
-    except Exception as exc:
-        raise ProgrammingError(
-            f"ALTER TABLE {old.name}: cannot replace tique's view {old.name!r} ({exc}); drop the views that use "
-            f"{old.name!r} first and create them again afterwards"
-        ) from exc
-    undo.did(views.create_sql(old))
+    _drop_view(conn, old, undo)
     conn.execute(views.create_sql(new))
     undo.did(views.drop_sql(new))
+
+
+def _drop_view(conn: RawConnection, info: TableInfo, undo: _Undo) -> None:
+    _step("view")
+    try:
+        conn.execute(views.drop_sql(info))
+    except Exception as exc:
+        raise ProgrammingError(
+            f"ALTER TABLE {info.name}: cannot replace tique's view {info.name!r} ({exc}); drop the views that use "
+            f"{info.name!r} first and create them again afterwards"
+        ) from exc
+    undo.did(views.create_sql(info))
 
 
 def _write_spec(conn: RawConnection, new: TableInfo) -> None:
@@ -159,8 +165,6 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> Ta
         _step("cache")
         conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
         undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
-        if default is not None:
-            conn.execute(f"ALTER TABLE {info.cache} ALTER COLUMN {_q(name)} SET DEFAULT NULL")
         _swap_view(conn, info, new, undo)
         _write_spec(conn, new)
     except BaseException:
@@ -228,9 +232,7 @@ def _rename_column(conn: RawConnection, info: TableInfo, old: str, new_name: str
     undo = _Undo(conn)
     try:
         # the view uses the column: MonetDB renames no column a view depends on
-        _step("view")
-        conn.execute(views.drop_sql(info))
-        undo.did(views.create_sql(info))
+        _drop_view(conn, info, undo)
         for table, step in ((info.storage, "storage"), (info.cache, "cache")):
             _step(step)
             conn.execute(f"ALTER TABLE {table} RENAME COLUMN {_q(old)} TO {_q(new_name)}")
@@ -252,9 +254,7 @@ def _rename_table(db: Database, conn: RawConnection, info: TableInfo, new_name: 
     new = replace(info, name=new_name)
     undo = _Undo(conn)
     try:
-        _step("view")
-        conn.execute(views.drop_sql(info))
-        undo.did(views.create_sql(info))
+        _drop_view(conn, info, undo)
         for old_t, new_t, step in ((info.storage, new.storage, "storage"), (info.cache, new.cache, "cache")):
             _step(step)
             conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_t.split('.', 1)[1].strip(chr(34)))}")
