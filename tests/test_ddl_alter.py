@@ -231,3 +231,38 @@ def test_alter_under_a_users_view_says_what_to_do(connect: Callable[..., tique.C
     cur.execute(f"ALTER TABLE {t} ADD COLUMN n INT")
     cur.execute(f"SELECT * FROM {t} ORDER BY id")
     assert cur.fetchall() == [(1, "a", None), (2, "b", None)]
+
+
+def test_transaction_across_add_column(connect: Callable[..., tique.Connection], unique_name) -> None:
+    """A transaction that buffered rows of T before an ALTER of T: it commits them with the new column's DEFAULT,
+    or (with versioned catalog changes) fails as a whole - never half, never with a NULL where the DEFAULT goes.
+    Rows of both shapes in one transaction fail cleanly: rolled back, the table works."""
+    t = unique_name("alt_across")
+    a, b = connect(), connect()
+    setup(a, t)
+    ca, cb = a.cursor(), b.cursor()
+    ca.execute(f"INSERT INTO {t} VALUES (3, 'c')")  # buffered, old shape
+    cb.execute(f"ALTER TABLE {t} ADD COLUMN n INT NOT NULL DEFAULT 4")
+    try:
+        a.commit()
+        committed = True
+    except tique.DatabaseError:
+        committed = False
+    cb.execute(f"SELECT id, v, n FROM {t} ORDER BY id")
+    assert [tuple(r) for r in cb.fetchall()] == [(1, "a", 4), (2, "b", 4)] + ([(3, "c", 4)] if committed else [])
+    b.rollback()
+    ca.execute(f"SELECT COUNT(*) FROM {t} WHERE n = 4")
+    assert ca.fetchone()[0] == 2 + committed
+    a.rollback()
+    ca.execute(f"INSERT INTO {t} (id, v) VALUES (8, 'h')")
+    cb.execute(f"ALTER TABLE {t} ADD COLUMN m INT DEFAULT 5")
+    ca.execute(f"INSERT INTO {t} VALUES (9, 'i', 1, 2)")  # now both shapes in one transaction
+    with pytest.raises(tique.DatabaseError):
+        ca.execute(f"SELECT COUNT(*) FROM {t}")
+        a.commit()
+    a.rollback()
+    cb.execute(f"SELECT COUNT(*) FROM {t} WHERE id IN (8, 9)")
+    assert cb.fetchone()[0] == 0
+    b.rollback()
+    ca.execute(f"INSERT INTO {t} VALUES (9, 'i', 1, 2)")
+    a.commit()
