@@ -3,6 +3,8 @@ DROP VIEW; CREATE TABLE AS SELECT makes a tique table from the snapshot."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from collections.abc import Callable
 
 import pytest
@@ -78,3 +80,31 @@ def test_create_table_as_select(connect: Callable[..., tique.Connection], unique
     a.rollback()
     ca.execute(f"SELECT * FROM {e}")
     assert [tuple(r) for r in ca.fetchall()] == [(7, "x")]
+
+
+def test_create_table_as_keeps_types_and_values(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t, u = unique_name("ctt"), unique_name("ctt_u")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(
+        f"CREATE TABLE {t} (id INT PRIMARY KEY, s VARCHAR(10), d DECIMAL(10,2), ts TIMESTAMP, b BOOLEAN, f DOUBLE, "
+        "dt DATE, c CLOB)"
+    )
+    row = (
+        1,
+        "x",
+        decimal.Decimal("1.50"),
+        datetime.datetime(2020, 1, 1, 2, 3),
+        True,
+        1.5,
+        datetime.date(2020, 1, 2),
+        "c",
+    )
+    cur.execute(f"INSERT INTO {t} VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", row)
+    conn.commit()
+    cur.execute(f"CREATE TABLE {u} AS SELECT t.*, d * 2 AS d2, (SELECT SUM(d) FROM {t}) AS total FROM {t} AS t")
+    cur.execute(f"SELECT * FROM {u}")
+    assert [tuple(r) for r in cur.fetchall()] == [(*row, decimal.Decimal("3.00"), decimal.Decimal("1.50"))]
+    with pytest.raises(tique.ProgrammingError, match="already in use"):
+        cur.execute(f"CREATE TABLE {u} AS SELECT 1 AS a")
+    cur.execute(f"CREATE TABLE IF NOT EXISTS {u} AS SELECT 1 AS a")

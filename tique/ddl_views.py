@@ -134,11 +134,12 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
     info = TableInfo(catalog.next_table_id(conn), schema, name, "tx", (), (catalog.ROWID,))
     storage = info.storage
     # the column types, as MonetDB derives them from the SELECT over the outside views
-    conn.execute(f"CREATE TABLE {storage} AS {select_sql} WITH NO DATA")
+    conn.execute(f"CREATE TABLE {storage} AS {select_sql} WITH NO DATA")  # a probe, under the name it will have
     try:
         info = TableInfo(info.table_id, schema, name, "tx", _columns(conn, schema, f"{name}__storage"), info.key)
-        conn.execute(f"ALTER TABLE {storage} ADD COLUMN {catalog.ROWID} BIGINT")
-        conn.execute(catalog.create_ddl(info)[1])  # the Cache table
+        conn.execute(f"DROP TABLE {storage}")
+        for statement in catalog.create_ddl(info):
+            conn.execute(statement)
         loaded = 0 if no_data else _load(conn, info, session, select_sql)
         catalog.register(conn, info)
         try:
@@ -180,7 +181,9 @@ def _columns(conn: RawConnection, schema: str, table: str) -> tuple[ColumnSpec, 
     for col, kind, digits, scale in rows:
         kind = str(kind).lower()
         if kind == "decimal":
-            sql_type = f"DECIMAL({int(digits)},{int(scale)})"
+            # at most 18 digits: MonetDB types SUM(DECIMAL) as DECIMAL(38,s), whose hugeint values the embedded
+            # adapter reads back unscaled (150 for 1.50); a value too wide is refused when loaded, never misread
+            sql_type = f"DECIMAL({min(int(digits), 18)},{int(scale)})"
         elif kind in ("varchar", "char") and int(digits) > 0:
             sql_type = f"{kind.upper()}({int(digits)})"
         elif kind == "varchar":
@@ -200,7 +203,9 @@ def _load(conn: RawConnection, info: TableInfo, session: Any, select_sql: str) -
     if session is None:
         raise NotSupportedError("CREATE TABLE AS SELECT WITH DATA needs a tique connection")
     cursor = session.cursor()
-    cursor.execute(select_sql)
+    # each column read as the type it gets (a DECIMAL(38,s) sum would reach the embedded adapter unscaled)
+    typed = ", ".join(f"CAST(tq_c.{_q(c.name)} AS {c.sql_type})" for c in info.columns)
+    cursor.execute(f"SELECT {typed} FROM ({select_sql}) AS tq_c")
     rows = cursor.fetchall()
     names = ", ".join(_q(c) for c in info.column_names) + f", {catalog.ROWID}"
     for start in range(0, len(rows), 1000):
