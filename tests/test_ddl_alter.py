@@ -302,3 +302,28 @@ def test_drop_column_cleanup_failure_warns(
     conn.close()
     assert not Checkpointer(plain).run_once().errors
     assert plain.execute(f'SELECT COUNT(*) FROM "{t}__storage" WHERE v IS NULL').scalar() == 3  # the unused column
+
+
+def test_alter_column_default_and_null(
+    connect: Callable[..., tique.Connection], unique_name, plain: RawConnection
+) -> None:
+    t = unique_name("alt_def")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(10) NOT NULL DEFAULT 'x')")
+    cur.execute(f"ALTER TABLE {t} ALTER COLUMN v SET DEFAULT 'y'")
+    cur.execute(f"INSERT INTO {t} (id) VALUES (1)")
+    cur.execute(f"ALTER TABLE {t} ALTER COLUMN v DROP NOT NULL")
+    cur.execute(f"ALTER TABLE {t} ALTER COLUMN v DROP DEFAULT")
+    cur.execute(f"INSERT INTO {t} (id) VALUES (2)")
+    conn.commit()
+    cur.execute(f"SELECT id, v FROM {t} ORDER BY id")
+    assert cur.fetchall() == [(1, "y"), (2, None)]
+    assert spec(plain, t)["columns"][1][2:] == [False, None]
+    with pytest.raises(NotSupportedError, match="SET NOT NULL"):
+        cur.execute(f"ALTER TABLE {t} ALTER COLUMN v SET NOT NULL")
+    with pytest.raises(NotSupportedError, match="type"):
+        cur.execute(f"ALTER TABLE {t} ALTER COLUMN v SET DATA TYPE VARCHAR(20)")
+    conn.close()
+    assert not Checkpointer(plain).run_once().errors
+    assert plain.execute(f'SELECT COUNT(*) FROM "{t}__storage" WHERE v IS NULL').scalar() == 1

@@ -78,6 +78,8 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
         new = _drop_column(conn, info, action)
     elif isinstance(action, exp.RenameColumn):
         new = _rename_column(conn, info, ident(action.this), ident(action.args.get("to")))
+    elif isinstance(action, exp.AlterColumn):
+        new = _alter_column(conn, info, action)
     elif isinstance(action, exp.AlterRename):
         target = action.this
         schema = ident(target.args.get("db")) or info.schema
@@ -167,6 +169,48 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> Ta
         conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
         undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
         _swap_view(conn, info, new, undo)
+        _write_spec(conn, new)
+    except BaseException:
+        undo.run()
+        raise
+    return new
+
+
+def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -> TableInfo:
+    """SET DEFAULT, DROP DEFAULT, DROP NOT NULL: the spec and both physical tables' defaults (the Cache keeps
+    them for writers with an older catalog, see above); Storage's NOT NULL. No row changes."""
+    name = ident(node.this)
+    column = info.column(name)
+    alter = f"ALTER TABLE {{table}} ALTER COLUMN {_q(name)} "
+    if node.args.get("default") is not None or (node.args.get("drop") and node.args.get("allow_null") is None):
+        default = catalog._default_value(node.args["default"]) if node.args.get("default") is not None else None
+        changed = ColumnSpec(name, column.sql_type, column.not_null, default)
+        old_sql = f"SET DEFAULT {catalog.default_sql(column.default)}" if column.default is not None else "DROP DEFAULT"
+        new_sql = f"SET DEFAULT {catalog.default_sql(default)}" if default is not None else "DROP DEFAULT"
+        tables = (info.storage, info.cache)
+    elif node.args.get("allow_null") is True and not node.args.get("dtype"):
+        if name in info.key:
+            raise NotSupportedError(f"ALTER TABLE {info.name} ALTER COLUMN {name!r} DROP NOT NULL: it is primary key")
+        changed = ColumnSpec(name, column.sql_type, False, column.default)
+        old_sql, new_sql = ("SET NOT NULL" if column.not_null else "SET NULL"), "SET NULL"
+        tables = (info.storage,)
+    elif node.args.get("allow_null") is False:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ALTER COLUMN {name!r} SET NOT NULL is not supported by tique: uncommitted "
+            "and concurrent versions cannot be checked; recreate the table with NOT NULL and copy the rows"
+        )
+    else:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ALTER COLUMN {name!r} {node.sql(dialect='postgres')[:60]!r} (a type change?) is "
+            "not supported by tique: create a new table with the type, INSERT ... SELECT the rows, then rename it"
+        )
+    new = replace(info, columns=tuple(changed if c.name == name else c for c in info.columns))
+    undo = _Undo(conn)
+    try:
+        for table in tables:
+            _step("storage" if table == info.storage else "cache")
+            conn.execute(alter.format(table=table) + new_sql)
+            undo.did(alter.format(table=table) + old_sql)
         _write_spec(conn, new)
     except BaseException:
         undo.run()
