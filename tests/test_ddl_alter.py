@@ -182,6 +182,8 @@ def test_refusals_name_the_alternative(connect: Callable[..., tique.Connection],
         cur.execute(f"ALTER TABLE {t} ADD COLUMN n INT NOT NULL")
     with pytest.raises(NotSupportedError, match="primary key"):
         cur.execute(f"ALTER TABLE {t} DROP id")
+    with pytest.raises(NotSupportedError, match="SET READ ONLY"):
+        cur.execute(f"ALTER TABLE {t} SET READ ONLY")
     cur.execute(f"ALTER TABLE {t} DROP v")  # COLUMN is optional
     cur.execute(f"SELECT * FROM {t} ORDER BY id")
     assert cur.fetchall() == [(1,), (2,)]

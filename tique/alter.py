@@ -19,6 +19,7 @@ A transaction running across an ALTER keeps its snapshot of the rows, but its st
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
@@ -95,6 +96,25 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
     db.catalog.refresh(conn)
     assert new is not None
     return Result(rowcount=-1)
+
+
+_UNPARSED = re.compile(r'^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)', re.I)
+
+
+def refuse_unparsed(db: Database, conn: RawConnection, sql: str) -> None:
+    """An ALTER TABLE tique's parser cannot read (MonetDB's SET READ ONLY...): never sent to MonetDB for a
+    transactional table, whose name there is only its view."""
+    found = _UNPARSED.match(sql)
+    if not found:
+        return
+    parts = [p[1:-1] if p.startswith('"') else p.lower() for p in re.findall(r'"[^"]+"|\w+', found.group(1))]
+    schema, name = (parts[0], parts[1]) if len(parts) == 2 else (db.default_schema, parts[0])
+    info = db.catalog.lookup(conn, schema, name)
+    if info is not None and info.kind in ("tx", "view"):
+        raise NotSupportedError(
+            f"{sql.strip()[:80]!r} on tique's table {name!r} is not supported by tique: it runs ADD COLUMN, DROP "
+            "COLUMN, RENAME COLUMN, RENAME TO and ALTER COLUMN SET/DROP DEFAULT, DROP NOT NULL"
+        )
 
 
 def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo, undo: _Undo) -> None:

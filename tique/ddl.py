@@ -52,6 +52,8 @@ def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str, s
                 raise NotSupportedError(
                     f"{verb} on the transactional table {info.name!r} is not supported by tique yet"
                 )
+    if isinstance(tree, exp.Command):
+        alter.refuse_unparsed(db, conn, sql)
     return conn.execute(sql)
 
 
