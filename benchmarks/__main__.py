@@ -16,6 +16,7 @@ COMMANDS = {
     "htap": "benchmarks.tpcc.cli",
     "longtx": "benchmarks.tpcc.cli",
     "profile": "benchmarks.tpcc.cli",
+    "soak": "benchmarks.soak",
     "report": "benchmarks.report",
 }
 

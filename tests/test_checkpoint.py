@@ -20,6 +20,7 @@ import pytest
 
 import tique
 from tests.conftest import ROOT, ServeProcess, start_serve
+from tique.checkpoint import STEPS as CHECKPOINT_STEPS
 from tique.checkpoint import Checkpointer, CheckpointerBusy, NotATiqueDatabase, check_database, stats
 from tique.engine import open_engine
 from tique.errors import SerializationFailure
@@ -114,7 +115,7 @@ def test_moves_stable_versions_and_keeps_every_answer(served: ServeProcess, raw:
     assert int(raw.execute("SELECT COUNT(*) FROM nk_a__storage").scalar()) == ACCOUNTS - 5
     m = stats(raw)
     assert m["metadata_rows"]["commits"] == 0 and m["metadata_rows"]["outcomes"] == 0
-    assert m["cache_rows"]["acc_a"] == 0 and m["last_run"]["errors"] == 0 and m["horizon_lag"] == 0
+    assert m["cache_rows"]["sys.acc_a"] == 0 and m["last_run"]["errors"] == 0 and m["horizon_lag"] == 0
     again = tique.connect(served.url)
     assert contents(again, "a") == before
     cur = again.cursor()  # and writing goes on over checkpointed data
@@ -277,7 +278,7 @@ def test_refuses_a_database_without_tique(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 
 
-STEPS = ["planned", "read", "wrote", "cleaned", "trimmed"]
+STEPS = list(CHECKPOINT_STEPS)
 
 
 @pytest.mark.parametrize("step", STEPS)

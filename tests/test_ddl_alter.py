@@ -329,3 +329,27 @@ def test_alter_column_default_and_null(
     conn.close()
     assert not Checkpointer(plain).run_once().errors
     assert plain.execute(f'SELECT COUNT(*) FROM "{t}__storage" WHERE v IS NULL').scalar() == 1
+
+
+def test_alter_is_a_versioned_catalog_change(connect: Callable[..., tique.Connection], unique_name) -> None:
+    """A writing transaction that used T while another session altered it fails at COMMIT; a migration's own
+    ALTER followed by a data UPDATE in the same transaction commits."""
+    t, other = unique_name("alt_ver"), unique_name("alt_other")
+    a, b = connect(), connect()
+    setup(a, t)
+    ca, cb = a.cursor(), b.cursor()
+    cb.execute(f"CREATE TABLE {other} (k INT PRIMARY KEY)")
+    ca.execute(f"SELECT COUNT(*) FROM {t}")  # a reads t ...
+    ca.execute(f"INSERT INTO {other} VALUES (1)")  # ... and writes elsewhere
+    cb.execute(f"ALTER TABLE {t} ADD COLUMN n INT DEFAULT 0")
+    with pytest.raises(tique.SerializationFailure):
+        a.commit()
+    ca.execute(f"SELECT COUNT(*) FROM {other}")
+    assert ca.fetchone()[0] == 0
+    a.rollback()
+    ca.execute(f"SELECT COUNT(*) FROM {t}")  # the migration reads, alters, fills, commits
+    ca.execute(f"ALTER TABLE {t} ADD COLUMN m INT")
+    ca.execute(f"UPDATE {t} SET m = id * 10")
+    a.commit()
+    cb.execute(f"SELECT id, n, m FROM {t} ORDER BY id")
+    assert cb.fetchall() == [(1, 0, 10), (2, 0, 20)]

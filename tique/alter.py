@@ -66,6 +66,9 @@ class _Undo:
 
 
 def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableInfo) -> Result:
+    """Checked first; then the change runs as a versioned catalog change (ddl.versioned)."""
+    from tique.ddl import versioned
+
     actions = tree.args.get("actions") or []
     if len(actions) != 1:
         raise NotSupportedError(
@@ -74,28 +77,30 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
         )
     action = actions[0]
     if isinstance(action, exp.ColumnDef):
-        new = _add_column(conn, info, action)
+        change = _add_column(conn, info, action)
     elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "COLUMN").upper() == "COLUMN":
-        new = _drop_column(conn, info, action)
+        change = _drop_column(conn, info, action)
     elif isinstance(action, exp.RenameColumn):
-        new = _rename_column(conn, info, ident(action.this), ident(action.args.get("to")))
+        change = _rename_column(conn, info, ident(action.this), ident(action.args.get("to")))
     elif isinstance(action, exp.AlterColumn):
-        new = _alter_column(conn, info, action)
+        change = _alter_column(conn, info, action)
     elif isinstance(action, exp.AlterRename):
         target = action.this
         schema = ident(target.args.get("db")) or info.schema
         if schema != info.schema:
             raise NotSupportedError(f"ALTER TABLE {info.name} RENAME TO another schema is not supported by tique")
-        new = _rename_table(db, conn, info, ident(target))
+        change = _rename_table(db, conn, info, ident(target))
     else:
         raise NotSupportedError(
             f"ALTER TABLE ... {action.sql(dialect='postgres')[:60]!r} on the transactional table {info.name!r} is not "
             "supported by tique: it runs ADD COLUMN, DROP COLUMN, RENAME COLUMN and RENAME TO (constraints other "
             "than the primary key are not enforced; recreate the table and copy the rows to change a type)"
         )
-    db.catalog.refresh(conn)
-    assert new is not None
-    return Result(rowcount=-1)
+    new, apply = change
+    names = [(info.schema, info.name)] + ([(new.schema, new.name)] if new.name != info.name else [])
+    ids: list[int] = []
+    versioned(db, conn, names, apply, ids)  # a transaction that used the table meanwhile fails at COMMIT
+    return Result(rowcount=-1, ddl_txids=tuple(ids))
 
 
 _UNPARSED = re.compile(r'^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)', re.I)
@@ -145,7 +150,7 @@ def _write_spec(conn: RawConnection, new: TableInfo) -> None:
     )
 
 
-def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> TableInfo:
+def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tuple[TableInfo, Callable[[], None]]:
     name = ident(node.this)
     if name.lower() in (catalog.ROWID, *catalog.META_COLUMNS):
         raise ProgrammingError(f"column name {name!r} is reserved by tique")
@@ -180,23 +185,26 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> Ta
     new = replace(info, columns=(*info.columns, column))
     typed = f"{_q(name)} {column.sql_type}"
     filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
-    undo = _Undo(conn)
-    try:
-        _step("storage")
-        conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
-        undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {_q(name)}")
-        _step("cache")
-        conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
-        undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
-        _swap_view(conn, info, new, undo)
-        _write_spec(conn, new)
-    except BaseException:
-        undo.run()
-        raise
-    return new
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            _step("storage")
+            conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
+            undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {_q(name)}")
+            _step("cache")
+            conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
+            undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
+            _swap_view(conn, info, new, undo)
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
 
 
-def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -> TableInfo:
+def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -> tuple[TableInfo, Callable[[], None]]:
     """SET DEFAULT, DROP DEFAULT, DROP NOT NULL: the spec and both physical tables' defaults (the Cache keeps
     them for writers with an older catalog, see above); Storage's NOT NULL. No row changes."""
     name = ident(node.this)
@@ -225,27 +233,30 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
             "not supported by tique: create a new table with the type, INSERT ... SELECT the rows, then rename it"
         )
     new = replace(info, columns=tuple(changed if c.name == name else c for c in info.columns))
-    undo = _Undo(conn)
-    try:
-        for table in tables:
-            _step("storage" if table == info.storage else "cache")
-            conn.execute(alter.format(table=table) + new_sql)
-            undo.did(alter.format(table=table) + old_sql)
-        _write_spec(conn, new)
-    except BaseException:
-        undo.run()
-        raise
-    return new
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            for table in tables:
+                _step("storage" if table == info.storage else "cache")
+                conn.execute(alter.format(table=table) + new_sql)
+                undo.did(alter.format(table=table) + old_sql)
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
 
 
-def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> TableInfo:
+def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[TableInfo, Callable[[], None]]:
     targets = node.args.get("tables") or [node.this]
     if len(targets) != 1 or targets[0] is None:
         raise NotSupportedError("ALTER TABLE ... DROP COLUMN takes one column at a time with tique")
     name = ident(targets[0])
     if not any(c.name == name for c in info.columns):
         if node.args.get("exists"):
-            return info
+            return info, lambda: None
         raise ProgrammingError(f"ALTER TABLE {info.name} DROP COLUMN: no column {name!r}", "42S22")
     if name in info.key:
         raise NotSupportedError(
@@ -260,29 +271,32 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> TableI
         generated=tuple(g for g in info.generated if g != name),
     )
     dropped = info.column(name)
-    undo = _Undo(conn)
-    try:
-        _step("storage")
-        if dropped.not_null:  # the checkpointer stops writing it from the commit point on
-            conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NULL")
-            undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NOT NULL")
-        _swap_view(conn, info, new, undo)
-        _write_spec(conn, new)
-    except BaseException:
-        undo.run()
-        raise
-    # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
-    for table in (info.storage, info.cache):
+
+    def apply() -> None:
+        undo = _Undo(conn)
         try:
-            _step("cleanup")
-            conn.execute(f"ALTER TABLE {table} DROP COLUMN {_q(name)}")
-        except Exception as exc:
-            warnings.warn(
-                f"ALTER TABLE {info.name} DROP COLUMN {name!r} took effect, but the unused column stays in {table} "
-                f"({exc}); drop it there by hand once nothing depends on it",
-                stacklevel=2,
-            )
-    return new
+            _step("storage")
+            if dropped.not_null:  # the checkpointer stops writing it from the commit point on
+                conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NULL")
+                undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NOT NULL")
+            _swap_view(conn, info, new, undo)
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+        # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
+        for table in (info.storage, info.cache):
+            try:
+                _step("cleanup")
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {_q(name)}")
+            except Exception as exc:
+                warnings.warn(
+                    f"ALTER TABLE {info.name} DROP COLUMN {name!r} took effect, but the unused column stays in {table} "
+                    f"({exc}); drop it there by hand once nothing depends on it",
+                    stacklevel=2,
+                )
+
+    return new, apply
 
 
 def _renamed(info: TableInfo, old: str, new: str) -> TableInfo:
@@ -294,50 +308,60 @@ def _renamed(info: TableInfo, old: str, new: str) -> TableInfo:
     )
 
 
-def _rename_column(conn: RawConnection, info: TableInfo, old: str, new_name: str) -> TableInfo:
+def _rename_column(
+    conn: RawConnection, info: TableInfo, old: str, new_name: str
+) -> tuple[TableInfo, Callable[[], None]]:
     info.column(old)  # says which column does not exist
     if not new_name or any(c.name == new_name for c in info.columns):
         raise ProgrammingError(f"ALTER TABLE {info.name} RENAME COLUMN: column {new_name!r} already exists", "42S21")
     if new_name.lower() in (catalog.ROWID, *catalog.META_COLUMNS):
         raise ProgrammingError(f"column name {new_name!r} is reserved by tique")
     new = _renamed(info, old, new_name)
-    undo = _Undo(conn)
-    try:
-        # the view uses the column: MonetDB renames no column a view depends on
-        _drop_view(conn, info, undo)
-        for table, step in ((info.storage, "storage"), (info.cache, "cache")):
-            _step(step)
-            conn.execute(f"ALTER TABLE {table} RENAME COLUMN {_q(old)} TO {_q(new_name)}")
-            undo.did(f"ALTER TABLE {table} RENAME COLUMN {_q(new_name)} TO {_q(old)}")
-        conn.execute(views.create_sql(new))
-        undo.did(views.drop_sql(new))
-        _write_spec(conn, new)
-    except BaseException:
-        undo.run()
-        raise
-    return new
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            # the view uses the column: MonetDB renames no column a view depends on
+            _drop_view(conn, info, undo)
+            for table, step in ((info.storage, "storage"), (info.cache, "cache")):
+                _step(step)
+                conn.execute(f"ALTER TABLE {table} RENAME COLUMN {_q(old)} TO {_q(new_name)}")
+                undo.did(f"ALTER TABLE {table} RENAME COLUMN {_q(new_name)} TO {_q(old)}")
+            conn.execute(views.create_sql(new))
+            undo.did(views.drop_sql(new))
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
 
 
-def _rename_table(db: Database, conn: RawConnection, info: TableInfo, new_name: str) -> TableInfo:
+def _rename_table(
+    db: Database, conn: RawConnection, info: TableInfo, new_name: str
+) -> tuple[TableInfo, Callable[[], None]]:
     if db.catalog.lookup(conn, info.schema, new_name) is not None or _taken(conn, info.schema, new_name):
         raise ProgrammingError(
             f"ALTER TABLE {info.name} RENAME TO {new_name}: name {new_name!r} already in use", "42S01"
         )
     new = replace(info, name=new_name)
-    undo = _Undo(conn)
-    try:
-        _drop_view(conn, info, undo)
-        for old_t, new_t, step in ((info.storage, new.storage, "storage"), (info.cache, new.cache, "cache")):
-            _step(step)
-            conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_t.split('.', 1)[1].strip(chr(34)))}")
-            undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_t.split('.', 1)[1].strip(chr(34)))}")
-        conn.execute(views.create_sql(new))
-        undo.did(views.drop_sql(new))
-        _write_spec(conn, new)
-    except BaseException:
-        undo.run()
-        raise
-    return new
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            _drop_view(conn, info, undo)
+            for old_t, new_t, step in ((info.storage, new.storage, "storage"), (info.cache, new.cache, "cache")):
+                _step(step)
+                conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_t.split('.', 1)[1].strip(chr(34)))}")
+                undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_t.split('.', 1)[1].strip(chr(34)))}")
+            conn.execute(views.create_sql(new))
+            undo.did(views.drop_sql(new))
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
 
 
 def _taken(conn: RawConnection, schema: str, name: str) -> bool:

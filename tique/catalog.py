@@ -8,13 +8,32 @@
 
 A *plain* table (``-- tique: plain`` in its CREATE TABLE) is left to MonetDB as it is: no versions, no
 snapshot, no cost; for analytical-only data.
+
+Catalog changes and concurrent transactions (several processes share one engine, each with its own Catalog):
+
+- A table's id is the transaction id of the DDL that created it (the C module's counter): unique across
+  processes, and never reused, since recovery restarts the counter past every recorded id (MAX(table_id)
+  included). Key hashes identify the table by (schema, name), not by id, so every process hashes a key alike,
+  whatever its catalog holds.
+- DROP TABLE of a tique table commits through the normal protocol (ddl.py): a commit timestamp, and a commit
+  record whose write-set is the table's *schema hash* (``schema_hash``), decided before the physical change is
+  made and made visible after it. (CREATE needs none: a name re-created was dropped first, by such a DROP;
+  ALTER and TRUNCATE of tique tables are refused.) Every writing transaction checks at commit, besides its
+  write-set, that no such record of a table it read or wrote committed in (sts, cts): a read-set check, so
+  ordinary transactions on a table never conflict with each other, while one that overlaps a DROP of its table
+  fails (also when its own session ran the DROP: its writes were meant for the old table).
+- A transaction that begins after such a DDL is visible sees a newer catalog version (``tique.catalog_version``,
+  read in the begin statement after the snapshot is taken; the DDL bumps it before it becomes visible): its
+  process then refreshes its catalog, and the plans cached for the old version are no longer used.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +41,11 @@ from sqlglot import exp
 
 from tique import sqlfiles
 from tique.engine.base import RawConnection
-from tique.errors import NotSupportedError, ProgrammingError
+from tique.errors import DatabaseError, NotSupportedError, ProgrammingError
 from tique.params import literal
 
 ROWID = "tq_rowid"
+UNREGISTER_TRIES = 20
 META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
 
@@ -99,6 +119,11 @@ class TableInfo:
         raise ProgrammingError(f"column {name!r} does not exist in table {self.name!r}")
 
     @property
+    def identity(self) -> str:
+        """What names the table in key hashes: the same in every process and for every id it has had."""
+        return f"{self.schema}\x00{self.name}"
+
+    @property
     def storage(self) -> str:
         return f'"{self.schema}"."{self.name}__storage"'
 
@@ -151,13 +176,27 @@ def install(conn: RawConnection) -> None:
             conn.execute(stmt)
 
 
+def schema_hash(schema: str, name: str) -> int:
+    """The reserved write-set entry of a DDL on table schema.name (never a key's hash: another prefix)."""
+    digest = hashlib.blake2b(f"\x01ddl\x00{schema}\x00{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 class Catalog:
-    """The process's view of tique.tables, shared by its connections; refreshed on a miss and after DDL."""
+    """The process's view of tique.tables, shared by its connections; refreshed on a miss, after DDL, and when a
+    transaction begins under a newer engine catalog version (``sync``)."""
 
     def __init__(self) -> None:
         self._tables: dict[tuple[str, str], TableInfo] = {}
         self._lock = threading.Lock()
         self.version = 0  # bumps on every change, so statement caches know to re-plan
+        self.seen: int | None = None  # the engine's catalog version this view was last read under
+
+    def sync(self, conn: RawConnection, engine_version: int) -> None:
+        """Refresh when the engine's catalog version (read before calling) differs from the one last seen."""
+        if engine_version != self.seen:
+            self.refresh(conn)
+            self.seen = engine_version
 
     def refresh(self, conn: RawConnection) -> None:
         rows = conn.execute("SELECT table_id, schema_name, name, kind, spec FROM tique.tables").rows
@@ -284,6 +323,9 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
         columns = [ColumnSpec(c.name, c.sql_type, True, c.default) if c.name in key else c for c in columns]
     kind = "plain" if PLAIN_HINT.search(raw_sql) else "tx"
     key = list(dict.fromkeys(key))
+    if kind == "tx":
+        for c in columns:
+            _check_type(name, c)
     return TableInfo(
         table_id, schema, name, kind, tuple(columns), tuple(key) if key else (ROWID,), generated=tuple(generated)
     )
@@ -323,6 +365,18 @@ def _check_generated(columns: list[ColumnSpec], generated: list[str], table: str
             raise NotSupportedError(f"generated column {c.name!r} of {table!r} must be an integer, not {c.sql_type}")
 
 
+def _check_type(table: str, column: ColumnSpec) -> None:
+    """Only types whose values tique keeps exact (see rewrite/values.py); a plain table may use any type."""
+    from tique.rewrite.values import sql_type
+
+    try:
+        sql_type(column.sql_type)
+    except NotSupportedError as exc:
+        raise NotSupportedError(
+            f"column {column.name!r} of {table!r}: {exc}; declare the table '-- tique: plain' to use it untracked"
+        ) from None
+
+
 def create_ddl(info: TableInfo) -> list[str]:
     """The statements that create a table's physical tables."""
     if info.kind == "plain":
@@ -358,8 +412,14 @@ def register(conn: RawConnection, info: TableInfo) -> None:
 
 
 def unregister(conn: RawConnection, info: TableInfo) -> None:
-    conn.execute(f"DELETE FROM tique.tables WHERE table_id = {info.table_id}")
-
-
-def next_table_id(conn: RawConnection) -> int:
-    return int(conn.execute("SELECT COALESCE(MAX(table_id), 0) + 1 FROM tique.tables").scalar())
+    """Remove exactly this table's entry (id, schema and name: an old database may hold duplicate ids)."""
+    where = f"table_id = {info.table_id} AND schema_name = {literal(info.schema)} AND name = {literal(info.name)}"
+    for attempt in range(UNREGISTER_TRIES):
+        try:
+            conn.execute(f"DELETE FROM tique.tables WHERE {where}")
+            return
+        except DatabaseError:
+            # MonetDB aborts a DELETE when another session's append (a concurrent CREATE TABLE) commits meanwhile
+            if attempt == UNREGISTER_TRIES - 1:
+                raise
+            time.sleep(0.005 * (attempt + 1))

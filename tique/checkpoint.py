@@ -6,40 +6,55 @@ computes it atomically with transaction begins) and L the *low-water id*:
     L = min(the oldest running transaction id, the smallest id that committed after H, or is still committing)
 
 Every transaction with an id below L is finished and settled at or below H: committed at or below H, aborted,
-or gone without committing (rolled back, died). So, per table:
+or gone without committing (rolled back, died). Steps (each named for the crash tests' step hook):
 
-1. ``read``: the newest committed version at or below H of every key that has a committed version from an id
-   below L: a read-only statement (a statement that writes must not filter a table others append to).
-2. ``write``: those versions replace the keys' rows in Storage (a tombstone deletes the key), by VALUES
-   batches. Only the checkpointer writes Storage, so these statements never conflict.
-3. ``clean``: ``DELETE FROM T__cache WHERE tq_txid < L``: the oldest versions of each key first (for one key,
-   a later commit has a later id). MonetDB aborts a DELETE on a table others appended to meanwhile; appends
-   never lose, so the checkpointer retries with back-off and, failing that, leaves the rows for the next run.
-
-Then ``tique.commits``, ``tique.outcomes`` and expired reservations below L are trimmed the same way.
+0. ``settled``: commit records of dead clients get their outcome while the database runs: a commit stuck before
+   deciding for longer than the lease is expired (abandoned) and given an aborted outcome; one whose outcome is
+   recorded but never advanced is advanced. Otherwise L would stay below a dead client's id for good.
+1. ``planned``: H and L. ``logged``: the counters' high-water marks go to ``tique.checkpoints`` *before*
+   anything is deleted, so recovery restarts past every id and timestamp, whatever step a crash hits.
+2. Per table, L_t <= L: version order is commit order, and a transaction's id does not follow it (a priority
+   retry, or a begin that waits for its session's last commit, refreshes its snapshot after taking its id). L_t
+   is lowered until no key has a committed version below L_t that is newer than one at or above it, so
+   deleting below L_t removes a prefix of each key's versions in commit order.
+   ``read``: the newest committed version at or below H of every key with a committed version from an id below
+   L_t, every column as the engine's own text (a read-only statement: a statement that writes must not read a
+   table others append to). ``wrote``: those versions replace the keys' rows in Storage (a tombstone deletes
+   the key), cast back from that text by the engine, so no value ever passes through a Python type. Only the
+   checkpointer writes Storage, so these statements never conflict.
+   ``cleaned``: ``DELETE FROM T__cache WHERE tq_txid < L_t``. MonetDB aborts a DELETE on a table others
+   appended to meanwhile; appends never lose, so the checkpointer retries with back-off and, failing that,
+   leaves the rows for the next run (Storage already has their newest stable version).
+3. Below the smallest L_t: reservations, then ``tique.commits`` (``trimmed_commits``), then - only if those went
+   through - ``tique.outcomes`` (``trimmed``): a commit record whose outcome is gone would look unfinished
+   forever. ``finished``: the run's log row gets its figures.
 
 Nothing here needs atomicity: between the steps, a reader of any snapshot at or above H finds the same newest
 version, either still in Cache (which wins over Storage) or in Storage. Every step is idempotent, so a
-checkpointer killed anywhere simply starts over. Each run appends one row to ``tique.checkpoints`` (written only
-by the checkpointer), which also keeps the counters' high-water marks for recovery.
+checkpointer killed anywhere simply starts over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.catalog import Catalog, TableInfo
+from tique.catalog import ROWID, Catalog, TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError
 from tique.params import literal
+from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 
 WRITE_BATCH = 1000  # Storage rows per statement
+STEPS = ("settled", "planned", "logged", "read", "wrote", "cleaned", "trimmed_commits", "trimmed", "finished")
+RUNNING = -1  # the errors column of a run's log row until the run finished
 LOCK_LEASE_MS = 10000  # a checkpointer that stops renewing (killed) frees the lock after this
 
 
@@ -71,6 +86,8 @@ class CheckpointReport:
     metadata_trimmed: int = 0
     conflicts: int = 0  # MonetDB conflict aborts retried
     errors: list[str] = field(default_factory=list)
+    settled: int = 0  # dead clients' commits settled (aborted, or advanced)
+    deferred: list[str] = field(default_factory=list)  # metadata DELETEs that kept conflicting: left for the next run
 
     @property
     def moved(self) -> int:
@@ -81,11 +98,12 @@ class CheckpointReport:
         return sum(t.cleaned for t in self.tables.values())
 
     def line(self) -> str:
-        deferred = [n for n, t in self.tables.items() if t.deferred]
+        deferred = [n for n, t in self.tables.items() if t.deferred] + self.deferred
         return (
             f"checkpoint: horizon {self.horizon} (sts {self.sts}), below txid {self.low_txid}: "
             f"{self.moved} versions to Storage, {self.cleaned} Cache rows and {self.metadata_trimmed} metadata rows "
             f"removed, {self.conflicts} conflicts retried in {self.duration_s * 1000:.0f} ms"
+            + (f"; {self.settled} dead clients' commits settled" if self.settled else "")
             + (f"; deferred: {', '.join(deferred)}" if deferred else "")
             + (f"; errors: {'; '.join(self.errors)}" if self.errors else "")
         )
@@ -108,7 +126,7 @@ def check_database(conn: RawConnection) -> None:
         conn.execute("SELECT tique.horizon()")
     except DatabaseError as exc:
         raise NotATiqueDatabase(
-            f"the engine has no tique.horizon(): tique's C module (ABI 4) is not loaded ({exc}); "
+            f"the engine has no tique.horizon(): tique's C module (ABI 6) is not loaded ({exc}); "
             "checkpoint through 'tique serve' or an embedded URL"
         ) from exc
 
@@ -186,6 +204,8 @@ class Checkpointer:
 
     def _run(self) -> CheckpointReport:
         started, t0 = time.time(), time.monotonic()
+        settled = self._settle_dead_clients()
+        self._hook("settled")
         horizon, oldest, sts, last_cts, last_txid = (
             int(v)
             for v in self.conn.execute(
@@ -197,36 +217,115 @@ class Checkpointer:
             "OR txid NOT IN (SELECT txid FROM tique.outcomes)"
         ).scalar()
         low = min(oldest, int(busy)) if busy is not None else oldest
-        report = CheckpointReport(started, 0.0, horizon, low, sts, last_cts)
+        report = CheckpointReport(started, 0.0, horizon, low, sts, last_cts, settled=settled)
         self._hook("planned")
+        # Before anything is deleted: recovery restarts the counters past these, whatever step a crash hits (the
+        # ids about to be trimmed are all at or below last_txid: L <= oldest_txid <= last_txid + 1).
+        started_ms = self._log_start(report, last_txid)
+        try:
+            self._hook("logged")
+            self._tables_and_metadata(report)
+        except DatabaseError as exc:  # the run's log row says why it stopped
+            report.errors.append(f"{type(exc).__name__}: {exc}")
+            report.duration_s = time.monotonic() - t0
+            with contextlib.suppress(DatabaseError):
+                self._log_end(report, started_ms, last_txid)
+            raise
+        report.duration_s = time.monotonic() - t0
+        self._log_end(report, started_ms, last_txid)
+        self._hook("finished")
+        return report
+
+    def _tables_and_metadata(self, report: CheckpointReport) -> None:
         self.catalog.refresh(self.conn)
+        trim_below = report.low_txid
         for info in self.catalog.all():
             if info.kind != "tx":
                 continue
+            name = f"{info.schema}.{info.name}"
             try:
-                report.tables[info.name] = self._table(info, horizon, low, report)
+                table_low = self._table_low(info, report.horizon, report.low_txid)
+                trim_below = min(trim_below, table_low)
+                report.tables[name] = self._table(info, report.horizon, table_low, report)
             except DatabaseError as exc:
-                report.errors.append(f"{info.name}: {exc}")
+                report.errors.append(f"{name}: {exc}")
             self.acquire()  # renew the lock between tables
         if not report.errors:
             # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows.
-            self._trim_metadata(low, report)
-        report.duration_s = time.monotonic() - t0
-        self._log(report, last_txid)
-        return report
+            self._trim_metadata(trim_below, report)
 
     def _hook(self, step: str) -> None:
         if self.step_hook:
             self.step_hook(step)
 
+    # ---- dead clients --------------------------------------------------------------------------------------
+
+    def _settle_dead_clients(self) -> int:
+        """Give a dead client's commit its outcome while the database runs (recovery does it only at open).
+
+        A commit record without outcome whose slot is stuck before deciding for longer than the lease is expired
+        (as a waiting committer would) and recorded as aborted: its late owner's decide then fails, so it can
+        never commit. A slot the C module says is abandoned - or settled although no outcome is visible (an
+        abandoned slot the ring has reused: a commit records its outcome before it advances) - is recorded as
+        aborted too. A commit stuck deciding whose outcome is recorded is advanced. A record whose timestamp the
+        module does not know (written before a restart) is left to recovery."""
+        settled = 0
+        unfinished = self.conn.execute(
+            "SELECT txid, MAX(cts) FROM tique.commits WHERE txid NOT IN (SELECT txid FROM tique.outcomes) GROUP BY txid"
+        ).rows
+        for txid, cts in unfinished:
+            state = int(self.conn.execute(f"SELECT tique.cts_state({int(cts)})").scalar())
+            if state in (TAKEN, PUBLISHED) and int(self.conn.execute(f"SELECT tique.expire({int(cts)})").scalar()):
+                state = ABANDONED
+            if state not in (ABANDONED, DONE):
+                continue  # still running within its lease, deciding, or unknown to this engine
+            # read after the state: an outcome recorded before a settled state is visible now
+            if not self.conn.execute(f"SELECT COUNT(*) FROM tique.outcomes WHERE txid = {int(txid)}").scalar():
+                # and its snapshot pin ends: a transaction in COMMIT never reads a version again
+                self.conn.execute(f"INSERT INTO tique.outcomes VALUES ({int(txid)}, {int(cts)}, FALSE)")
+                self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
+                settled += 1
+        while True:
+            stuck = int(self.conn.execute("SELECT tique.stuck()").scalar())
+            owner = self.conn.execute(f"SELECT MIN(txid) FROM tique.outcomes WHERE cts = {stuck}").scalar()
+            if not stuck or owner is None:
+                return settled
+            self.conn.execute(f"SELECT tique.advance({stuck}, 0), tique.end_txn({int(owner)})")
+            settled += 1
+
+    # ---- one table -----------------------------------------------------------------------------------------
+
+    def _table_low(self, info: TableInfo, horizon: int, low: int) -> int:
+        """The largest L_t <= low such that no key has a committed version from an id below L_t that is newer
+        (commits later) than a version from an id at or above it. Deleting below L_t then never leaves an older
+        version of a key in the Cache, where it would outrank the newer one moved to Storage."""
+        key = ", ".join(f'c."{k}"' for k in info.key)
+        # per version: the largest id among the key's versions that committed before it
+        inversions = [
+            (int(w), int(p))
+            for w, p in self.conn.execute(
+                f"SELECT tq_txid, tq_prev FROM (SELECT c.tq_txid, MAX(c.tq_txid) OVER (PARTITION BY {key} "
+                "ORDER BY o.cts, c.tq_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS tq_prev "
+                f"FROM {info.cache} AS c JOIN tique.outcomes AS o ON o.txid = c.tq_txid "
+                f"WHERE o.ok AND o.cts <= {horizon}) AS z WHERE tq_prev > tq_txid AND tq_txid < {low}"
+            ).rows
+        ]
+        while True:  # L_t must not split any (newer version's id, older version's id] interval
+            splitting = [w for w, p in inversions if w < low <= p]
+            if not splitting:
+                return low
+            low = min(splitting)
+
     def _table(self, info: TableInfo, horizon: int, low: int, report: CheckpointReport) -> TableReport:
         out = TableReport()
         cols = list(info.stored_names)
+        types = column_types(info)
         key = ", ".join(f'c."{k}"' for k in info.key)
         ccols = ", ".join(f'c."{c}"' for c in cols)
         plain = ", ".join(f'"{c}"' for c in cols)
+        texts = ", ".join(f'CAST("{c}" AS CLOB)' for c in cols)  # the engine's own text of every value
         rows = self.conn.execute(
-            f"SELECT {plain}, tq_deleted FROM (SELECT {ccols}, c.tq_deleted, ROW_NUMBER() OVER (PARTITION BY {key} "
+            f"SELECT {texts}, tq_deleted FROM (SELECT {ccols}, c.tq_deleted, ROW_NUMBER() OVER (PARTITION BY {key} "
             f"ORDER BY o.cts DESC, c.tq_seq DESC) AS tq_rk, MIN(c.tq_txid) OVER (PARTITION BY {key}) AS tq_lo "
             f"FROM {info.cache} AS c JOIN tique.outcomes AS o ON o.txid = c.tq_txid "
             f"WHERE o.ok AND o.cts <= {horizon}) AS z WHERE tq_rk = 1 AND tq_lo < {low}"
@@ -240,7 +339,7 @@ class Checkpointer:
             if live:
                 self.conn.execute(
                     f"INSERT INTO {info.storage} ({plain}) VALUES "
-                    + ", ".join("(" + ", ".join(literal(v) for v in r) + ")" for r in live)
+                    + ", ".join("(" + ", ".join(from_text(v, types[c]) for v, c in zip(r, cols)) + ")" for r in live)
                 )
             out.moved += len(live)
             out.removed += len(batch) - len(live)
@@ -255,31 +354,45 @@ class Checkpointer:
         return out
 
     def _delete_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> None:
+        """Delete the Storage rows of ``keys``, given as the engine's text of each key value."""
+        types = column_types(info)
         if len(info.key) == 1:
-            where = f'"{info.key[0]}" IN ({", ".join(literal(k[0]) for k in keys)})'
+            k = info.key[0]
+            where = f'"{k}" IN ({", ".join(from_text(v[0], types[k]) for v in keys)})'
         else:
             names = ", ".join(f"k{i}" for i in range(len(info.key)))
-            values = ", ".join("(" + ", ".join(literal(v) for v in k) + ")" for k in keys)
+            values = ", ".join(
+                "(" + ", ".join(from_text(v, types[k]) for v, k in zip(row, info.key)) + ")" for row in keys
+            )
             # MonetDB resolves at most table.column here, not schema.table.column
             match = " AND ".join(f'v.k{i} = "{info.name}__storage"."{k}"' for i, k in enumerate(info.key))
             where = f"EXISTS (SELECT 1 FROM (VALUES {values}) AS v({names}) WHERE {match})"
         self.conn.execute(f"DELETE FROM {info.storage} WHERE {where}")
 
+    # ---- metadata ------------------------------------------------------------------------------------------
+
     def _trim_metadata(self, low: int, report: CheckpointReport) -> None:
+        """Reservations and commit records below ``low``, then their outcomes - only if both went through: a
+        commit record (or reservation) whose outcome is gone looks unfinished forever and would freeze L."""
         now_ms = int(time.time() * 1000)
-        # commits before outcomes: an outcome without its commit record is harmless, the reverse would look
-        # unfinished to recovery
+        complete = True
         for sql in (
-            f"DELETE FROM tique.commits WHERE txid < {low}",
-            f"DELETE FROM tique.outcomes WHERE txid < {low}",
             f"DELETE FROM tique.reservations WHERE txid < {low} OR until_ms < {now_ms}",
+            f"DELETE FROM tique.commits WHERE txid < {low}",
         ):
-            n = self._retrying(sql, report)
-            if n is None:
-                report.errors.append(f"deferred: {sql.split(' WHERE')[0]}")
-            else:
-                report.metadata_trimmed += n
+            complete = self._trim(sql, report) and complete
+        self._hook("trimmed_commits")
+        if complete:
+            self._trim(f"DELETE FROM tique.outcomes WHERE txid < {low}", report)
         self._hook("trimmed")
+
+    def _trim(self, sql: str, report: CheckpointReport) -> bool:
+        n = self._retrying(sql, report)
+        if n is None:
+            report.deferred.append(sql.split(" WHERE")[0].removeprefix("DELETE FROM "))
+            return False
+        report.metadata_trimmed += n
+        return True
 
     def _retrying(self, sql: str, report: CheckpointReport) -> int | None:
         """Run a DELETE on a table others append to; MonetDB aborts it when an append committed meanwhile.
@@ -301,19 +414,69 @@ class Checkpointer:
                 delay = min(delay * 2, 0.2)
         return None
 
-    def _log(self, report: CheckpointReport, last_txid: int) -> None:
-        note = "; ".join(report.errors)[:1000]
+    # ---- the log -------------------------------------------------------------------------------------------
+
+    def _log_start(self, report: CheckpointReport, last_txid: int) -> int:
+        """The run's log row, with the counters' high-water marks, before the run deletes anything."""
+        started_ms = int(report.started * 1000)
         self.conn.execute(
             "INSERT INTO tique.checkpoints VALUES ("
-            f"{int(report.started * 1000)}, {int(report.duration_s * 1000)}, {report.horizon}, {report.low_txid}, "
-            f"{last_txid}, {report.last_cts}, {report.moved}, {report.cleaned}, {report.metadata_trimmed}, "
-            f"{report.conflicts}, {len(report.errors)}, {literal(note)})"
+            f"{started_ms}, 0, {report.horizon}, {report.low_txid}, {last_txid}, {report.last_cts}, 0, 0, 0, 0, "
+            f"{RUNNING}, 'running')"
         )
-        # the log itself stays small: only the checkpointer writes it, so this never conflicts
+        return started_ms
+
+    def _log_end(self, report: CheckpointReport, started_ms: int, last_txid: int) -> None:
+        note = "; ".join(report.errors + [f"deferred: {d}" for d in report.deferred])[:1000]
+        # only the checkpointer writes the log, so these statements never conflict
+        self.conn.execute(
+            f"UPDATE tique.checkpoints SET duration_ms = {int(report.duration_s * 1000)}, moved = {report.moved}, "
+            f"cleaned = {report.cleaned}, trimmed = {report.metadata_trimmed}, conflicts = {report.conflicts}, "
+            f"errors = {len(report.errors)}, note = {literal(note)} WHERE started_ms = {started_ms} "
+            f"AND errors = {RUNNING} AND last_txid = {last_txid}"
+        )
+        # the log itself stays small, but never loses its largest high-water marks (even if the clock went back)
         self.conn.execute(
             "DELETE FROM tique.checkpoints WHERE started_ms < (SELECT MIN(started_ms) FROM (SELECT started_ms FROM "
-            "tique.checkpoints ORDER BY started_ms DESC LIMIT 1000) AS recent)"
+            "tique.checkpoints ORDER BY started_ms DESC LIMIT 1000) AS recent) "
+            "AND last_txid < (SELECT MAX(last_txid) FROM tique.checkpoints) "
+            "AND last_cts < (SELECT MAX(last_cts) FROM tique.checkpoints)"
         )
+
+
+_TEXT_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CLOB", "TEXT", "STRING"})
+_INT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
+_BOOL_TYPES = frozenset({"BOOLEAN", "BOOL"})
+_FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def column_types(info: TableInfo) -> dict[str, str]:
+    """Each stored column's SQL type (the hidden row id is a BIGINT)."""
+    return {**{c.name: c.sql_type for c in info.columns}, **({ROWID: "BIGINT"} if info.has_rowid else {})}
+
+
+def from_text(text: Any, sql_type: str) -> str:
+    """SQL for the value whose engine text (``CAST(v AS CLOB)``) is ``text``, as the engine casts it back: exact
+    for every type (DOUBLE prints the shortest text that reads back the same bits, -0 included). An interval
+    prints as its count of months or seconds, which only the single-field interval reads back."""
+    if text is None:
+        return "NULL"
+    quoted = literal(str(text))
+    upper = sql_type.upper()
+    base = upper.split("(")[0].strip()
+    # the cheap cases (a CAST per value doubles the cost of a Storage write): a string literal is the string,
+    # digits are the integer, and true/false the boolean
+    if base in _TEXT_TYPES:
+        return quoted
+    if (base in _INT_TYPES and _INTEGER.fullmatch(str(text))) or (base in _BOOL_TYPES and text in ("true", "false")):
+        return str(text)
+    if base in _FLOAT_TYPES and text == "-0":  # MonetDB parses '-0' as REAL +0 (as DOUBLE, -0)
+        return f"CAST(CAST('-0' AS DOUBLE) AS {sql_type})"
+    if upper.startswith("INTERVAL"):
+        unit = "SECOND" if any(f in upper for f in ("DAY", "HOUR", "MINUTE", "SECOND")) else "MONTH"
+        return f"CAST(INTERVAL {quoted} {unit} AS {sql_type})"
+    return f"CAST({quoted} AS {sql_type})"
 
 
 def stats(conn: RawConnection) -> dict[str, Any]:
@@ -324,7 +487,7 @@ def stats(conn: RawConnection) -> dict[str, Any]:
         int(v) for v in conn.execute("SELECT tique.horizon(), tique.sts(), tique.last_cts(), tique.pins()").rows[0]
     )
     cache = {
-        info.name: int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar())
+        f"{info.schema}.{info.name}": int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar())
         for info in catalog.all()
         if info.kind == "tx"
     }
@@ -496,7 +659,7 @@ def start_background(
 
 
 def _pause_hook(step: str | None) -> Callable[[str], None] | None:
-    """Crash tests: stop at a named step (planned, read, wrote, cleaned, trimmed), say so, and wait to be killed."""
+    """Crash tests: stop at a named step (one of STEPS), say so, and wait to be killed."""
     if not step:
         return None
 

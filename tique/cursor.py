@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tique.ddl import run_ddl
+from tique.ddl import dropped_table, run_ddl
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError, restated
 from tique.params import Params, check, inline, literal, normalize, resolve, value
+from tique.rewrite.exact import decode
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.statements import DDL, Control, PassThrough, ReadPlan
 
@@ -33,7 +34,22 @@ class Cursor:
         self._check()
         conn = self.connection
         operation, parameters = bind(operation, parameters)
-        plan = conn.plan(operation, parameters)
+        catalog_version = conn.db.catalog.version
+        try:
+            plan = conn.plan(operation, parameters)
+        except ProgrammingError:
+            # planned against a catalog another process may have changed since: the begin syncs it (see catalog.py)
+            if conn.in_transaction:
+                raise
+            conn.transaction()
+            try:
+                if conn.db.catalog.version == catalog_version:
+                    raise
+                plan = conn.plan(operation, parameters)
+            except ProgrammingError:
+                if conn.autocommit:
+                    conn.rollback()
+                raise
         if isinstance(plan, DDL) and parameters is not None:
             # DDL is sent as written (not from a tree with slots): format its literals in, as pymonetdb does
             operation, parameters = inline(operation, parameters), None
@@ -49,19 +65,26 @@ class Cursor:
                 conn.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
             return self
         if isinstance(plan, DDL):
-            self._set(run_ddl(conn.db, conn._raw, plan.tree, plan.sql, conn))
+            result = run_ddl(conn.db, conn._raw, plan.tree, plan.sql, conn)
+            self._set(result)
+            dropped = dropped_table(plan.tree)
+            if dropped and conn._txn is not None:
+                conn._txn.forget_table(dropped, result.ddl_txids)
+            elif conn._txn is not None:  # this session's own ALTER does not fail its transaction (alter.py)
+                conn._txn.own_ddl.update(result.ddl_txids)
             return self
         txn = conn.transaction()
+        if conn.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
+            plan = conn.plan(operation, parameters)
         try:
             if isinstance(plan, PassThrough):
-                self._set(
-                    conn._raw.execute(plan.template.render(self._rendered(plan.template.param_slots, parameters)))
-                )
+                rendered = plan.template.render(self._rendered(plan.template.param_slots, parameters))
+                self._set(decode(conn._raw.execute(rendered), plan.decode))
             elif isinstance(plan, ReadPlan):
                 params = self._rendered(plan.template.param_slots, parameters)
                 conn.use_pipeline(plan.analytical)
                 with conn.db.analytical_gate(conn.settings.analytical_slots if plan.analytical else None):
-                    self._set(txn.run(plan.template, params, plan.reads, plan.point_keys))
+                    self._set(decode(txn.run(plan.template, params, plan.reads, plan.point_keys), plan.decode))
             elif isinstance(plan, InsertPlan):
                 slots = _insert_slots(plan)
                 values = _values(slots, parameters)

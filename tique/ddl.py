@@ -1,18 +1,34 @@
 """DDL on tique's tables. It takes effect at once, outside any transaction (MonetDB commits DDL by itself),
-as in MySQL; a transaction's writes are not affected."""
+as in MySQL; a transaction's writes are not affected.
+
+DROP TABLE of a tique table is versioned (see catalog.py): it runs as a commit of the normal protocol whose
+write-set is the table's schema hash. In order: take a transaction id and a commit timestamp and write the
+record; publish; decide and write a committed outcome; only then change the tables and tique.tables; bump the
+catalog version; advance. So a transaction that overlaps the change in commit order (its snapshot before the
+DDL's timestamp, its own timestamp after) finds the record when it certifies and fails, and one whose timestamp
+is smaller took it before the change began, so its rows went to the old table; one whose snapshot includes the
+DDL began after the version bump and plans against the refreshed catalog. CREATE TABLE takes its id from the same
+counter and bumps the version once the table is registered.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from sqlglot import exp
 
 from tique import alter, catalog, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
-from tique.errors import NotSupportedError, ProgrammingError
+from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.writes import ident
+from tique.sequencer import CSequencer
+
+T = TypeVar("T")
+DDL_TIMEOUT_MS = 30000  # waits for earlier commits to publish and settle
 
 uses_tique = ddl_views.uses_tique
 
@@ -41,7 +57,8 @@ def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str, s
             return ddl_views.drop_view(db, conn, info, sql)
     if isinstance(tree, exp.Alter) and str(tree.args.get("kind") or "TABLE").upper() == "TABLE":
         table = tree.this
-        info = db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
+        db.catalog.refresh(conn)  # never alter by a stale entry: another process may have changed the table
+        info = db.catalog.get(ident(table.args.get("db")) or db.default_schema, ident(table))
         if info is not None and info.kind == "tx":
             return alter.alter_table(db, conn, tree, info)
     if isinstance(tree, (exp.Alter, exp.TruncateTable)):
@@ -57,29 +74,108 @@ def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str, s
     return conn.execute(sql)
 
 
+def versioned(
+    db: Database,
+    conn: RawConnection,
+    tables: list[tuple[str, str]],
+    change: Callable[[], T],
+    ids: list[int] | None = None,
+) -> T:
+    """Run ``change()`` as a committed catalog change of ``tables`` ((schema, name) pairs): see the module's
+    docstring for the order of its steps, and catalog.py for why. The change's transaction id is appended to
+    ``ids``: the session that ran it must not count it as another session's DDL against its own transaction."""
+    hashes = ", ".join(f"({catalog.schema_hash(s, n)})" for s, n in tables)
+    seq = db.sequencer
+    c_module = isinstance(seq, CSequencer)
+    if c_module:
+        # registered like a transaction's begin, so the checkpointer keeps the record until it is settled
+        txid, sts = conn.execute(
+            f"SELECT x.t, tique.snapshot_of(x.t) FROM (SELECT tique.begin_txn(0, {DDL_TIMEOUT_MS}) AS t) AS x"
+        ).rows[0]
+        txid, sts = int(txid), int(sts)
+        conn.execute(
+            f"INSERT INTO tique.commits SELECT {txid}, {sts}, x.c, v.h FROM (VALUES {hashes}) AS v(h) "
+            f"CROSS JOIN (SELECT tique.next_cts_for({txid}) AS c) AS x"
+        )
+    else:
+        txid, sts, cts = seq.next_txid(conn), seq.sts(conn), seq.next_cts(conn)
+        conn.execute(f"INSERT INTO tique.commits SELECT {txid}, {sts}, {cts}, v.h FROM (VALUES {hashes}) AS v(h)")
+    if ids is not None:
+        ids.append(txid)
+    cts = int(conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {txid}").scalar())
+    try:
+        seq.publish(conn, cts, DDL_TIMEOUT_MS)
+        seq.decide(conn, cts)
+        conn.execute(f"INSERT INTO tique.outcomes VALUES ({txid}, {cts}, TRUE)")
+    except DatabaseError:
+        _abort(db, conn, txid, cts)
+        raise
+    try:
+        return change()
+    finally:
+        seq.bump_catalog(conn)  # before the change becomes visible: a snapshot that includes it sees the bump
+        try:
+            seq.advance(conn, cts, DDL_TIMEOUT_MS)
+        except OperationalError as exc:
+            if exc.sqlstate != "HYT00":
+                raise
+            # the slot is settled; the change becomes visible once the earlier commit it waited for settles
+        if c_module:
+            conn.execute(f"SELECT tique.end_txn({txid})")
+        db.catalog.refresh(conn)
+
+
+def _abort(db: Database, conn: RawConnection, txid: int, cts: int) -> None:
+    try:
+        conn.execute(f"INSERT INTO tique.outcomes VALUES ({txid}, {cts}, FALSE)")
+        db.sequencer.advance(conn, cts, 0)
+        if isinstance(db.sequencer, CSequencer):
+            conn.execute(f"SELECT tique.end_txn({txid})")
+    except DatabaseError:
+        pass  # recovery settles it; the caller reports the original error
+
+
+def dropped_table(tree: exp.Expression) -> str | None:
+    """The bare name of the table a DROP TABLE statement drops, else None."""
+    if isinstance(tree, exp.Drop) and str(tree.args.get("kind") or "").upper() == "TABLE":
+        table = tree.find(exp.Table)
+        return ident(table) if table is not None else None
+    return None
+
+
 def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
-    info = catalog.table_from_create(tree, db.default_schema, catalog.next_table_id(conn), sql)
-    if db.catalog.lookup(conn, info.schema, info.name) is not None or _physical_exists(conn, info.schema, info.name):
+    info = catalog.table_from_create(tree, db.default_schema, 0, sql)
+    db.catalog.refresh(conn)  # another process may have created or dropped it
+    if db.catalog.get(info.schema, info.name) is not None or _physical_exists(conn, info.schema, info.name):
         if tree.args.get("exists"):
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {info.name!r} already in use", "42S01")
-    statements = catalog.create_ddl(info)
-    done: list[str] = []
+
+    def create(table_id: int) -> None:
+        made = replace(info, table_id=table_id)
+        done: list[str] = []
+        try:
+            for stmt in catalog.create_ddl(made):
+                conn.execute(stmt)
+                done.append(stmt)
+            catalog.register(conn, made)
+        except Exception:
+            for stmt in done:  # leave nothing half-made behind
+                name = stmt.split("(")[0].replace("CREATE TABLE", "").strip()
+                try:
+                    conn.execute(f"DROP TABLE {name}")
+                except Exception:
+                    pass
+            raise
+
+    # No commit record: a transaction that began before the table existed and writes it afterwards is not
+    # wrong (it was empty), and a re-created name is covered by its DROP's record. The version tells processes.
     try:
-        for stmt in statements:
-            conn.execute(stmt)
-            done.append(stmt)
-        catalog.register(conn, info)
-    except Exception:
-        for stmt in done:  # leave nothing half-made behind
-            name = stmt.split("(")[0].replace("CREATE TABLE", "").strip()
-            try:
-                conn.execute(f"DROP TABLE {name}")
-            except Exception:
-                pass
-        raise
-    _create_view(conn, info)
-    db.catalog.refresh(conn)
+        create(db.sequencer.next_txid(conn))
+        _create_view(conn, info)
+    finally:
+        db.sequencer.bump_catalog(conn)
+        db.catalog.refresh(conn)
     return Result(rowcount=-1)
 
 
@@ -109,19 +205,25 @@ def _physical_exists(conn: RawConnection, schema: str, name: str) -> bool:
 def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> Result:
     table = tree.find(exp.Table)
     assert table is not None
-    info = db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
+    db.catalog.refresh(conn)  # never drop by a stale entry: another process may have re-created the table
+    info = db.catalog.get(ident(table.args.get("db")) or db.default_schema, ident(table))
     if info is None:
         return conn.execute(sql)
+
     if info.kind == ddl_views.VIEW:
         raise ProgrammingError(f"DROP TABLE {info.name}: {info.name!r} is a view; use DROP VIEW", "42000")
-    physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]
-    if info.kind == "tx":
-        conn.execute(views.drop_sql(info))  # first: it depends on the tables
-    for name in physical:
-        conn.execute(f"DROP TABLE IF EXISTS {name}")
-    catalog.unregister(conn, info)
-    db.catalog.refresh(conn)
-    return Result(rowcount=-1)
+
+    def drop() -> None:
+        physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]
+        if info.kind == "tx":
+            conn.execute(views.drop_sql(info))  # first: it depends on the tables
+        for name in physical:
+            conn.execute(f"DROP TABLE IF EXISTS {name}")
+        catalog.unregister(conn, info)
+
+    ids: list[int] = []
+    versioned(db, conn, [(info.schema, info.name)], drop, ids)
+    return Result(rowcount=-1, ddl_txids=tuple(ids))
 
 
 def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:

@@ -68,20 +68,26 @@ def create_view(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -
     select_sql = tree.expression.sql(dialect=MonetDB)
     conn.execute(sql)  # MonetDB checks the SELECT, and outside clients get the view over committed state
     try:
-        info = view_info(catalog.next_table_id(conn), schema, name, select_sql)
+        info = view_info(db.sequencer.next_txid(conn), schema, name, select_sql)
         catalog.register(conn, info)
     except BaseException:
         conn.execute(f"DROP VIEW {_q(schema)}.{_q(name)}")
         raise
-    db.catalog.refresh(conn)
+    _changed(db, conn)
     return Result(rowcount=-1)
 
 
 def drop_view(db: Database, conn: RawConnection, info: TableInfo, sql: str) -> Result:
     conn.execute(sql)  # refused while another view uses it
     catalog.unregister(conn, info)
-    db.catalog.refresh(conn)
+    _changed(db, conn)
     return Result(rowcount=-1)
+
+
+def _changed(db: Database, conn: RawConnection) -> None:
+    """Other processes notice the catalog change at their next begin (catalog.py)."""
+    db.sequencer.bump_catalog(conn)
+    db.catalog.refresh(conn)
 
 
 def expand_views(tree: exp.Expression, lookup: Any) -> exp.Expression:
@@ -131,7 +137,7 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
     select_sql = tree.expression.sql(dialect=MonetDB)
-    info = TableInfo(catalog.next_table_id(conn), schema, name, "tx", (), (catalog.ROWID,))
+    info = TableInfo(db.sequencer.next_txid(conn), schema, name, "tx", (), (catalog.ROWID,))
     storage = info.storage
     # the column types, as MonetDB derives them from the SELECT over the outside views
     conn.execute(f"CREATE TABLE {storage} AS {select_sql} WITH NO DATA")  # a probe, under the name it will have
@@ -154,7 +160,7 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
             except Exception:
                 pass
         raise
-    db.catalog.refresh(conn)
+    _changed(db, conn)
     return Result(rowcount=loaded)
 
 

@@ -152,8 +152,21 @@ def check(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> Scan:
 
 def literal(value: Any) -> str:
     """A Python value as a MonetDB SQL literal, escaped the way pymonetdb escapes it."""
+    import datetime
+    import decimal
+    import math
+
     from pymonetdb.sql.monetize import convert
 
+    if isinstance(value, datetime.time) and value.tzinfo is None:
+        # MonetDB 11.41 reads TIME '01:02:03.000004' as TIME(0): without the precision the fraction is lost
+        return f"TIME(6) '{value.isoformat()}'"
+    if isinstance(value, decimal.Decimal) and value.is_finite():
+        return format(value, "f")  # str() writes 1E-10, which MonetDB would read as a double
+    if isinstance(value, float) and math.isfinite(value):
+        # an approximate-number literal is read as a double, exactly (-0.0 included); "0.1" would be a DECIMAL
+        text = repr(value)
+        return text if "e" in text else text + "e0"
     try:
         return str(convert(value))
     except Exception as exc:

@@ -3,10 +3,11 @@
 1. Every transaction with a commit record but no outcome did not finish COMMIT: it gets an aborted outcome.
    (A transaction whose committed outcome was written before the crash stays committed.)
 2. The counters restart past everything recorded: transaction ids past any id in the metadata or in a
-   Cache table (provisional rows of unfinished transactions must never look like a new transaction's own),
-   commit timestamps past the last one recorded (the checkpointer's log keeps both high-water marks once it
-   has trimmed the metadata they came from); the snapshot moves to that timestamp, so every committed
-   transaction is visible.
+   Cache table (provisional rows of unfinished transactions must never look like a new transaction's own;
+   hidden row ids derive from transaction ids) or table id (ids come from the same counter and are never
+   reused), commit timestamps past the last one recorded. The checkpointer logs both high-water marks before
+   it deletes anything, so a crash at any of its steps leaves them recorded; the snapshot moves to that
+   timestamp, so every committed transaction is visible.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
     txid_sources = [
         "SELECT MAX(txid) AS m FROM tique.commits",
         "SELECT MAX(txid) AS m FROM tique.outcomes",
-        "SELECT MAX(last_txid) AS m FROM tique.checkpoints",  # ids of trimmed metadata
+        "SELECT MAX(txid) AS m FROM tique.reservations",  # a priority retry that died before its commit record
+        "SELECT MAX(last_txid) AS m FROM tique.checkpoints",  # ids of trimmed metadata: logged before any trim
+        "SELECT MAX(CAST(table_id AS BIGINT)) AS m FROM tique.tables",  # a table's id is its DDL's txid
     ]
     txid_sources += [f"SELECT MAX(tq_txid) AS m FROM {c}" for c in caches]
     row = conn.execute(

@@ -2,7 +2,7 @@
 
 Two implementations with the same semantics:
 
-- ``CSequencer``: tique's C module inside the engine (udf/tique_udf.c): atomic counters, pthread condition
+- ``CSequencer``: tique's C module inside the engine (tique/udf/tique_udf.c): atomic counters, pthread condition
   waits, leases. One engine round trip per call, no polling. The default.
 - ``SqlSequencer``: SEQUENCEs and an insert-only event log, polled; for a stock MonetDB server that cannot
   load the module. Slower, and each wait costs queries.
@@ -68,6 +68,14 @@ class Sequencer(Protocol):
 
     def live_sql(self, cts_column: str) -> str:
         """A SQL condition (starting with AND) that drops abandoned commit timestamps: they never commit."""
+        ...
+
+    def catalog_version(self, conn: RawConnection) -> int:
+        """A value that changes whenever a DDL changes tique.tables (in any process)."""
+        ...
+
+    def bump_catalog(self, conn: RawConnection) -> None:
+        """A DDL changed tique.tables: give the catalog a new version."""
         ...
 
 
@@ -150,6 +158,12 @@ class CSequencer:
 
     def live_sql(self, cts_column: str) -> str:
         return f"AND tique.cts_state({cts_column}) <> {ABANDONED}"
+
+    def catalog_version(self, conn: RawConnection) -> int:
+        return _one(conn, "SELECT tique.catalog_version(0)")
+
+    def bump_catalog(self, conn: RawConnection) -> None:
+        conn.execute("SELECT tique.bump_catalog()")
 
 
 class SqlSequencer:
@@ -297,6 +311,14 @@ class SqlSequencer:
             f"AND {cts_column} NOT IN (SELECT cts FROM tique.seq_events WHERE kind = {ABANDONED} "
             f"AND cts NOT IN (SELECT cts FROM tique.seq_events WHERE kind = {WITHDRAWN}))"
         )
+
+    def catalog_version(self, conn: RawConnection) -> int:
+        # No shared counter here: table ids are unique and never reused, so a DROP or CREATE changes this.
+        row = conn.execute("SELECT COUNT(*), SUM(CAST(table_id AS BIGINT)), MAX(table_id) FROM tique.tables").rows[0]
+        return hash(tuple(int(v or 0) for v in row))
+
+    def bump_catalog(self, conn: RawConnection) -> None:
+        pass
 
 
 WITHDRAWN = 6  # SQL sequencer only: an abandon withdrawn because the owner was deciding

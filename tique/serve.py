@@ -94,6 +94,10 @@ class Server:
             raise OperationalError(f"cannot create the parent directory {parent} of {self.directory}: {exc}") from None
         if port_in_use("127.0.0.1", port):
             raise OperationalError(f"port {port} is already in use on this machine; choose another with --port")
+        # The MAPI listener accepts logins as soon as the kernel opens, before recovery (an ON_OPEN hook) has
+        # restored the counters: the C module refuses ids, timestamps and snapshots until then (a retryable
+        # SerializationFailure), when this is set before it loads.
+        os.environ["TIQUE_HOLD_UNTIL_RECOVERED"] = "1"
         self.engine = EmbeddedEngine(EngineURL(kind="embedded", path=self.directory), mapi_port=port)
         self.conn = self.engine.connect()
         try:

@@ -11,6 +11,7 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
@@ -23,6 +24,7 @@ class ReadPlan:
     reads: frozenset[str]
     analytical: bool = False  # some table is read with the analytical formulation: the default optimizer
     point_keys: PointKeys = ()
+    decode: Decode = NOTHING  # outputs rewritten to be read exactly (see exact.py)
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class PassThrough:
     """A statement that touches no table of tique's: sent as it is (parameters filled in)."""
 
     template: Template
+    decode: Decode = NOTHING
 
 
 @dataclass(frozen=True)
@@ -135,10 +138,13 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     if isinstance(tree, exp.Merge):
         raise NotSupportedError("MERGE is not supported by tique")
     if isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With)) or tree.find(exp.Select):
+        decode = exact_read(tree, lookup)  # typed from the catalog before tables become snapshots
         found = snapshot_reads(tree, lookup, options)
         if not found.reads:
-            return PassThrough(Template.from_tree(tree))
-        return ReadPlan(Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys)
+            return PassThrough(Template.from_tree(tree), decode)
+        return ReadPlan(
+            Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode
+        )
     return PassThrough(Template.from_tree(tree))
 
 

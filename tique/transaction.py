@@ -3,6 +3,7 @@ write-set, and the commit protocol."""
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import itertools
 import re
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tique.catalog import TableInfo
+from tique.catalog import ROWID, TableInfo, schema_hash
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -25,10 +26,11 @@ from tique.errors import (
 )
 from tique.params import literal
 from tique.prepared import PreparingConnection
+from tique.rewrite.exact import decode, read_value, text_sql
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import STS, TXID, Template
-from tique.rewrite.values import coerce
+from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DEFAULT, DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
@@ -42,8 +44,10 @@ step_hooks: list[Callable[[str, Transaction], None]] = []
 
 
 def key_hash(table: TableInfo, key: Key) -> int:
-    """The write-set entry of a key: 64 bits of a hash of (table, key), as a signed BIGINT."""
-    digest = hashlib.blake2b(f"{table.table_id}\x00{key!r}".encode(), digest_size=8).digest()
+    """The write-set entry of a key: 64 bits of a hash of (table, key), as a signed BIGINT. The table counts by
+    its (schema, name), which every process agrees on, not by its id, which a stale catalog may hold an old one
+    of (a DROP and CREATE elsewhere is caught by the schema-hash check at commit, see catalog.py)."""
+    digest = hashlib.blake2b(f"{table.identity}\x00{key!r}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -81,6 +85,9 @@ class Transaction:
         self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
+        self.read_names: set[str] = set()  # tables read (by name, as plans list them): checked for DDL at commit
+        self.ddl_conflict = False  # certification failed on a DROP TABLE of a table it used
+        self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     # ---- begin ---------------------------------------------------------------------------------------------
@@ -89,8 +96,10 @@ class Transaction:
         if isinstance(self.db.sequencer, CSequencer):
             # One call ends the session's previous transaction and registers this one's snapshot with a lease, so
             # the checkpointer keeps every version it may read (see renew).
-            txid, sts, stuck = self.conn.execute(
-                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck() FROM "
+            # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
+            # that includes a DDL comes with that DDL's version (see catalog.py).
+            txid, sts, stuck, version = self.conn.execute(
+                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
                 f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
             ).rows[0]
             sts, txid = int(sts), int(txid)
@@ -98,6 +107,8 @@ class Transaction:
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
+            version = self.db.sequencer.catalog_version(self.conn)
+        self.db.catalog.sync(self.conn, int(version))
         if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
             try:
                 sts = self._await_own_commit(min_sts)
@@ -205,6 +216,7 @@ class Transaction:
         """Run a rewritten read; the transaction's pending writes to the tables it reads reach the engine first,
         unless the read asks for exact keys none of them has (one round trip saved per such table)."""
         self.check_usable()
+        self.read_names.update(reads)
         self.flush(self.to_flush(reads, point_keys, params))
         values = {**self.slots(), **params}
         if isinstance(self.conn, PreparingConnection):
@@ -233,6 +245,14 @@ class Transaction:
         pending = self.writes[table].pending
         return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in pending)
 
+    def forget_table(self, name: str, ddl_txids: Sequence[int]) -> None:
+        """This session dropped table ``name`` while the transaction ran: its writes there went with the table
+        (DDL takes effect at once), so they do not commit, and that DROP (``ddl_txids``) does not fail the commit
+        as a DROP by another session would; writes to a table of that name created afterwards commit."""
+        self.writes.pop(name, None)
+        self.read_names.discard(name)
+        self.own_ddl.update(ddl_txids)
+
     def write_entry(self, table: TableInfo) -> TableWrites:
         entry = self.writes.get(table.name)
         if entry is None:
@@ -250,7 +270,8 @@ class Transaction:
             source = [tuple(values[i[1]] if i[0] == "s" else i[1] for i in row) for row in plan.rows]
         else:
             assert plan.select is not None
-            source = [tuple(r) for r in self.run(plan.select, rendered, plan.reads).rows]  # (no key shortcut)
+            selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
+            source = [tuple(r) for r in selected.rows]
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
         ids = self._generated_ids(info, positions, source)
@@ -301,13 +322,13 @@ class Transaction:
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
+        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
         # every new row is built and checked before any is buffered: a statement is all or nothing
         in_place: list[tuple[Key, tuple[Any, ...]]] = []
         moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
         for raw in result.rows:
-            old_key = tuple(raw[:nkey])
+            old_key = typed_key(info, raw[:nkey])
             new = list(raw[nkey:])
             for i, col in enumerate(info.columns):
                 new[i] = coerce(new[i], col.sql_type, col.name)
@@ -341,8 +362,8 @@ class Transaction:
     def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = self.run(plan.select, rendered, plan.reads, plan.point_keys)
-        keys = [tuple(raw) for raw in result.rows]
+        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
+        keys = [typed_key(info, raw) for raw in result.rows]
         with self._statement(info, keys) as entry:
             seq = self._next_seq()
             for key in keys:
@@ -378,7 +399,7 @@ class Transaction:
 
     def _key(self, info: TableInfo, row: tuple[Any, ...]) -> Key:
         names = info.stored_names
-        return tuple(row[names.index(k)] for k in info.key)
+        return typed_key(info, [row[names.index(k)] for k in info.key])
 
     def _check_new_keys(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """An inserted key must not exist: neither in this transaction's writes nor in its snapshot."""
@@ -401,21 +422,23 @@ class Transaction:
             return
         self._check_absent(info, unknown)
 
-    def _present(self, info: TableInfo, keys: Sequence[Key], tag: str = "") -> str:
+    def _present(self, info: TableInfo, keys: Sequence[Key], tag: str = "", as_text: bool = False) -> str:
         """SQL for the snapshot's rows among ``keys`` (key columns only). Keys this transaction wrote are decided by
         its own records, so its own Cache versions are left out; the IN lists over-approximate."""
         preds = []
         for i, col in enumerate(info.key):
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
             preds.append(f'{{t}}"{col}" IN ({values})')
-        cols = ", ".join(f'"{k}"' for k in info.key)
+        # as_text: keys Python reads back, exactly (see exact.py); otherwise compared in SQL by the caller
+        cols = ", ".join(text_sql(f'"{k}"', _key_type(info, k)) if as_text else f'"{k}"' for k in info.key)
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
     def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
         """None of ``keys`` exists in the snapshot (Python filters the over-approximation exactly)."""
-        sql = self._present(info, keys)
-        found = {tuple(r) for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows}
+        sql = self._present(info, keys, as_text=True)
+        rows = self.conn.execute(Template.from_sql(sql).render(self.slots())).rows
+        found = {typed_key(info, [read_value(v, _key_type(info, k)) for v, k in zip(r, info.key)]) for r in rows}
         clash = [k for k in keys if k in found]
         if clash:
             raise IntegrityError(f"duplicate key {_show(info, clash[0])} in table {info.name!r}", "23505")
@@ -473,6 +496,13 @@ class Transaction:
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
                     sent = True
             except DatabaseError as exc:
+                if self._dropped(info):
+                    self.failed = f"table {info.name!r} was dropped by another session"
+                    raise SerializationFailure(
+                        f"could not write to table {info.name!r}: it was dropped (and maybe re-created) by a DROP "
+                        f"TABLE in another session while this transaction ran; transaction {self.txid} was rolled "
+                        "back: run it again (it will use the table as it is now)"
+                    ) from exc
                 if not statement or sent or _connection_lost(exc):
                     self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
                 raise
@@ -481,6 +511,15 @@ class Transaction:
                 raise
             entry.pending.clear()
             entry.flushed = True
+
+    def _dropped(self, info: TableInfo) -> bool:
+        """Is ``info`` no longer the table of its name (asked after a failed write: a DROP elsewhere is likely)?"""
+        try:
+            self.db.catalog.refresh(self.conn)
+        except DatabaseError:
+            return False
+        now = self.db.catalog.get(info.schema, info.name)
+        return now is None or now.table_id != info.table_id
 
     def _cache_row(self, info: TableInfo, key: Key, row: tuple[Any, ...] | None, seq: int) -> str:
         if row is None:  # a tombstone carries its key only
@@ -566,10 +605,7 @@ class Transaction:
             self.committed_cts = cts  # the commit point
         visible = self._become_visible(cts, ok)
         if not ok:
-            raise SerializationFailure(
-                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
-                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
-            )
+            raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts, visible)
 
     def _become_visible(self, cts: int, ok: bool) -> bool:
@@ -607,6 +643,25 @@ class Transaction:
         except DatabaseError:
             pass
 
+    def _failure_message(self) -> str:
+        if self.ddl_conflict:
+            return (
+                f"could not serialize: a table this transaction read or wrote was dropped (and maybe re-created) by a "
+                f"DROP TABLE that committed while it ran; transaction {self.txid} was rolled back: run it again "
+                "(it will use the table as it is now)"
+            )
+        return (
+            f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
+            f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
+        )
+
+    def schema_hashes(self) -> list[int]:
+        """The DDL write-set entries of every table this transaction read or wrote (catalog.schema_hash)."""
+        tables = {(e.table.schema, e.table.name) for e in self.writes.values()}
+        # reads are listed by bare name: every schema's table of that name counts (an over-approximation)
+        tables |= {(i.schema, i.name) for i in self.db.catalog.all() if i.name in self.read_names}
+        return sorted({schema_hash(s, n) for s, n in tables})
+
     def _certify(self, cts: int) -> bool:
         """True when no conflicting transaction committed (or is committing) in (sts, cts).
 
@@ -618,6 +673,9 @@ class Transaction:
             )  # every earlier commit decided: only real commits count against it
         while True:
             conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
+            if -2 in conflicts:
+                self.ddl_conflict = True
+                return False  # a table it used was dropped meanwhile
             if -1 in conflicts:
                 return False  # a key reserved by a priority transaction
             if not conflicts:
@@ -651,7 +709,18 @@ class Transaction:
 
     def _conflicts_sql(self, cts: int) -> str:
         """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key
-        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C)."""
+        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C). Then -1 for
+        a key a priority transaction reserved, and -2 for a DDL (its schema hash) on a table this one read or
+        wrote, committed in (sts, cts): a read-set check, ordinary transactions never write schema hashes."""
+        schema = ", ".join(str(h) for h in self.schema_hashes())
+        ddl = (
+            f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {self.sts} AND d.cts < {cts} "
+            f"AND d.h IN ({schema}) {self.db.sequencer.live_sql('d.cts')} "
+            + "".join(f"AND d.txid <> {t} " for t in sorted(self.own_ddl))
+            + f"AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} AND cts < {cts})"
+            if schema
+            else ""
+        )
         return (
             f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
             f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {self.db.sequencer.live_sql('o.cts')} "
@@ -659,7 +728,7 @@ class Transaction:
             f"AND cts < {cts}) "
             f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {self.txid} "
             f"AND r.until_ms > {int(time.time() * 1000)} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
-            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid})"
+            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {ddl}"
         )
 
     def _abort_recorded(self, cts: int | None) -> None:
@@ -702,10 +771,7 @@ class Transaction:
         except DatabaseError:
             visible = False  # settled (advance marks it first); earlier commits still hold it back
         if not ok:
-            raise SerializationFailure(
-                f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
-                f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
-            )
+            raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts, visible)
 
 
@@ -728,13 +794,26 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
         state[key] = value
 
 
+def _key_type(info: TableInfo, name: str) -> str:
+    return "BIGINT" if name == ROWID else info.column(name).sql_type
+
+
+def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:
+    """A key as the engine compares it: each value brought to its column's type (a DATE given as a datetime is
+    that date, a DECIMAL has its scale, -0.0 is 0.0...), so equal keys hash and compare equal in Python too."""
+    return tuple(key_value(coerce(v, _key_type(info, k), k)) for v, k in zip(values, info.key))
+
+
 def _may_equal(value: Any, rendered: str) -> bool:
     """Could the engine find key value ``value`` equal to the SQL literal ``rendered``? Exact for integer and
     string keys given as such; True (flush, to be safe) for anything else."""
     if isinstance(value, int) and not isinstance(value, bool):
+        text = rendered.strip("'")
+        if "e" in text.lower():
+            return True  # a double: the engine compares in floating point, where distinct integers can be equal
         try:
-            return float(rendered.strip("'")) == value
-        except ValueError:
+            return decimal.Decimal(text) == value  # exact: a float would round big integers
+        except decimal.InvalidOperation:
             return True
     if isinstance(value, str) and rendered.startswith("'"):
         return literal(value) == rendered

@@ -24,6 +24,7 @@ class Result:
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     rowcount: int = -1
     prepared_id: int | None = None  # the id a PREPARE got, when the adapter can tell
+    ddl_txids: tuple[int, ...] = ()  # the commit records of a versioned DDL (tique/ddl.py) this statement ran
 
     def scalar(self) -> Any:
         """The first value of the first row; a statement expected to return one value."""

@@ -341,6 +341,7 @@ _C_TYPES: dict[int, tuple[str, str | None]] = {
     13: ("timestamp", "timestamp"),
 }
 _HUGE_NIL = -(2**127)
+_WIDE = decimal.Context(prec=100)  # 38-digit decimals: the default context keeps 28
 
 
 def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
@@ -356,8 +357,9 @@ def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
         name = ffi.string(col.name).decode() if col.name != ffi.NULL else f"%{c}"
         type_name, c_name = _C_TYPES.get(col.type, ("unknown", None))
         if col.type == 5:
-            columns.append(Column(name, "hugeint"))
-            values.append(_read_hugeint(ffi, col, nrows))
+            scale = _hugeint_scale(ffi, col)
+            columns.append(Column(name, "decimal" if scale else "hugeint", scale=scale if scale else None))
+            values.append(_read_hugeint(ffi, col, nrows, scale))
             continue
         if c_name is None:
             raise OperationalError(f"result column {name!r} has a type the embedded driver cannot read ({col.type})")
@@ -382,22 +384,32 @@ def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any
         if ctype == 0:
             return [None if v == nil else bool(v) for v in raw]
         if scale:
-            q = decimal.Decimal(1).scaleb(-scale)
-            return [None if v == nil else (decimal.Decimal(v) * q).quantize(q) for v in raw]
+            return [None if v == nil else decimal.Decimal(v).scaleb(-scale, _WIDE) for v in raw]
         return [None if v == nil else v for v in raw]
     convert = _CONVERTERS[ctype]
     is_null: Callable[[Any], int] = col.is_null
     return [None if is_null(col.data + i) else convert(ffi, col.data[i]) for i in range(n)]
 
 
-def _read_hugeint(ffi: Any, col: Any, n: int) -> list[int | None]:
+# struct monetdbe_column_int128_t {type; data; count; name; __int128 null_value; double scale; is_null}: the
+# wheel's cffi module does not declare it; the 128-bit null_value is 16-byte aligned, so scale sits at byte 48.
+_HUGE_SCALE_OFFSET = 48
+
+
+def _hugeint_scale(ffi: Any, col: Any) -> int:
+    """Decimal digits of a HUGEINT-backed column (a DECIMAL with precision above 18); 0 for a plain HUGEINT."""
+    factor = ffi.cast("double *", ffi.cast("char *", col) + _HUGE_SCALE_OFFSET)[0]
+    return len(str(int(factor))) - 1 if factor > 1 else 0
+
+
+def _read_hugeint(ffi: Any, col: Any, n: int, scale: int) -> list[Any]:
     if n == 0:
         return []
     raw = ffi.buffer(ffi.cast("char *", col.data), 16 * n)[:]
-    out: list[int | None] = []
+    out: list[Any] = []
     for i in range(n):
         v = int.from_bytes(raw[16 * i : 16 * i + 16], "little", signed=True)
-        out.append(None if v == _HUGE_NIL else v)
+        out.append(None if v == _HUGE_NIL else decimal.Decimal(v).scaleb(-scale, _WIDE) if scale else v)
     return out
 
 

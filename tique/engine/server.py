@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import re
 import socket
+import struct
 import threading
 from typing import Any
 
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
 from tique.errors import InterfaceError, OperationalError, from_monetdb
+
+_ASCII_RUNS = re.compile("([\x00-\x7f]+)")
+
+
+def _strip(data: str) -> str:
+    """pymonetdb's string reader, fixed: MonetDB escapes a control character such as U+0080 as the octal of its
+    UTF-8 bytes ('\\302\\200'), which pymonetdb turned into the two characters 'Â\\x80'. The escapes are bytes."""
+    return "".join(
+        w.encode("ascii").decode("unicode_escape").encode("latin-1").decode("utf-8") if "\\" in w else w
+        for w in _ASCII_RUNS.split(data[1:-1])
+    )
+
+
+def _fix_pymonetdb() -> None:
+    from pymonetdb.sql import pythonize, types
+
+    for code in (types.CHAR, types.VARCHAR, types.CLOB, types.STR):
+        pythonize.mapping[code] = _strip
 
 
 class ServerEngine:
@@ -32,6 +52,7 @@ class ServerConnection:
     def __init__(self, engine: ServerEngine) -> None:
         import pymonetdb
 
+        _fix_pymonetdb()
         self.engine = engine
         url = engine.url
         self._lock = threading.Lock()
@@ -88,6 +109,7 @@ class ServerConnection:
                 self._abandon()
                 raise
             columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
+            rows = _reals(columns, rows)
             return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
     def _abandon(self) -> None:
@@ -101,3 +123,19 @@ class ServerConnection:
         with self._lock:
             if self._conn is not None:
                 self._abandon()
+
+
+def _reals(columns: list[Column], rows: list[Any]) -> list[Any]:
+    """REAL values come as text with 9 digits, which Python reads as the nearest double: round them back to the
+    32-bit value the engine holds (9 digits identify it), as the embedded engine returns it."""
+    reals = [i for i, c in enumerate(columns) if c.type_code == "real"]
+    if not reals or not rows:
+        return rows
+    out = []
+    for row in rows:
+        row = list(row)
+        for i in reals:
+            if row[i] is not None:
+                row[i] = struct.unpack("f", struct.pack("f", row[i]))[0]
+        out.append(row)
+    return out

@@ -16,6 +16,7 @@ class MonetDB(Postgres):
             exp.DataType.Type.DOUBLE: "DOUBLE",
             exp.DataType.Type.VARBINARY: "BLOB",
             exp.DataType.Type.BINARY: "BLOB",
+            exp.DataType.Type.INT128: "HUGEINT",  # sqlglot reads HUGEINT as INT128, which MonetDB does not know
         }
 
         def placeholder_sql(self, expression: exp.Placeholder) -> str:

@@ -219,7 +219,9 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
         )
-        table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        given = table.args.get("alias")  # keep a quoted alias quoted ("Q" is not q)
+        name = given.this.copy() if given is not None and given.this else exp.to_identifier(alias)
+        table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=name)))
         read.add(info.name)
     keys = tuple((name, slots) for name, slots in point.items() if slots is not None)
     return Reads(tree, read, analytical, keys)

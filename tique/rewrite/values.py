@@ -1,14 +1,26 @@
-"""Literal SQL values as Python values, so simple INSERTs need no engine round trip to know their rows."""
+"""Literal SQL values as Python values, and Python values brought to a column's type exactly as MonetDB brings
+them: tique keeps written rows in the client, hashes and compares their keys there, so each value must already
+be what the engine would store (measured on MonetDB 11.41; tests/adversarial/test_typed_keys.py compares this
+module with the engine's own CAST for generated values)."""
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import functools
+import math
+import re
+import struct
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
 from tique.errors import DataError, NotSupportedError
+
+# Enough digits for DECIMAL(38,x) and HUGEINT (Python's default context has 28); MonetDB rounds half away from
+# zero when it drops digits (CAST(1.005 AS DECIMAL(10,2)) = 1.01, -1.005 -> -1.01).
+DECIMALS = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP, Emax=999999, Emin=-999999)
 
 
 def python_value(node: exp.Expression) -> Any:
@@ -33,44 +45,291 @@ def python_value(node: exp.Expression) -> Any:
     raise NotSupportedError(f"not a literal: {node.sql()}")
 
 
-_INT_TYPES = ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "HUGEINT")
+# ---- column types ------------------------------------------------------------------------------------------
 
 
-def coerce(value: Any, sql_type: str, column: str) -> Any:
-    """Bring a value to the Python type its column reads back as, so keys hash the same however written."""
+@dataclass(frozen=True)
+class SqlType:
+    """A column type as tique needs it: its family, and its precision and scale where they matter."""
+
+    base: str  # INT family members keep their own name; see TYPES
+    precision: int | None = None
+    scale: int = 0
+    length: int | None = None  # VARCHAR(n) / CHAR(n)
+
+
+_INT_LIMITS = {"TINYINT": 7, "SMALLINT": 15, "INT": 31, "BIGINT": 63, "HUGEINT": 127}  # nil is the minimum
+_INT_NAMES = {"INTEGER": "INT", "INT128": "HUGEINT"}
+_STRINGS = {"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "TEXT", "CLOB", "STRING"}
+_FLOATS = {"DOUBLE": "DOUBLE", "DOUBLE PRECISION": "DOUBLE", "FLOAT": "DOUBLE", "REAL": "REAL"}
+_TYPE_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ]*?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
+
+SUPPORTED = (
+    "BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, HUGEINT, DECIMAL(p,s), REAL, DOUBLE, FLOAT, VARCHAR(n), CHAR(n), "
+    "TEXT/CLOB/STRING, BLOB, DATE, TIME(p), TIMESTAMP(p)"
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def sql_type(text: str) -> SqlType:
+    """Parse a column type as tique's catalog spells it; NotSupportedError for a type tique cannot keep exact."""
+    found = _TYPE_RE.match(text)
+    if not found:
+        raise NotSupportedError(f"column type {text} is not supported by tique (supported: {SUPPORTED})")
+    name = " ".join(found.group(1).upper().split())
+    first = int(found.group(2)) if found.group(2) else None
+    second = int(found.group(3)) if found.group(3) else None
+    name = _INT_NAMES.get(name, name)
+    if name in _INT_LIMITS and first is None:
+        return SqlType(name)
+    if name in ("BOOLEAN", "BOOL") and first is None:
+        return SqlType("BOOLEAN")
+    if name in ("DECIMAL", "NUMERIC", "DEC"):
+        precision = 18 if first is None else first  # MonetDB's DECIMAL is DECIMAL(18,3)
+        scale = 3 if first is None else (second or 0)
+        return SqlType("DECIMAL", precision, scale)
+    if name in _FLOATS and (first is None or name == "FLOAT"):
+        if name == "FLOAT" and first is not None:
+            return SqlType("REAL" if first <= 24 else "DOUBLE")
+        return SqlType(_FLOATS[name])
+    if name in _STRINGS and second is None:
+        bounded = name in ("VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING")
+        if name in ("CHAR", "CHARACTER") and first is None:
+            first = 1  # SQL's CHAR is CHAR(1)
+        return SqlType("VARCHAR", length=first if bounded else None)
+    if name == "BLOB" and first is None:
+        return SqlType("BLOB")
+    if name == "DATE" and first is None:
+        return SqlType("DATE")
+    if name in ("TIME", "TIMESTAMP") and second is None:
+        default = 0 if name == "TIME" else 6  # MonetDB's defaults
+        precision = default if first is None else first
+        if precision > 6:
+            raise NotSupportedError(f"column type {text}: MonetDB keeps at most 6 fractional digits")
+        return SqlType(name, precision)
+    raise NotSupportedError(f"column type {text} is not supported by tique (supported: {SUPPORTED})")
+
+
+def is_temporal(text: str) -> bool:
+    """TIME and TIMESTAMP: the embedded engine's C API reads them in milliseconds only (see exact.py)."""
+    try:
+        return sql_type(text).base in ("TIME", "TIMESTAMP")
+    except NotSupportedError:
+        return False
+
+
+# ---- coercion ----------------------------------------------------------------------------------------------
+
+
+def coerce(value: Any, sql_type_text: str, column: str) -> Any:
+    """Bring a value to what its column stores and reads back as, converted the way MonetDB converts it, so keys
+    hash and compare as the engine compares them however they were written."""
     if value is None:
         return None
-    base = sql_type.upper().split("(")[0].strip()
+    kind = sql_type(sql_type_text)
     try:
-        if base in _INT_TYPES:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError("not an integer")
-            return int(value)
-        if base in ("DECIMAL", "NUMERIC"):
-            scale = int(sql_type.split(",")[1].rstrip(")").strip()) if "," in sql_type else 0
-            return decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-scale))
-        if base in ("REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"):
-            return float(value)
-        if base in ("BOOLEAN", "BOOL"):
-            if isinstance(value, str):
-                return {"true": True, "false": False}[value.lower()]
-            return bool(value)
-        if base == "DATE" and isinstance(value, str):
-            return datetime.date.fromisoformat(value)
-        if base == "TIMESTAMP" and isinstance(value, str):
-            return datetime.datetime.fromisoformat(value)
-        if base in ("VARCHAR", "CHAR", "TEXT", "CLOB", "STRING", "CHARACTER VARYING", "CHARACTER"):
-            text = value if isinstance(value, str) else str(value)
-            if "(" in sql_type and base in ("VARCHAR", "CHAR", "CHARACTER VARYING", "CHARACTER"):
-                limit = int(sql_type.split("(")[1].rstrip(")"))
-                if len(text) > limit:
-                    raise DataError(
-                        f"value too long for column {column!r} of type {sql_type}: {len(text)} characters",
-                        "22001",
-                    )
-            return text
+        return _CONVERT[kind.base](value, kind)
     except DataError:
         raise
-    except (ValueError, ArithmeticError, KeyError, TypeError) as exc:
-        raise DataError(f"value {value!r} does not fit column {column!r} of type {sql_type}: {exc}", "22018") from None
+    except (ValueError, ArithmeticError, KeyError, TypeError, OverflowError, struct.error) as exc:
+        raise DataError(
+            f"value {value!r} does not fit column {column!r} of type {sql_type_text}: {exc or type(exc).__name__}",
+            "22018",
+        ) from None
+
+
+def _decimal(value: Any) -> decimal.Decimal:
+    if isinstance(value, bool):
+        return decimal.Decimal(int(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+        return decimal.Decimal(value)  # its exact binary value, which the engine rounds (CAST(1.005e0 ...) = 1.00)
+    if isinstance(value, str):
+        return decimal.Decimal(value.strip())
+    return decimal.Decimal(value)
+
+
+def _to_int(value: Any, kind: SqlType) -> int:
+    if isinstance(value, int):
+        number = int(value)
+    else:
+        number = int(_decimal(value).quantize(decimal.Decimal(1), context=DECIMALS))
+    bits = _INT_LIMITS[kind.base]
+    if not -(2**bits) < number < 2**bits:
+        raise DataError(f"value {value!r} is out of range for {kind.base}", "22003")
+    return number
+
+
+def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
+    assert kind.precision is not None
+    number = _decimal(value)
+    if not number.is_finite():
+        raise ValueError("not a finite number")
+    exact = number.quantize(decimal.Decimal(1).scaleb(-kind.scale), context=DECIMALS)
+    if len(exact.as_tuple().digits) > kind.precision and exact != 0:
+        raise DataError(f"value {value!r} is out of range for DECIMAL({kind.precision},{kind.scale})", "22003")
+    return exact
+
+
+def _to_float(value: Any, kind: SqlType) -> float:
+    number = float(value.strip()) if isinstance(value, str) else float(value)
+    if not math.isfinite(number):
+        raise DataError(f"{number} cannot be stored: MonetDB has no NaN or infinity (NaN is its NULL)", "22003")
+    if kind.base == "REAL":
+        number = float(struct.unpack("f", struct.pack("f", number))[0])  # the engine keeps 32 bits
+        if not math.isfinite(number):
+            raise DataError(f"value {value!r} is out of range for REAL", "22003")
+    return number
+
+
+def _to_bool(value: Any, kind: SqlType) -> bool:
+    if isinstance(value, str):
+        return {"true": True, "false": False, "1": True, "0": False}[value.strip().lower()]
+    return bool(value)
+
+
+def _to_text(value: Any, kind: SqlType) -> str:
+    text = value if isinstance(value, str) else str(value)
+    if "\x00" in text:
+        raise DataError("a string with a NUL character cannot be stored in MonetDB", "22021")
+    if kind.length is not None and len(text) > kind.length:
+        raise DataError(f"value too long for type (var)char({kind.length}): {len(text)} characters", "22001")
+    return text
+
+
+def _to_blob(value: Any, kind: SqlType) -> bytes:
+    if isinstance(value, str):
+        return bytes.fromhex(value)  # MonetDB reads a string as hexadecimal
+    return bytes(value)
+
+
+_DATE_RE = re.compile(r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})\s*$")
+_TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?")
+_TIMESTAMP_RE = re.compile(r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})(?:[ T]" + _TIME_RE.pattern + r")?\s*$")
+_ONE_SECOND = datetime.timedelta(seconds=1)
+
+
+def _to_date(value: Any, kind: SqlType) -> datetime.date:
+    if isinstance(value, datetime.datetime):
+        _naive(value)
+        return value.date()  # CAST(TIMESTAMP AS DATE) drops the time of day
+    if isinstance(value, datetime.date):
+        return value
+    if isinstance(value, str):
+        found = _DATE_RE.match(value)
+        if not found:
+            raise ValueError(f"date {value!r} is not in the format YYYY-MM-DD")
+        return datetime.date(*(int(g) for g in found.groups()))
+    raise TypeError(f"a {type(value).__name__} is not a date")
+
+
+def _fraction(digits: str | None) -> int:
+    """Microseconds of a fraction of a second, rounded half up at the 6th digit as MonetDB parses it."""
+    if not digits:
+        return 0
+    return int(decimal.Decimal("0." + digits).scaleb(6).quantize(decimal.Decimal(1), context=DECIMALS))
+
+
+def _round_micros(micros: int, precision: int) -> int:
+    unit = 10 ** (6 - precision)
+    return (micros + unit // 2) // unit * unit
+
+
+def _naive(value: datetime.datetime | datetime.time) -> None:
+    if value.tzinfo is not None:
+        raise DataError(f"{value!r} has a time zone: tique stores TIME and TIMESTAMP without one", "22007")
+
+
+def _to_time(value: Any, kind: SqlType) -> datetime.time:
+    assert kind.precision is not None
+    if isinstance(value, datetime.datetime):
+        _naive(value)
+        hms, micros = value.time().replace(microsecond=0), value.microsecond
+    elif isinstance(value, datetime.time):
+        _naive(value)
+        hms, micros = value.replace(microsecond=0), value.microsecond
+    elif isinstance(value, str):
+        found = _TIME_RE.fullmatch(value.strip())
+        if not found:
+            raise ValueError(f"time {value!r} is not in the format HH:MM:SS[.ffffff]")
+        hours, minutes, seconds, digits = found.groups()
+        hms, micros = datetime.time(int(hours), int(minutes), int(seconds or 0)), _fraction(digits)
+    else:
+        raise TypeError(f"a {type(value).__name__} is not a time")
+    micros = _round_micros(micros, kind.precision)
+    start = datetime.datetime.combine(datetime.date(2000, 1, 1), hms)
+    moved = start + datetime.timedelta(microseconds=micros)
+    if moved.date() != start.date():
+        raise DataError(
+            f"time {value!r} rounds to 24:00:00 at TIME({kind.precision}), which MonetDB cannot read back", "22008"
+        )
+    return moved.time()
+
+
+def _to_timestamp(value: Any, kind: SqlType) -> datetime.datetime:
+    assert kind.precision is not None
+    if isinstance(value, datetime.datetime):
+        _naive(value)
+        base, micros = value.replace(microsecond=0), value.microsecond
+    elif isinstance(value, datetime.date):
+        base, micros = datetime.datetime(value.year, value.month, value.day), 0
+    elif isinstance(value, str):
+        found = _TIMESTAMP_RE.match(value)
+        if not found:
+            raise ValueError(f"timestamp {value!r} is not in the format YYYY-MM-DD HH:MM:SS[.ffffff]")
+        year, month, day, hours, minutes, seconds, digits = found.groups()
+        base = datetime.datetime(int(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0))
+        micros = _fraction(digits)
+    else:
+        raise TypeError(f"a {type(value).__name__} is not a timestamp")
+    micros = _round_micros(micros, kind.precision)
+    if micros == 1_000_000 and base.time() == datetime.time(23, 59, 59):
+        raise DataError(
+            f"timestamp {value!r} rounds to 24:00:00 at TIMESTAMP({kind.precision}), which MonetDB cannot read back",
+            "22008",
+        )
+    return base + datetime.timedelta(microseconds=micros)
+
+
+_CONVERT: dict[str, Any] = {
+    **{name: _to_int for name in _INT_LIMITS},
+    "DECIMAL": _to_decimal,
+    "DOUBLE": _to_float,
+    "REAL": _to_float,
+    "BOOLEAN": _to_bool,
+    "VARCHAR": _to_text,
+    "BLOB": _to_blob,
+    "DATE": _to_date,
+    "TIME": _to_time,
+    "TIMESTAMP": _to_timestamp,
+}
+
+
+def key_value(value: Any) -> Any:
+    """A coerced key value as the engine compares it: -0.0 equals 0.0 (and groups with it)."""
+    if isinstance(value, float) and value == 0.0:
+        return 0.0
     return value
+
+
+# ---- the engine's text of temporal values ------------------------------------------------------------------
+
+
+def parse_temporal(text: str | None, base: str) -> datetime.time | datetime.datetime | None:
+    """A TIME or TIMESTAMP as MonetDB prints it (CAST(... AS VARCHAR)), exact to the microsecond."""
+    if text is None:
+        return None
+    if base == "TIME":
+        found = _TIME_RE.fullmatch(text)
+        if not found:
+            raise DataError(f"cannot read the time {text!r} the engine returned")
+        hours, minutes, seconds, digits = found.groups()
+        return datetime.time(int(hours), int(minutes), int(seconds or 0), _fraction(digits))
+    found = _TIMESTAMP_RE.match(text)
+    if not found:
+        raise DataError(f"cannot read the timestamp {text!r} the engine returned")
+    year, month, day, hours, minutes, seconds, digits = found.groups()
+    return datetime.datetime(
+        int(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0), _fraction(digits)
+    )

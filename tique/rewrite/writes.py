@@ -14,9 +14,10 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from tique.catalog import ColumnSpec, SqlDefault, TableInfo
+from tique.catalog import ROWID, ColumnSpec, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.rewrite.dialect import MonetDB
+from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import python_value
@@ -44,6 +45,7 @@ class InsertPlan:
     rows: tuple[tuple[Item, ...], ...] | None  # literal rows, or None when ``select`` computes them
     select: Template | None
     reads: frozenset[str]
+    decode: Decode = NOTHING  # the select's outputs read exactly (see exact.py)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class UpdatePlan:
     key_changes: bool
     reads: frozenset[str]
     point_keys: PointKeys = ()
+    decode: Decode = NOTHING
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ class DeletePlan:
     select: Template  # returns the key values of the rows to delete
     reads: frozenset[str]
     point_keys: PointKeys = ()
+    decode: Decode = NOTHING
+
+
+def stored_type(info: TableInfo, name: str) -> str:
+    """The SQL type of a stored column (the hidden row id included)."""
+    return "BIGINT" if name == ROWID else info.column(name).sql_type
 
 
 def ident(node: exp.Expression | str | None) -> str:
@@ -143,7 +152,19 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
     else:
         raise NotSupportedError(f"INSERT source {type(source).__name__} is not supported by tique")
     found = snapshot_reads(select, lookup, options)
-    return InsertPlan(info, columns, None, Template.from_tree(found.tree), frozenset(found.reads))
+    tree, decode = _exact_rows(found.tree, [info.column(c).sql_type for c in columns])
+    return InsertPlan(info, columns, None, Template.from_tree(tree), frozenset(found.reads), decode)
+
+
+def _exact_rows(source: exp.Expression, types: list[str]) -> tuple[exp.Expression, Decode]:
+    """An INSERT's SELECT with its temporal outputs converted to their columns' types and read as text."""
+    if not any(needs_text(t) for t in types):
+        return source, Decode()
+    names = [f"tq_i{i}" for i in range(len(types))]
+    alias = exp.TableAlias(this=exp.to_identifier("tq_rows"), columns=[exp.to_identifier(n) for n in names])
+    outer = exp.select(*[exp.column(n) for n in names]).from_(exp.Subquery(this=source, alias=alias))
+    decode = wrap_outputs(outer, types, convert=True)
+    return outer, decode
 
 
 def _default_expr(column: ColumnSpec) -> exp.Expression:
@@ -242,9 +263,13 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     select = exp.select(*old_keys, *new_values).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
+    types = [stored_type(info, k) for k in info.key] + [stored_type(info, c) for c in info.stored_names]
+    decode = wrap_outputs(select, types, convert=True)  # new values converted by the engine, read exactly
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
     key_changes = any(k in assignments for k in info.key)
-    return UpdatePlan(info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys)
+    return UpdatePlan(
+        info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys, decode
+    )
 
 
 def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> DeletePlan:
@@ -255,8 +280,9 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
     select = exp.select(*[exp.column(k, table=alias) for k in info.key]).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
+    decode = wrap_outputs(select, [stored_type(info, k) for k in info.key])
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
-    return DeletePlan(info, Template.from_tree(found.tree), frozenset(found.reads), found.point_keys)
+    return DeletePlan(info, Template.from_tree(found.tree), frozenset(found.reads), found.point_keys, decode)
 
 
 def _with_rowid(options: ReadOptions, info: TableInfo) -> ReadOptions:

@@ -27,4 +27,6 @@ CREATE OR REPLACE FUNCTION tique.pins() RETURNS INT EXTERNAL NAME tique.pins;
 CREATE OR REPLACE FUNCTION tique.next_cts_for(txid BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_cts_for;
 CREATE OR REPLACE FUNCTION tique.ckpt_acquire(owner BIGINT, lease_ms INT) RETURNS BIGINT EXTERNAL NAME tique.ckpt_acquire;
 CREATE OR REPLACE FUNCTION tique.ckpt_release(owner BIGINT) RETURNS INT EXTERNAL NAME tique.ckpt_release;
-CREATE OR REPLACE FUNCTION tique.next_ids(table_id INT, n INT, lowest BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_ids;
+CREATE OR REPLACE FUNCTION tique.next_ids(table_id BIGINT, n INT, lowest BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_ids;
+CREATE OR REPLACE FUNCTION tique.catalog_version(after_id BIGINT) RETURNS BIGINT EXTERNAL NAME tique.catalog_version;
+CREATE OR REPLACE FUNCTION tique.bump_catalog() RETURNS BIGINT EXTERNAL NAME tique.bump_catalog;

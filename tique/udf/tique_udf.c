@@ -34,6 +34,14 @@
  *                              never goes below floor. n = 0 only raises a known counter to floor (an explicit
  *                              value was inserted) and returns it; an unknown one stays unknown (0).
  *
+ * The catalog version, so every process notices DDL done by another one without an extra round trip:
+ *
+ *   catalog_version(after) the current version; the argument is ignored, it only orders the call after the one
+ *                          computing it (begin_txn: the version is read after the snapshot is taken)
+ *   bump_catalog()         a DDL changed tique.tables: a new version
+ *
+ * It starts at the wall-clock time in ms when the module loads, so it never repeats across restarts.
+ *
  * A client that dies between next_cts and decide would leave a hole that blocks every later commit. A waiter
  * therefore abandons a predecessor that has stayed TAKEN or PUBLISHED for longer than the lease: the slot
  * becomes ABANDONED under the mutex, and the late owner's own publish/decide then fails, so it aborts.
@@ -51,10 +59,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 5
+#define TIQUE_UDF_ABI 6
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -117,6 +126,10 @@ static tq_lng published = 0;   /* every cts <= published is published, settled o
 static tq_lng sts = 0;         /* every cts <= sts is settled or abandoned: the visible snapshot */
 static int64_t lease_ms = 10000;
 static tq_lng abandoned_total = 0;
+/* Set at load when TIQUE_HOLD_UNTIL_RECOVERED is in the environment (tique serve): until recovery's reset, a
+ * client that logged in early would get ids from 1 and snapshot 0, so ids, timestamps and snapshots are refused. */
+static bool recovering = false;
+static tq_lng catalog_version = 0; /* set from the wall clock at load: never repeats across restarts */
 
 static int64_t
 now_ms(void)
@@ -316,6 +329,10 @@ TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
 {
 	char *err;
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.begin_txn", "40001!tique: the database is still running recovery; retry");
+	}
 	if (*prev != LNG_NIL && *prev > 0) {
 		pin_t *p = pin_find(*prev);
 		if (p)
@@ -449,6 +466,10 @@ static char *
 TQnext_txid(tq_lng *ret)
 {
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.next_txid", "40001!tique: the database is still running recovery; retry");
+	}
 	*ret = ++last_txid;
 	pthread_mutex_unlock(&lock);
 	return NULL;
@@ -459,6 +480,10 @@ TQnext_cts(tq_lng *ret)
 {
 	char *err = NULL;
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.next_cts", "40001!tique: the database is still running recovery; retry");
+	}
 	if (last_cts - sts >= RING - 1) {
 		err = createException(TQ_MAL, "tique.next_cts",
 				      "40001!tique: %d commits in flight, the limit; retry", RING - 1);
@@ -474,6 +499,10 @@ static char *
 TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
 {
 	pthread_mutex_lock(&lock);
+	if (recovering) {
+		pthread_mutex_unlock(&lock);
+		return createException(TQ_MAL, "tique.next_cts_for", "40001!tique: the database is still running recovery; retry");
+	}
 	bool live = pin_live(pin_find(*txid), now_ms());
 	pthread_mutex_unlock(&lock);
 	if (!live)
@@ -643,6 +672,7 @@ TQreset(tq_lng *ret, const tq_lng *txid, const tq_lng *cts)
 	last_cts = published = sts = *cts;
 	memset(pins, 0, sizeof(pins)); /* recovery: no transaction survives a restart */
 	pins_live = 0;
+	recovering = false;
 	pthread_cond_broadcast(&changed);
 	*ret = sts;
 	pthread_mutex_unlock(&lock);
@@ -710,17 +740,17 @@ TQstuck(tq_lng *ret)
 #define ID_COUNTERS 4096
 
 static struct {
-	int table;
+	tq_lng table;
 	tq_lng last;
 } id_counters[ID_COUNTERS];
 static int id_counters_used = 0;
 
 static char *
-TQnext_ids(tq_lng *ret, const int *table, const int *n, const tq_lng *floor)
+TQnext_ids(tq_lng *ret, const tq_lng *table, const int *n, const tq_lng *floor)
 {
 	char *err = NULL;
 	int i;
-	if (*table == INT_NIL || *n == INT_NIL || *n < 0 || *floor == LNG_NIL)
+	if (*table == LNG_NIL || *n == INT_NIL || *n < 0 || *floor == LNG_NIL)
 		return createException(TQ_MAL, "tique.next_ids", "42000!tique: next_ids needs a table, n >= 0, a floor");
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < id_counters_used && id_counters[i].table != *table; i++)
@@ -743,6 +773,25 @@ TQnext_ids(tq_lng *ret, const int *table, const int *n, const tq_lng *floor)
 	}
 	pthread_mutex_unlock(&lock);
 	return err;
+}
+
+static char *
+TQcatalog_version(tq_lng *ret, const tq_lng *after)
+{
+	(void) after;
+	pthread_mutex_lock(&lock);
+	*ret = catalog_version;
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static char *
+TQbump_catalog(tq_lng *ret)
+{
+	pthread_mutex_lock(&lock);
+	*ret = ++catalog_version;
+	pthread_mutex_unlock(&lock);
+	return NULL;
 }
 
 static char *
@@ -786,7 +835,9 @@ static mel_func tique_functions[] = {
 	FN("next_cts_for", TQnext_cts_for, 1, 2, LNG, LNG),
 	FN("ckpt_acquire", TQckpt_acquire, 1, 3, LNG, LNG, INT),
 	FN("ckpt_release", TQckpt_release, 1, 2, INT, LNG),
-	FN("next_ids", TQnext_ids, 1, 4, LNG, INT, INT, LNG),
+	FN("next_ids", TQnext_ids, 1, 4, LNG, LNG, INT, LNG),
+	FN("catalog_version", TQcatalog_version, 1, 2, LNG, LNG),
+	FN("bump_catalog", TQbump_catalog, 1, 1, LNG),
 	{.mod = ""},
 };
 
@@ -794,6 +845,10 @@ static void __attribute__((constructor))
 tique_udf_init(void)
 {
 	pthread_condattr_t attr;
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	catalog_version = (tq_lng) wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+	recovering = getenv("TIQUE_HOLD_UNTIL_RECOVERED") != NULL;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&changed, &attr);

@@ -1,0 +1,208 @@
+"""Guarantee: keys are compared as the engine compares them. A key written as another Python type, with more
+digits than its column keeps, or as -0.0 is the key the engine would store, so duplicates are refused and
+concurrent writers of one key conflict - tique compares keys in Python, so its normalisation must equal the
+engine's own CAST, which a property test checks for generated values."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Callable
+from contextlib import closing
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import tique
+from tique.engine import open_engine
+from tique.errors import DataError, IntegrityError, SerializationFailure
+from tique.params import literal
+from tique.rewrite.values import coerce, key_value
+
+Connect = Callable[..., tique.Connection]
+
+
+def _table(connect: Connect, unique_name: Callable[[str], str], key_type: str) -> str:
+    name = unique_name("keys")
+    connect().cursor().execute(f"CREATE TABLE {name} (k {key_type} PRIMARY KEY, v INT)")
+    return name
+
+
+def _insert(conn: tique.Connection, table: str, key: Any, v: int = 0) -> None:
+    conn.cursor().execute(f"INSERT INTO {table} VALUES (%s, %s)", (key, v))
+
+
+def _rows(conn: tique.Connection, table: str) -> list[tuple[Any, ...]]:
+    cur = conn.cursor()
+    cur.execute(f"SELECT k, v FROM {table} ORDER BY v")
+    rows = cur.fetchall()
+    conn.commit()
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("key_type", "first", "same_key"),
+    [
+        ("DATE", datetime.date(2020, 1, 1), datetime.datetime(2020, 1, 1, 12, 30)),
+        ("TIMESTAMP(6)", datetime.datetime(2020, 1, 1, 12, 0, 0, 123456), "2020-01-01 12:00:00.123456"),
+        ("TIMESTAMP(0)", datetime.datetime(2020, 1, 1, 12, 0, 1), "2020-01-01 12:00:00.6"),
+        ("TIME(6)", datetime.time(12, 0, 0, 123456), "12:00:00.123456"),
+        ("DOUBLE", 0.0, -0.0),
+        ("DECIMAL(10,2)", decimal.Decimal("1.01"), decimal.Decimal("1.005")),
+        ("DECIMAL(30,2)", decimal.Decimal("1.50"), "1.5"),
+    ],
+)
+def test_a_key_written_differently_is_a_duplicate(
+    connect: Connect, unique_name: Callable[[str], str], key_type: str, first: Any, same_key: Any
+) -> None:
+    table = _table(connect, unique_name, key_type)
+    conn = connect()
+    _insert(conn, table, first, 1)
+    conn.commit()
+    with pytest.raises(IntegrityError):
+        _insert(conn, table, same_key, 2)
+        conn.commit()
+    conn.rollback()
+    assert [r[1] for r in _rows(conn, table)] == [1]  # the committed row is still there, unchanged
+
+
+@pytest.mark.parametrize(
+    ("key_type", "key"),
+    [
+        ("TIMESTAMP(6)", datetime.datetime(2020, 1, 1, 12, 0, 0, 123456)),
+        ("TIME(6)", datetime.time(23, 59, 59, 999999)),
+        ("DECIMAL(30,2)", decimal.Decimal("1.50")),
+    ],
+)
+def test_update_and_delete_find_an_exact_key(
+    connect: Connect, unique_name: Callable[[str], str], key_type: str, key: Any
+) -> None:
+    table = _table(connect, unique_name, key_type)
+    conn = connect()
+    _insert(conn, table, key, 1)
+    conn.commit()
+    conn.cursor().execute(f"UPDATE {table} SET v = v + 1")
+    conn.commit()
+    assert _rows(conn, table) == [(key, 2)]  # updated in place: no second copy
+    conn.cursor().execute(f"DELETE FROM {table} WHERE v = 2")
+    conn.commit()
+    assert _rows(conn, table) == []
+
+
+def test_concurrent_zero_and_negative_zero_keys_conflict(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    table = _table(connect, unique_name, "DOUBLE")
+    a, b = connect(), connect()
+    _insert(a, table, 0.0, 1)
+    _insert(b, table, -0.0, 2)
+    a.commit()
+    with pytest.raises((SerializationFailure, IntegrityError)):
+        b.commit()
+    b.rollback()
+    assert _rows(a, table) == [(0.0, 1)]
+
+
+def test_timestamp_literal_with_a_short_fraction(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    table = _table(connect, unique_name, "TIMESTAMP")
+    conn = connect()
+    conn.cursor().execute(f"INSERT INTO {table} VALUES ('2020-01-01 00:00:00.5', 1)")
+    conn.commit()
+    assert _rows(conn, table) == [(datetime.datetime(2020, 1, 1, 0, 0, 0, 500000), 1)]
+
+
+# ---- tique's normalisation against the engine's CAST ------------------------------------------------------
+
+_WIDE = decimal.Context(prec=100)
+_DT = st.datetimes(datetime.datetime(1, 1, 2), datetime.datetime(9999, 12, 30))
+INPUTS: dict[str, st.SearchStrategy[Any]] = {
+    "DATE": st.one_of(st.dates(datetime.date(1, 1, 1), datetime.date(9999, 12, 31)), _DT),
+    "TIMESTAMP": st.one_of(
+        _DT, _DT.map(lambda d: d.isoformat(" ")), _DT.map(lambda d: d.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
+    ),
+    "TIMESTAMP(0)": st.one_of(_DT, _DT.map(lambda d: d.isoformat(" "))),
+    "TIMESTAMP(3)": _DT,
+    "TIME(6)": st.one_of(st.times(), st.times().map(lambda t: t.isoformat())),
+    "TIME(2)": st.times(),
+    "TIME": st.times().map(lambda t: t.isoformat()),
+    "DOUBLE": st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**60), 2**60)),
+    "REAL": st.floats(-1e30, 1e30, allow_nan=False),
+    "DECIMAL(10,2)": st.one_of(
+        st.decimals(-99999999, 99999999, places=4),
+        st.floats(-99999999, 99999999, allow_nan=False),
+        st.integers(-99999999, 99999999),
+    ),
+    "DECIMAL(38,6)": st.integers(-(10**32) + 1, 10**32 - 1).map(lambda n: decimal.Decimal(n).scaleb(-7, _WIDE)),
+    "INT": st.one_of(st.integers(-(2**31) + 1, 2**31 - 1), st.decimals(-1000, 1000, places=1)),
+    "VARCHAR(10)": st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=10),
+}
+
+
+def _engine_text(raw: Any, value: Any, sql_type: str) -> str | None:
+    return raw.execute(f"SELECT CAST(CAST({literal(value)} AS {sql_type}) AS VARCHAR(200))").scalar()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=["embedded", "server"])
+def engine_url(request: pytest.FixtureRequest) -> str:
+    return (
+        request.getfixturevalue("embedded_url")
+        if request.param == "embedded"
+        else request.getfixturevalue("server").url
+    )
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
+)
+@given(data=st.data())
+def test_normalisation_equals_the_engine_cast(engine_url: str, data: st.DataObject) -> None:
+    sql_type = data.draw(st.sampled_from(sorted(INPUTS)))
+    a, b = data.draw(INPUTS[sql_type]), data.draw(INPUTS[sql_type])
+    with closing(open_engine(engine_url).connect()) as raw:
+        try:
+            mine_a, mine_b = coerce(a, sql_type, "k"), coerce(b, sql_type, "k")
+        except DataError:
+            return  # tique may refuse a value (24:00:00 after rounding...): refusing never corrupts
+        # the normalised value is stored exactly as the engine stores the value as given
+        assert _engine_text(raw, mine_a, sql_type) == _engine_text(raw, a, sql_type), (a, mine_a)
+        # and two keys are equal in Python exactly when the engine finds them equal
+        same = raw.execute(f"SELECT CAST({literal(a)} AS {sql_type}) = CAST({literal(b)} AS {sql_type})").scalar()
+        assert (key_value(mine_a) == key_value(mine_b)) == bool(same), (a, b)
+
+
+def test_tiny_wide_decimal_is_not_sent_as_a_double(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    value = decimal.Decimal("0.000000000000000000123456789012345678")  # 18 digits, scale 36
+    table = _table(connect, unique_name, "DECIMAL(38,36)")
+    conn = connect()
+    _insert(conn, table, value, 1)
+    conn.commit()
+    assert _rows(conn, table) == [(value, 1)]
+
+
+@pytest.mark.parametrize("key", [2**62 + 1, -(2**62) - 1])
+def test_a_pending_big_integer_key_is_read_back(connect: Connect, unique_name: Callable[[str], str], key: int) -> None:
+    table = _table(connect, unique_name, "BIGINT")
+    conn = connect()
+    _insert(conn, table, key, 1)  # buffered: a read of this key must send it first
+    cur = conn.cursor()
+    cur.execute(f"SELECT v FROM {table} WHERE k = %s", (key,))
+    assert cur.fetchall() == [(1,)]
+    conn.commit()
+
+
+@pytest.mark.parametrize("insert_check", ["flush", "immediate"])
+def test_a_microsecond_duplicate_is_found_by_either_check(
+    connect: Connect, unique_name: Callable[[str], str], insert_check: str
+) -> None:
+    table, other = _table(connect, unique_name, "TIMESTAMP(6)"), _table(connect, unique_name, "TIME(6)")
+    key, t = datetime.datetime(2020, 1, 1, 12, 0, 0, 123456), datetime.time(1, 2, 3, 999999)
+    conn = connect(insert_check=insert_check)
+    _insert(conn, table, key, 1)
+    _insert(conn, other, t, 1)
+    conn.commit()
+    with pytest.raises(IntegrityError):
+        _insert(conn, table, key, 2)
+        _insert(conn, other, t, 2)  # two tables: the checks run in one query
+        conn.commit()
+    conn.rollback()
+    assert _rows(conn, table) == [(key, 1)] and _rows(conn, other) == [(t, 1)]
