@@ -14,7 +14,12 @@ the DEFAULT too: a process whose catalog predates the ALTER writes Cache rows wi
 the default rather than a NULL the checkpointer could not move into a NOT NULL Storage column. (A DEFAULT is no
 constraint: measured, concurrent appends to a table with one do not conflict.)
 
-A transaction running across an ALTER keeps its snapshot of the rows, but its statements see the new shape.
+Each ALTER is checked first and then runs as a versioned catalog change (ddl.versioned): a commit record with
+the table's schema hash (both names for RENAME TO) is decided before the change, so a writing transaction of
+another session that read or wrote the table and overlaps the ALTER fails at COMMIT; the session's own ALTER
+does not fail its transaction (a migration's ALTER followed by an UPDATE commits). Rows that transaction
+buffered in the old shape are written in it: an added column gets its DEFAULT; a dropped or renamed column, or
+rows of both shapes, fail the statement that sends them, never silently.
 """
 
 from __future__ import annotations
