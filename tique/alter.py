@@ -102,6 +102,8 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
             "than the primary key are not enforced; recreate the table and copy the rows to change a type)"
         )
     new, apply = change
+    if not isinstance(action, exp.AlterColumn):  # these replace the view T: refuse before anything is recorded
+        _check_no_dependents(conn, info)
     names = [(info.schema, info.name)] + ([(new.schema, new.name)] if new.name != info.name else [])
     ids: list[int] = []
     versioned(db, conn, names, apply, ids)  # a transaction that used the table meanwhile fails at COMMIT
@@ -132,6 +134,18 @@ def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo, undo: _Undo)
     _drop_view(conn, old, undo)
     conn.execute(views.create_sql(new))
     undo.did(views.drop_sql(new))
+
+
+def _check_no_dependents(conn: RawConnection, info: TableInfo) -> None:
+    users = conn.execute(
+        "SELECT COUNT(*) FROM sys.dependencies d JOIN sys.tables t ON d.id = t.id JOIN sys.schemas s ON "
+        f"t.schema_id = s.id WHERE s.name = {literal(info.schema)} AND t.name = {literal(info.name)}"
+    ).scalar()
+    if users:
+        raise ProgrammingError(
+            f"ALTER TABLE {info.name}: views use {info.name!r}, and tique replaces its view {info.name!r} to change "
+            f"the table; drop the views that use {info.name!r} first and create them again afterwards"
+        )
 
 
 def _drop_view(conn: RawConnection, info: TableInfo, undo: _Undo) -> None:
