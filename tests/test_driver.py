@@ -291,7 +291,7 @@ def test_direct_write_mode(connect: Connect, kv: str) -> None:
     conn = connect(write_mode="direct")
     cur = conn.cursor()
     cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'a'), (2, 'b')")
-    assert conn.transaction().writes[kv].pending == {}  # already in the engine
+    assert conn.transaction().writes[f"sys.{kv}"].pending == {}  # already in the engine
     cur.execute(f"UPDATE {kv} SET v = 'c' WHERE k = 2")
     conn.commit()
     assert rows(connect(), f"SELECT k, v FROM {kv} ORDER BY k") == [(1, "a"), (2, "c")]

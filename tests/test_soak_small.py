@@ -35,12 +35,6 @@ def test_the_soak_runs_its_checks_across_a_server_kill(soak: dict[str, Any]) -> 
     assert soak["exit_status"] == (1 if soak["violations"] else 0)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 11 item 1 (DECIMAL(38,6) read without its scale, TIME/TIMESTAMP microseconds lost, HUGEINT "
-    "refused) and the restarted server accepting clients before recovery (ids reused, see the soak report); "
-    "flip to a plain test once those fixes are merged",
-)
 def test_the_committed_state_always_equals_the_model(soak: dict[str, Any]) -> None:
     details = json.dumps(soak["violation_groups"], default=str, ensure_ascii=False)[:3000]
     assert soak["violations"] == 0, details

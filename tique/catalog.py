@@ -124,6 +124,12 @@ class TableInfo:
         return f"{self.schema}\x00{self.name}"
 
     @property
+    def qualified(self) -> str:
+        """schema.name: how a transaction keys its reads, writes and own versions per table (two schemas may each
+        have a table of one name)."""
+        return f"{self.schema}.{self.name}"
+
+    @property
     def storage(self) -> str:
         return f'"{self.schema}"."{self.name}__storage"'
 

@@ -67,7 +67,7 @@ class Cursor:
         if isinstance(plan, DDL):
             result = run_ddl(conn.db, conn._raw, plan.tree, plan.sql, conn)
             self._set(result)
-            dropped = dropped_table(plan.tree)
+            dropped = dropped_table(plan.tree, conn.db.default_schema)
             if dropped and conn._txn is not None:
                 conn._txn.forget_table(dropped, result.ddl_txids)
             elif conn._txn is not None:  # this session's own ALTER does not fail its transaction (alter.py)

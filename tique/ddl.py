@@ -135,11 +135,12 @@ def _abort(db: Database, conn: RawConnection, txid: int, cts: int) -> None:
         pass  # recovery settles it; the caller reports the original error
 
 
-def dropped_table(tree: exp.Expression) -> str | None:
-    """The bare name of the table a DROP TABLE statement drops, else None."""
+def dropped_table(tree: exp.Expression, default_schema: str) -> str | None:
+    """schema.name of the table a DROP TABLE statement drops (TableInfo.qualified), else None."""
     if isinstance(tree, exp.Drop) and str(tree.args.get("kind") or "").upper() == "TABLE":
         table = tree.find(exp.Table)
-        return ident(table) if table is not None else None
+        if table is not None:
+            return f"{ident(table.args.get('db')) or default_schema}.{ident(table)}"
     return None
 
 

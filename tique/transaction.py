@@ -85,7 +85,7 @@ class Transaction:
         self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
-        self.read_names: set[str] = set()  # tables read (by name, as plans list them): checked for DDL at commit
+        self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
         self.ddl_conflict = False  # certification failed on a DROP TABLE of a table it used
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
         self.sts, self.txid = self._begin(min_sts, prev_txid)
@@ -254,9 +254,9 @@ class Transaction:
         self.own_ddl.update(ddl_txids)
 
     def write_entry(self, table: TableInfo) -> TableWrites:
-        entry = self.writes.get(table.name)
+        entry = self.writes.get(table.qualified)
         if entry is None:
-            entry = self.writes[table.name] = TableWrites(table)
+            entry = self.writes[table.qualified] = TableWrites(table)
         return entry
 
     def _next_seq(self) -> int:
@@ -289,7 +289,7 @@ class Transaction:
                 full.append(value)
             if info.has_rowid:
                 full.append((self.txid << 24) | next(self._rowids) & 0xFFFFFF)
-            row = tuple(full)
+            row = _stored_key(info, tuple(full))
             rows.append((self._key(info, row), row))
         with self._statement(info, [k for k, _ in rows]) as entry:
             self._check_new_keys(info, [k for k, _ in rows])
@@ -334,7 +334,7 @@ class Transaction:
                 new[i] = coerce(new[i], col.sql_type, col.name)
                 if new[i] is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
-            row = tuple(new)
+            row = _stored_key(info, tuple(new))
             new_key = self._key(info, row)
             if new_key != old_key:
                 moved.append((old_key, new_key, row))
@@ -378,14 +378,14 @@ class Transaction:
         their state from before the statement back and the transaction goes on. Only when some of the
         statement's rows may already be in the engine (flush sets ``failed``) is there nothing to undo: the
         transaction can then only roll back."""
-        existed = info.name in self.writes
+        existed = info.qualified in self.writes
         entry = self.write_entry(info)
         before = {k: (entry.pending.get(k), entry.live.get(k)) for k in keys}
         fresh = {k for k in keys if k not in entry.unchecked}
         try:
             yield entry
             if self.settings.write_mode == "direct":
-                self.flush([info.name], statement=True)
+                self.flush([info.qualified], statement=True)
         except BaseException:
             if self.failed:
                 raise
@@ -394,7 +394,7 @@ class Transaction:
                 _restore(entry.live, key, live)
             entry.unchecked -= fresh
             if not existed and not entry.live and not entry.flushed:
-                del self.writes[info.name]
+                del self.writes[info.qualified]
             raise
 
     def _key(self, info: TableInfo, row: tuple[Any, ...]) -> Key:
@@ -407,7 +407,7 @@ class Transaction:
             return
         if len(set(keys)) != len(keys):
             raise IntegrityError(f"duplicate key in the rows inserted into {info.name!r}", "23505")
-        entry = self.writes.get(info.name)
+        entry = self.writes.get(info.qualified)
         unknown = []
         for key in keys:
             state = entry.live.get(key) if entry else None
@@ -658,8 +658,7 @@ class Transaction:
     def schema_hashes(self) -> list[int]:
         """The DDL write-set entries of every table this transaction read or wrote (catalog.schema_hash)."""
         tables = {(e.table.schema, e.table.name) for e in self.writes.values()}
-        # reads are listed by bare name: every schema's table of that name counts (an over-approximation)
-        tables |= {(i.schema, i.name) for i in self.db.catalog.all() if i.name in self.read_names}
+        tables |= {(i.schema, i.name) for i in self.db.catalog.all() if i.qualified in self.read_names}
         return sorted({schema_hash(s, n) for s, n in tables})
 
     def _certify(self, cts: int) -> bool:
@@ -796,6 +795,19 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
 
 def _key_type(info: TableInfo, name: str) -> str:
     return "BIGINT" if name == ROWID else info.column(name).sql_type
+
+
+def _stored_key(info: TableInfo, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The row with its key columns as the engine compares them (-0.0 stored as 0.0): the snapshot's anti-join
+    of Storage and Cache keys must never tell two equal keys apart (the soak found -0.0 and 0.0 both visible)."""
+    names = info.stored_names
+    positions = [names.index(k) for k in info.key]
+    if not any(isinstance(row[i], float) and row[i] == 0.0 for i in positions):
+        return row
+    fixed = list(row)
+    for i in positions:
+        fixed[i] = key_value(fixed[i])
+    return tuple(fixed)
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-import pytest
-
 import tique
 from tests.conftest import start_serve
 
@@ -33,7 +31,6 @@ def drop_and_create(url: str, name: str) -> None:
     conn.close()
 
 
-@pytest.mark.xfail(strict=False, reason="found by the soak, related to issue 11 item 6: concurrent DDL half-applies")
 def test_every_table_can_be_dropped_and_created_after_concurrent_ddl(tmp_path: Path) -> None:
     server = start_serve(tmp_path / "db")
     try:

@@ -206,22 +206,22 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     for number, (table, info, formulation, preds, row_preds) in enumerate(found, start=1):
         analytical = analytical or formulation == "analytical"
         pinned = _point_slots(info, preds) if formulation == "point" else None
-        point[info.name] = pinned if info.name not in point else None  # read twice: no shortcut
+        point[info.qualified] = pinned if info.qualified not in point else None  # read twice: no shortcut
         alias = table.alias_or_name
         snap = snapshot_tree(
             info,
             formulation,
             preds,
             row_preds=row_preds,
-            expose_rowid=info.name in options.expose_rowid,
+            expose_rowid=info.qualified in options.expose_rowid,
             latest=options.latest,
-            own=options.own is None or info.name in options.own,
+            own=options.own is None or info.qualified in options.own,
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
         )
         given = table.args.get("alias")  # keep a quoted alias quoted ("Q" is not q)
         name = given.this.copy() if given is not None and given.this else exp.to_identifier(alias)
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=name)))
-        read.add(info.name)
+        read.add(info.qualified)
     keys = tuple((name, slots) for name, slots in point.items() if slots is not None)
     return Reads(tree, read, analytical, keys)

@@ -288,4 +288,4 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
 def _with_rowid(options: ReadOptions, info: TableInfo) -> ReadOptions:
     if not info.has_rowid:
         return options
-    return replace(options, expose_rowid=options.expose_rowid | {info.name})
+    return replace(options, expose_rowid=options.expose_rowid | {info.qualified})
