@@ -93,7 +93,10 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
         target = action.this
         schema = ident(target.args.get("db")) or info.schema
         if schema != info.schema:
-            raise NotSupportedError(f"ALTER TABLE {info.name} RENAME TO another schema is not supported by tique")
+            raise NotSupportedError(
+                f"ALTER TABLE {info.name} RENAME TO another schema is not supported by tique: create the table there "
+                "(CREATE TABLE ... AS SELECT * FROM it) and drop this one"
+            )
         change = _rename_table(db, conn, info, ident(target))
     else:
         raise NotSupportedError(
