@@ -181,8 +181,10 @@ def test_drop_table_and_indexes(connect: Connect, unique_name: Names) -> None:
     [
         ("CREATE TABLE {t}_fk (a INT REFERENCES {t} (k))", "FOREIGN KEY|REFERENCES"),
         ("CREATE TABLE {t}_u (a INT UNIQUE)", "UNIQUE"),
-        ("ALTER TABLE {t} ADD COLUMN x INT", "ALTER TABLE"),
-        ("CREATE VIEW {t}_view AS SELECT * FROM {t}", "view over the transactional table"),
+        ("ALTER TABLE {t} ADD CONSTRAINT {t}_u UNIQUE (v)", "ALTER TABLE"),
+        ("ALTER TABLE {t} ALTER COLUMN v SET DATA TYPE VARCHAR(99)", "ALTER TABLE"),
+        ("CREATE OR REPLACE VIEW {t}_view AS SELECT * FROM {t}", "CREATE OR REPLACE VIEW"),
+        ("TRUNCATE {t}, {t}", "TRUNCATE"),
         ("INSERT INTO {t} (k, v) VALUES (1, 'a') ON CONFLICT DO NOTHING", "ON CONFLICT"),
     ],
 )

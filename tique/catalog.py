@@ -50,12 +50,41 @@ META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
 
 
+class SqlDefault(str):
+    """A DEFAULT the engine evaluates when the INSERT statement runs (CURRENT_TIMESTAMP and kin): its SQL text.
+    Stored in the spec as {"sql": text}; rewrite/writes.py puts it into the INSERT's rows."""
+
+
+_SQL_DEFAULTS = {
+    exp.CurrentTimestamp: "CURRENT_TIMESTAMP",
+    exp.CurrentDate: "CURRENT_DATE",
+    exp.CurrentTime: "CURRENT_TIME",
+    exp.Localtimestamp: "LOCALTIMESTAMP",
+    exp.Localtime: "LOCALTIME",
+}
+
+
+def default_sql(value: Any) -> str:
+    """A default as SQL, for DDL."""
+    from tique.params import literal
+
+    return str(value) if isinstance(value, SqlDefault) else literal(value)
+
+
+def _spec_default(value: Any) -> Any:
+    return {"sql": str(value)} if isinstance(value, SqlDefault) else value
+
+
+def _read_default(value: Any) -> Any:
+    return SqlDefault(value["sql"]) if isinstance(value, dict) else value
+
+
 @dataclass(frozen=True)
 class ColumnSpec:
     name: str
     sql_type: str  # as MonetDB accepts it, e.g. "INT", "VARCHAR(16)", "DECIMAL(12,2)"
     not_null: bool = False
-    default: Any = None  # a Python value; only literal defaults are supported
+    default: Any = None  # a Python value, or a SqlDefault the engine evaluates at INSERT
 
 
 @dataclass(frozen=True)
@@ -111,17 +140,18 @@ class TableInfo:
     def spec_json(self) -> str:
         return json.dumps(
             {
-                "columns": [[c.name, c.sql_type, c.not_null, c.default] for c in self.columns],
+                "columns": [[c.name, c.sql_type, c.not_null, _spec_default(c.default)] for c in self.columns],
                 "key": list(self.key),
                 "indexes": list(self.indexes),
                 **({"generated": list(self.generated)} if self.generated else {}),
+                **({"sql": self.storage_ddl} if self.kind == "view" else {}),  # a view's SELECT (ddl_views.py)
             }
         )
 
     @classmethod
     def from_row(cls, table_id: int, schema: str, name: str, kind: str, spec: str) -> TableInfo:
         data = json.loads(spec)
-        columns = tuple(ColumnSpec(n, t, bool(nn), d) for n, t, nn, d in data["columns"])
+        columns = tuple(ColumnSpec(n, t, bool(nn), _read_default(d)) for n, t, nn, d in data["columns"])
         return cls(
             table_id,
             schema,
@@ -131,6 +161,7 @@ class TableInfo:
             tuple(data["key"]),
             indexes=tuple(data.get("indexes", ())),
             generated=tuple(data.get("generated", ())),
+            storage_ddl=str(data.get("sql", "")),
         )
 
 
@@ -209,11 +240,15 @@ def _type_sql(kind: exp.DataType) -> str:
 def _default_value(node: exp.Expression) -> Any:
     from tique.rewrite.values import python_value
 
+    for kind, text in _SQL_DEFAULTS.items():
+        if type(node) is kind:
+            return SqlDefault(text)
     try:
         return python_value(node)
     except NotSupportedError:
         raise NotSupportedError(
-            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults are)"
+            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults and CURRENT_TIMESTAMP, "
+            "CURRENT_DATE, CURRENT_TIME, LOCALTIMESTAMP, LOCALTIME are)"
         ) from None
 
 
@@ -366,7 +401,7 @@ def _storage_create(info: TableInfo, physical: str) -> str:
         if c.not_null:
             col += " NOT NULL"
         if c.default is not None:
-            col += f" DEFAULT {literal(c.default)}"
+            col += f" DEFAULT {default_sql(c.default)}"
         cols.append(col)
     if info.has_rowid and info.kind != "plain":
         cols.append(f"{ROWID} BIGINT")

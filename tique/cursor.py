@@ -65,11 +65,13 @@ class Cursor:
                 conn.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
             return self
         if isinstance(plan, DDL):
-            result = run_ddl(conn.db, conn._raw, plan.tree, plan.sql)
+            result = run_ddl(conn.db, conn._raw, plan.tree, plan.sql, conn)
             self._set(result)
             dropped = dropped_table(plan.tree, conn.db.default_schema)
             if dropped and conn._txn is not None:
                 conn._txn.forget_table(dropped, result.ddl_txids)
+            elif conn._txn is not None:  # this session's own ALTER does not fail its transaction (alter.py)
+                conn._txn.own_ddl.update(result.ddl_txids)
             return self
         txn = conn.transaction()
         if conn.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again

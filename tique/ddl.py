@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlglot import exp
 
-from tique import catalog, views
+from tique import alter, catalog, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
@@ -30,23 +30,37 @@ from tique.sequencer import CSequencer
 T = TypeVar("T")
 DDL_TIMEOUT_MS = 30000  # waits for earlier commits to publish and settle
 
+uses_tique = ddl_views.uses_tique
 
-def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str) -> Result:
+
+def _plain(sql: str) -> bool:
+    return bool(catalog.PLAIN_HINT.search(sql))
+
+
+def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str, session: Any = None) -> Result:
+    """``session``: the tique connection running the statement (CREATE TABLE AS reads its snapshot)."""
     kind = str(tree.args.get("kind") or "").upper()
+    if isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is not None and not _plain(sql):
+        return ddl_views.create_table_as(db, conn, tree, session)
     if isinstance(tree, exp.Create) and kind == "TABLE":
         return _create_table(db, conn, tree, sql)
     if isinstance(tree, exp.Drop) and kind == "TABLE":
         return _drop_table(db, conn, tree, sql)
     if isinstance(tree, exp.Create) and kind == "INDEX":
         return _create_index(db, conn, tree, sql)
-    if isinstance(tree, exp.Create) and kind == "VIEW":
-        for table in tree.find_all(exp.Table):
-            info = db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
-            if info is not None and info.kind == "tx":
-                raise NotSupportedError(
-                    f"a view over the transactional table {info.name!r} would bypass snapshots: query the table "
-                    "directly (or declare it '-- tique: plain')"
-                )
+    if isinstance(tree, exp.Create) and kind == "VIEW" and uses_tique(db, conn, tree):
+        return ddl_views.create_view(db, conn, tree, sql)
+    if isinstance(tree, exp.Drop) and kind == "VIEW":
+        table = tree.find(exp.Table)
+        info = table and db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
+        if info is not None and info.kind == ddl_views.VIEW:
+            return ddl_views.drop_view(db, conn, info, sql)
+    if isinstance(tree, exp.Alter) and str(tree.args.get("kind") or "TABLE").upper() == "TABLE":
+        table = tree.this
+        db.catalog.refresh(conn)  # never alter by a stale entry: another process may have changed the table
+        info = db.catalog.get(ident(table.args.get("db")) or db.default_schema, ident(table))
+        if info is not None and info.kind == "tx":
+            return alter.alter_table(db, conn, tree, info)
     if isinstance(tree, (exp.Alter, exp.TruncateTable)):
         for table in tree.find_all(exp.Table):
             info = db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
@@ -55,6 +69,8 @@ def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str) -
                 raise NotSupportedError(
                     f"{verb} on the transactional table {info.name!r} is not supported by tique yet"
                 )
+    if isinstance(tree, exp.Command):
+        alter.refuse_unparsed(db, conn, sql)
     return conn.execute(sql)
 
 
@@ -194,6 +210,9 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
     info = db.catalog.get(ident(table.args.get("db")) or db.default_schema, ident(table))
     if info is None:
         return conn.execute(sql)
+
+    if info.kind == ddl_views.VIEW:
+        raise ProgrammingError(f"DROP TABLE {info.name}: {info.name!r} is a view; use DROP VIEW", "42000")
 
     def drop() -> None:
         physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]

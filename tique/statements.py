@@ -118,6 +118,10 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
     tree = trees[0]
 
+    if isinstance(tree, exp.TruncateTable):
+        truncate = truncate_as_delete(tree, lookup)
+        if truncate is not None:
+            return plan_delete(truncate, lookup, options)
     if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
     ):
@@ -142,6 +146,28 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode
         )
     return PassThrough(Template.from_tree(tree))
+
+
+def truncate_as_delete(
+    tree: exp.TruncateTable, lookup: Callable[[str | None, str], TableInfo | None]
+) -> exp.Delete | None:
+    """TRUNCATE of a transactional table is a DELETE of every row the transaction sees (tique/ddl_views.py);
+    None when it names no table of tique's."""
+    from tique.rewrite.writes import ident
+
+    tables = list(tree.expressions)
+    infos = [lookup(ident(t.args.get("db")) or None, ident(t)) for t in tables]
+    if not any(i is not None and i.kind in ("tx", "view") for i in infos):
+        return None
+    if len(tables) != 1 or infos[0] is None or infos[0].kind != "tx":
+        raise NotSupportedError(
+            "TRUNCATE of several tables, or of a view, is not supported by tique: TRUNCATE one table at a time"
+        )
+    if any(tree.args.get(option) for option in ("identity", "option", "cluster", "partition")):
+        raise NotSupportedError(
+            "TRUNCATE options (RESTART IDENTITY, CASCADE) are not supported by tique: TRUNCATE resets no counter"
+        )
+    return exp.Delete(this=tables[0].copy())
 
 
 def engine_verdict(

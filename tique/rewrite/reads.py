@@ -180,6 +180,9 @@ def _needed(info: TableInfo, alias: str, uses: tuple[set[tuple[str, str]], set[s
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
     any got the analytical formulation, and which are read by key values (see PointKeys)."""
+    from tique.ddl_views import expand_views
+
+    tree = expand_views(tree, lookup)  # tique's views become their SELECTs, read like any query
     analytical = False
     point: dict[str, tuple[str, ...] | None] = {}
     cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}

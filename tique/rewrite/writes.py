@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
-from tique.catalog import ROWID, TableInfo
+from tique.catalog import ROWID, ColumnSpec, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
@@ -90,6 +91,11 @@ def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo,
     if table is None:
         raise ProgrammingError(f"{verb}: no target table")
     info = lookup(ident(table.args.get("db")) or None, ident(table))
+    if info is not None and info.kind == "view":
+        raise NotSupportedError(
+            f"{verb} on the view {info.name!r} is not supported by tique (its views are read-only): write to the "
+            "tables it reads"
+        )
     if info is None or info.kind != "tx":
         raise LookupError(table.name)  # not versioned by tique: the caller passes the statement through
     return info, table
@@ -117,6 +123,8 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
     for name in columns:
         info.column(name)  # unknown columns say which
     source = tree.expression
+    if any(isinstance(c.default, SqlDefault) for c in info.columns):
+        columns, source = _with_sql_defaults(info, columns, source)
     if source is None and tree.args.get("default"):  # INSERT INTO t DEFAULT VALUES: one row of defaults
         return InsertPlan(info, (), ((),), None, frozenset())
     if isinstance(source, exp.Values):
@@ -157,6 +165,79 @@ def _exact_rows(source: exp.Expression, types: list[str]) -> tuple[exp.Expressio
     outer = exp.select(*[exp.column(n) for n in names]).from_(exp.Subquery(this=source, alias=alias))
     decode = wrap_outputs(outer, types, convert=True)
     return outer, decode
+
+
+def _default_expr(column: ColumnSpec) -> exp.Expression:
+    return exp.Cast(
+        this=sqlglot.parse_one(str(column.default), read=MonetDB),
+        to=exp.DataType.build(column.sql_type, dialect=MonetDB),
+    )
+
+
+def _with_sql_defaults(
+    info: TableInfo, columns: tuple[str, ...], source: exp.Expression | None
+) -> tuple[tuple[str, ...], exp.Expression]:
+    """An INSERT into a table with engine-evaluated defaults (CURRENT_TIMESTAMP...): those the statement leaves
+    out, or gives as DEFAULT, come from a one-row subquery joined to the INSERT's own SELECT, so the engine
+    evaluates each once when the statement runs (every row of the statement gets the same moment; MonetDB
+    evaluates CURRENT_TIMESTAMP in each VALUES row anew). The INSERT then takes the SELECT path."""
+    exprs = {c.name: c for c in info.columns if isinstance(c.default, SqlDefault)}
+    missing = [n for n in exprs if n not in columns]
+    now = exp.Subquery(
+        this=exp.select(*[exp.alias_(_default_expr(c), f"d{i}") for i, c in enumerate(exprs.values())]),
+        alias=exp.TableAlias(this=exp.to_identifier("tq_n")),
+    )
+    position = {n: i for i, n in enumerate(exprs)}
+
+    def default(name: str) -> exp.Expression:
+        return exp.column(f"d{position[name]}", table="tq_n")
+
+    if source is None:  # DEFAULT VALUES
+        return tuple(exprs), exp.select(*[default(n) for n in exprs]).from_(now)
+    if isinstance(source, exp.Values):
+        return _values_with_defaults(columns, source, exprs, missing, now, default)
+    if not missing or not isinstance(source, (exp.Select, exp.Union)):
+        return columns, source
+    inner = exp.Subquery(this=source.copy(), alias=exp.TableAlias(this=exp.to_identifier("tq_i")))
+    wrapped = exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("tq_i")), *[default(n) for n in missing])
+    return (*columns, *missing), wrapped.from_(inner).join(now, join_type="CROSS")
+
+
+def _values_with_defaults(
+    columns: tuple[str, ...],
+    source: exp.Values,
+    exprs: dict[str, ColumnSpec],
+    missing: list[str],
+    now: exp.Expression,
+    default: Callable[[str], exp.Expression],
+) -> tuple[tuple[str, ...], exp.Expression]:
+    """VALUES rows with a flag per engine-defaulted column the statement lists: TRUE where a row says DEFAULT."""
+    flagged = [i for i, n in enumerate(columns) if n in exprs]
+    rows: list[exp.Expression] = []
+    for tup in source.expressions:
+        values = [v.copy() for v in (tup.expressions if isinstance(tup, exp.Tuple) else [tup])]
+        if len(values) != len(columns):
+            raise ProgrammingError(f"INSERT has {len(values)} values for {len(columns)} columns")
+        flags = []
+        for i in flagged:
+            is_default = isinstance(values[i], exp.Var) and values[i].name.upper() == "DEFAULT"
+            flags.append(exp.true() if is_default else exp.false())
+            # typed: MonetDB types a VALUES column by its rows, and a bare NULL is no timestamp
+            to = exp.DataType.build(exprs[columns[i]].sql_type, dialect=MonetDB)
+            values[i] = exp.Cast(this=exp.null() if is_default else values[i], to=to)
+        rows.append(exp.Tuple(expressions=values + flags))
+    names = [f"c{i}" for i in range(len(columns))] + [f"f{i}" for i in flagged]
+    alias = exp.TableAlias(this=exp.to_identifier("tq_v"), columns=[exp.to_identifier(n) for n in names])
+    picked: list[exp.Expression] = []
+    for i, name in enumerate(columns):
+        value: exp.Expression = exp.column(f"c{i}", table="tq_v")
+        if i in flagged:
+            value = exp.Case(ifs=[exp.If(this=exp.column(f"f{i}", table="tq_v"), true=default(name))], default=value)
+        picked.append(value)
+    select = exp.select(*picked, *[default(n) for n in missing]).from_(
+        exp.Subquery(this=exp.Values(expressions=rows), alias=alias)
+    )
+    return (*columns, *missing), select.join(now, join_type="CROSS")
 
 
 def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> UpdatePlan:

@@ -1,0 +1,110 @@
+"""CREATE VIEW over tique tables is expanded into snapshot reads (own writes, own snapshot), views over views,
+DROP VIEW; CREATE TABLE AS SELECT makes a tique table from the snapshot."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Callable
+
+import pytest
+
+import tique
+from tique.engine import open_engine
+
+
+def test_view_reads_the_snapshot_and_own_writes(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t, v, w = unique_name("vt"), unique_name("vv"), unique_name("vw")
+    a, b = connect(), connect()
+    ca, cb = a.cursor(), b.cursor()
+    ca.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, g INT, x INT)")
+    ca.execute(f"INSERT INTO {t} VALUES (1, 1, 10), (2, 1, 20), (3, 2, 30)")
+    a.commit()
+    ca.execute(f"CREATE VIEW {v} AS SELECT g, SUM(x) AS total FROM {t} GROUP BY g")
+    ca.execute(f"CREATE VIEW {w} AS SELECT total FROM {v} WHERE g = 1")  # a view over a view
+    cb.execute(f"SELECT total FROM {w}")
+    assert cb.fetchall() == [(30,)]
+    ca.execute(f"INSERT INTO {t} VALUES (4, 1, 5)")
+    ca.execute(f"SELECT total FROM {w}")
+    assert ca.fetchall() == [(35,)]  # own write
+    a.commit()
+    cb.execute(f"SELECT g, total FROM {v} ORDER BY g")
+    assert cb.fetchall() == [(1, 30), (2, 30)]  # b's snapshot
+    b.rollback()
+    cb.execute(f"SELECT total FROM {w}")
+    assert cb.fetchall() == [(35,)]
+    with pytest.raises(tique.NotSupportedError, match="view"):
+        cb.execute(f"INSERT INTO {v} VALUES (9, 9)")
+    b.rollback()
+    ca.execute(f"DROP VIEW {w}")
+    ca.execute(f"DROP VIEW {v}")
+    with pytest.raises(tique.DatabaseError):
+        ca.execute(f"SELECT * FROM {v}")
+    a.rollback()
+
+
+def test_view_outside_clients(url: str, connect: Callable[..., tique.Connection], unique_name) -> None:
+    t, v = unique_name("vo"), unique_name("vov")
+    a = connect()
+    ca = a.cursor()
+    ca.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, x INT)")
+    ca.execute(f"INSERT INTO {t} VALUES (1, 10)")
+    a.commit()
+    ca.execute(f"CREATE VIEW {v} AS SELECT id, x * 2 AS y FROM {t}")
+    raw = open_engine(url).connect()
+    try:
+        assert [tuple(r) for r in raw.execute(f'SELECT * FROM "{v}"').rows] == [(1, 20)]
+    finally:
+        raw.close()
+
+
+def test_create_table_as_select(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t, u, e = unique_name("ct"), unique_name("ctu"), unique_name("cte")
+    a, b = connect(), connect()
+    ca, cb = a.cursor(), b.cursor()
+    ca.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(5))")
+    ca.execute(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    a.commit()
+    ca.execute(f"INSERT INTO {t} VALUES (3, 'c')")  # a's own, uncommitted
+    cb.execute(f"CREATE TABLE {u} AS SELECT id, v FROM {t} WHERE id > 1 WITH DATA")  # b's snapshot
+    cb.execute(f"CREATE TABLE {e} AS SELECT * FROM {t} WITH NO DATA")
+    a.rollback()
+    cb.execute(f"SELECT id, v FROM {u} ORDER BY id")
+    assert cb.fetchall() == [(2, "b")]
+    cb.execute(f"SELECT COUNT(*) FROM {e}")
+    assert cb.fetchone()[0] == 0
+    cb.execute(f"INSERT INTO {e} VALUES (7, 'x')")  # a tique table: transactional
+    ca.execute(f"SELECT COUNT(*) FROM {e}")
+    assert ca.fetchone()[0] == 0
+    b.commit()
+    a.rollback()
+    ca.execute(f"SELECT * FROM {e}")
+    assert [tuple(r) for r in ca.fetchall()] == [(7, "x")]
+
+
+def test_create_table_as_keeps_types_and_values(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t, u = unique_name("ctt"), unique_name("ctt_u")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(
+        f"CREATE TABLE {t} (id INT PRIMARY KEY, s VARCHAR(10), d DECIMAL(10,2), ts TIMESTAMP, b BOOLEAN, f DOUBLE, "
+        "dt DATE, c CLOB)"
+    )
+    row = (
+        1,
+        "x",
+        decimal.Decimal("1.50"),
+        datetime.datetime(2020, 1, 1, 2, 3),
+        True,
+        1.5,
+        datetime.date(2020, 1, 2),
+        "c",
+    )
+    cur.execute(f"INSERT INTO {t} VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", row)
+    conn.commit()
+    cur.execute(f"CREATE TABLE {u} AS SELECT t.*, d * 2 AS d2, (SELECT SUM(d) FROM {t}) AS total FROM {t} AS t")
+    cur.execute(f"SELECT * FROM {u}")
+    assert [tuple(r) for r in cur.fetchall()] == [(*row, decimal.Decimal("3.00"), decimal.Decimal("1.50"))]
+    with pytest.raises(tique.ProgrammingError, match="already in use"):
+        cur.execute(f"CREATE TABLE {u} AS SELECT 1 AS a")
+    cur.execute(f"CREATE TABLE IF NOT EXISTS {u} AS SELECT 1 AS a")

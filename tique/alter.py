@@ -1,0 +1,397 @@
+"""ALTER TABLE on transactional tables: ADD COLUMN, DROP COLUMN, RENAME COLUMN, RENAME TO.
+
+Like all of tique's DDL it takes effect at once, outside any transaction. One ALTER changes four things that
+must agree: the Storage table, the Cache table, the catalog spec (tique.tables) and the outside VIEW T
+(tique/views.py). The catalog row is the commit point: it is changed by one statement, last among the steps
+that can be undone. Every step before it leaves the old table working (the rewriter, the transactions and the
+checkpointer name columns explicitly, so an extra physical column is ignored) and is undone if a later one
+fails; after it only clean-up is left (DROP COLUMN's physical drops), whose failure leaves a harmless unused
+column behind and is reported.
+
+Existing rows get a new column's DEFAULT, as SQL says - in Storage and in every Cache version, committed or
+not, so a checkpoint that moves an old version into Storage moves the default with it. The Cache column keeps
+the DEFAULT too: a process whose catalog predates the ALTER writes Cache rows without the column, and they get
+the default rather than a NULL the checkpointer could not move into a NOT NULL Storage column. (A DEFAULT is no
+constraint: measured, concurrent appends to a table with one do not conflict.)
+
+Each ALTER is checked first and then runs as a versioned catalog change (ddl.versioned): a commit record with
+the table's schema hash (both names for RENAME TO) is decided before the change, so a writing transaction of
+another session that read or wrote the table and overlaps the ALTER fails at COMMIT; the session's own ALTER
+does not fail its transaction (a migration's ALTER followed by an UPDATE commits). Rows that transaction
+buffered in the old shape are written in it: an added column gets its DEFAULT; a dropped or renamed column, or
+rows of both shapes, fail the statement that sends them, never silently.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+
+from sqlglot import exp
+
+from tique import catalog, views
+from tique.catalog import ColumnSpec, TableInfo
+from tique.database import Database
+from tique.engine.base import RawConnection, Result
+from tique.errors import NotSupportedError, ProgrammingError
+from tique.params import literal
+from tique.rewrite.writes import ident
+
+# Called with each step's name before the step: tests make a step fail here.
+step_hook: Callable[[str], None] | None = None
+
+
+def _step(name: str) -> None:
+    if step_hook is not None:
+        step_hook(name)
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class _Undo:
+    """Steps done so far, undone in reverse order when a later step fails."""
+
+    def __init__(self, conn: RawConnection) -> None:
+        self.conn = conn
+        self.steps: list[str] = []
+
+    def did(self, undo_sql: str) -> None:
+        self.steps.append(undo_sql)
+
+    def run(self) -> None:
+        for sql in reversed(self.steps):
+            try:
+                self.conn.execute(sql)
+            except Exception:  # best effort: the first failure is the one to report
+                pass
+
+
+def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableInfo) -> Result:
+    """Checked first; then the change runs as a versioned catalog change (ddl.versioned)."""
+    from tique.ddl import versioned
+
+    actions = tree.args.get("actions") or []
+    if len(actions) != 1:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} with {len(actions)} actions: tique runs one action per ALTER TABLE; "
+            "send them one by one"
+        )
+    action = actions[0]
+    if isinstance(action, exp.ColumnDef):
+        change = _add_column(conn, info, action)
+    elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "COLUMN").upper() == "COLUMN":
+        change = _drop_column(conn, info, action)
+    elif isinstance(action, exp.RenameColumn):
+        change = _rename_column(conn, info, ident(action.this), ident(action.args.get("to")))
+    elif isinstance(action, exp.AlterColumn):
+        change = _alter_column(conn, info, action)
+    elif isinstance(action, exp.AlterRename):
+        target = action.this
+        schema = ident(target.args.get("db")) or info.schema
+        if schema != info.schema:
+            raise NotSupportedError(
+                f"ALTER TABLE {info.name} RENAME TO another schema is not supported by tique: create the table there "
+                "(CREATE TABLE ... AS SELECT * FROM it) and drop this one"
+            )
+        change = _rename_table(db, conn, info, ident(target))
+    else:
+        raise NotSupportedError(
+            f"ALTER TABLE ... {action.sql(dialect='postgres')[:60]!r} on the transactional table {info.name!r} is not "
+            "supported by tique: it runs ADD COLUMN, DROP COLUMN, RENAME COLUMN and RENAME TO (constraints other "
+            "than the primary key are not enforced; recreate the table and copy the rows to change a type)"
+        )
+    new, apply = change
+    if not isinstance(action, exp.AlterColumn):  # these replace the view T: refuse before anything is recorded
+        _check_no_dependents(conn, info)
+    names = [(info.schema, info.name)] + ([(new.schema, new.name)] if new.name != info.name else [])
+    ids: list[int] = []
+    versioned(db, conn, names, apply, ids)  # a transaction that used the table meanwhile fails at COMMIT
+    return Result(rowcount=-1, ddl_txids=tuple(ids))
+
+
+_UNPARSED = re.compile(r'^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)', re.I)
+
+
+def refuse_unparsed(db: Database, conn: RawConnection, sql: str) -> None:
+    """An ALTER TABLE tique's parser cannot read (MonetDB's SET READ ONLY...): never sent to MonetDB for a
+    transactional table, whose name there is only its view."""
+    found = _UNPARSED.match(sql)
+    if not found:
+        return
+    parts = [p[1:-1] if p.startswith('"') else p.lower() for p in re.findall(r'"[^"]+"|\w+', found.group(1))]
+    schema, name = (parts[0], parts[1]) if len(parts) == 2 else (db.default_schema, parts[0])
+    info = db.catalog.lookup(conn, schema, name)
+    if info is not None and info.kind in ("tx", "view"):
+        raise NotSupportedError(
+            f"{sql.strip()[:80]!r} on tique's table {name!r} is not supported by tique: it runs ADD COLUMN, DROP "
+            "COLUMN, RENAME COLUMN, RENAME TO and ALTER COLUMN SET/DROP DEFAULT, DROP NOT NULL"
+        )
+
+
+def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo, undo: _Undo) -> None:
+    """The outside VIEW T in the new shape; MonetDB refuses to drop it while a view of the user's uses it."""
+    _drop_view(conn, old, undo)
+    conn.execute(views.create_sql(new))
+    undo.did(views.drop_sql(new))
+
+
+def _check_no_dependents(conn: RawConnection, info: TableInfo) -> None:
+    users = conn.execute(
+        "SELECT COUNT(*) FROM sys.dependencies d JOIN sys.tables t ON d.id = t.id JOIN sys.schemas s ON "
+        f"t.schema_id = s.id WHERE s.name = {literal(info.schema)} AND t.name = {literal(info.name)}"
+    ).scalar()
+    if users:
+        raise ProgrammingError(
+            f"ALTER TABLE {info.name}: views use {info.name!r}, and tique replaces its view {info.name!r} to change "
+            f"the table; drop the views that use {info.name!r} first and create them again afterwards"
+        )
+
+
+def _drop_view(conn: RawConnection, info: TableInfo, undo: _Undo) -> None:
+    _step("view")
+    try:
+        conn.execute(views.drop_sql(info))
+    except Exception as exc:
+        raise ProgrammingError(
+            f"ALTER TABLE {info.name}: cannot replace tique's view {info.name!r} ({exc}); drop the views that use "
+            f"{info.name!r} first and create them again afterwards"
+        ) from exc
+    undo.did(views.create_sql(info))
+
+
+def _write_spec(conn: RawConnection, new: TableInfo) -> None:
+    """The commit point: one statement."""
+    _step("spec")
+    conn.execute(
+        f"UPDATE tique.tables SET name = {literal(new.name)}, spec = {literal(new.spec_json())} "
+        f"WHERE table_id = {new.table_id}"
+    )
+
+
+def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tuple[TableInfo, Callable[[], None]]:
+    name = ident(node.this)
+    if name.lower() in (catalog.ROWID, *catalog.META_COLUMNS):
+        raise ProgrammingError(f"column name {name!r} is reserved by tique")
+    if any(c.name == name for c in info.columns):
+        raise ProgrammingError(f"ALTER TABLE {info.name} ADD COLUMN: column {name!r} already exists", "42S21")
+    if node.args.get("kind") is None:
+        raise ProgrammingError(f"column {name!r} needs a type")
+    if catalog._serial_type(node):
+        raise NotSupportedError(
+            f"ADD COLUMN {name!r} SERIAL is not supported by tique: generated keys are declared at CREATE TABLE"
+        )
+    not_null, default = False, None
+    for constraint in node.args.get("constraints") or []:
+        kind = constraint.kind
+        if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+            not_null = True
+        elif isinstance(kind, exp.DefaultColumnConstraint):
+            default = catalog._default_value(kind.this)
+        elif isinstance(kind, exp.NotNullColumnConstraint):
+            pass  # NULL: the default
+        else:
+            raise NotSupportedError(
+                f"ALTER TABLE {info.name} ADD COLUMN {name!r} with {constraint.sql(dialect='postgres')!r} is not "
+                "supported by tique: it takes NOT NULL and a literal DEFAULT (add a primary key at CREATE TABLE)"
+            )
+    if not_null and default is None:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ADD COLUMN {name!r} NOT NULL needs a DEFAULT with tique: existing versions "
+            "(also uncommitted ones) need a value; give a DEFAULT, or add the column nullable"
+        )
+    column = ColumnSpec(name, catalog._type_sql(node.args["kind"]), not_null, default)
+    new = replace(info, columns=(*info.columns, column))
+    typed = f"{_q(name)} {column.sql_type}"
+    filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            _step("storage")
+            conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
+            undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {_q(name)}")
+            _step("cache")
+            conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
+            undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
+            _swap_view(conn, info, new, undo)
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
+
+
+def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -> tuple[TableInfo, Callable[[], None]]:
+    """SET DEFAULT, DROP DEFAULT, DROP NOT NULL: the spec and both physical tables' defaults (the Cache keeps
+    them for writers with an older catalog, see above); Storage's NOT NULL. No row changes."""
+    name = ident(node.this)
+    column = info.column(name)
+    alter = f"ALTER TABLE {{table}} ALTER COLUMN {_q(name)} "
+    if node.args.get("default") is not None or (node.args.get("drop") and node.args.get("allow_null") is None):
+        default = catalog._default_value(node.args["default"]) if node.args.get("default") is not None else None
+        changed = ColumnSpec(name, column.sql_type, column.not_null, default)
+        old_sql = f"SET DEFAULT {catalog.default_sql(column.default)}" if column.default is not None else "DROP DEFAULT"
+        new_sql = f"SET DEFAULT {catalog.default_sql(default)}" if default is not None else "DROP DEFAULT"
+        tables = (info.storage, info.cache)
+    elif node.args.get("allow_null") is True and not node.args.get("dtype"):
+        if name in info.key:
+            raise NotSupportedError(f"ALTER TABLE {info.name} ALTER COLUMN {name!r} DROP NOT NULL: it is primary key")
+        changed = ColumnSpec(name, column.sql_type, False, column.default)
+        old_sql, new_sql = ("SET NOT NULL" if column.not_null else "SET NULL"), "SET NULL"
+        tables = (info.storage,)
+    elif node.args.get("allow_null") is False:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ALTER COLUMN {name!r} SET NOT NULL is not supported by tique: uncommitted "
+            "and concurrent versions cannot be checked; recreate the table with NOT NULL and copy the rows"
+        )
+    else:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ALTER COLUMN {name!r} {node.sql(dialect='postgres')[:60]!r} (a type change?) is "
+            "not supported by tique: create a new table with the type, INSERT ... SELECT the rows, then rename it"
+        )
+    new = replace(info, columns=tuple(changed if c.name == name else c for c in info.columns))
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            for table in tables:
+                _step("storage" if table == info.storage else "cache")
+                conn.execute(alter.format(table=table) + new_sql)
+                undo.did(alter.format(table=table) + old_sql)
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
+
+
+def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[TableInfo, Callable[[], None]]:
+    targets = node.args.get("tables") or [node.this]
+    if len(targets) != 1 or targets[0] is None:
+        raise NotSupportedError("ALTER TABLE ... DROP COLUMN takes one column at a time with tique")
+    name = ident(targets[0])
+    if not any(c.name == name for c in info.columns):
+        if node.args.get("exists"):
+            return info, lambda: None
+        raise ProgrammingError(f"ALTER TABLE {info.name} DROP COLUMN: no column {name!r}", "42S22")
+    if name in info.key:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} DROP COLUMN {name!r}: it is part of the primary key, which tique versions rows "
+            "by; create a new table and copy the rows (INSERT ... SELECT) instead"
+        )
+    if len(info.columns) == 1:
+        raise ProgrammingError(f"ALTER TABLE {info.name} DROP COLUMN {name!r}: a table needs a column")
+    new = replace(
+        info,
+        columns=tuple(c for c in info.columns if c.name != name),
+        generated=tuple(g for g in info.generated if g != name),
+    )
+    dropped = info.column(name)
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            _step("storage")
+            if dropped.not_null:  # the checkpointer stops writing it from the commit point on
+                conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NULL")
+                undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NOT NULL")
+            _swap_view(conn, info, new, undo)
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+        # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
+        for table in (info.storage, info.cache):
+            try:
+                _step("cleanup")
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {_q(name)}")
+            except Exception as exc:
+                warnings.warn(
+                    f"ALTER TABLE {info.name} DROP COLUMN {name!r} took effect, but the unused column stays in {table} "
+                    f"({exc}); drop it there by hand once nothing depends on it",
+                    stacklevel=2,
+                )
+
+    return new, apply
+
+
+def _renamed(info: TableInfo, old: str, new: str) -> TableInfo:
+    return replace(
+        info,
+        columns=tuple(ColumnSpec(new, c.sql_type, c.not_null, c.default) if c.name == old else c for c in info.columns),
+        key=tuple(new if k == old else k for k in info.key),
+        generated=tuple(new if g == old else g for g in info.generated),
+    )
+
+
+def _rename_column(
+    conn: RawConnection, info: TableInfo, old: str, new_name: str
+) -> tuple[TableInfo, Callable[[], None]]:
+    info.column(old)  # says which column does not exist
+    if not new_name or any(c.name == new_name for c in info.columns):
+        raise ProgrammingError(f"ALTER TABLE {info.name} RENAME COLUMN: column {new_name!r} already exists", "42S21")
+    if new_name.lower() in (catalog.ROWID, *catalog.META_COLUMNS):
+        raise ProgrammingError(f"column name {new_name!r} is reserved by tique")
+    new = _renamed(info, old, new_name)
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            # the view uses the column: MonetDB renames no column a view depends on
+            _drop_view(conn, info, undo)
+            for table, step in ((info.storage, "storage"), (info.cache, "cache")):
+                _step(step)
+                conn.execute(f"ALTER TABLE {table} RENAME COLUMN {_q(old)} TO {_q(new_name)}")
+                undo.did(f"ALTER TABLE {table} RENAME COLUMN {_q(new_name)} TO {_q(old)}")
+            conn.execute(views.create_sql(new))
+            undo.did(views.drop_sql(new))
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
+
+
+def _rename_table(
+    db: Database, conn: RawConnection, info: TableInfo, new_name: str
+) -> tuple[TableInfo, Callable[[], None]]:
+    if db.catalog.lookup(conn, info.schema, new_name) is not None or _taken(conn, info.schema, new_name):
+        raise ProgrammingError(
+            f"ALTER TABLE {info.name} RENAME TO {new_name}: name {new_name!r} already in use", "42S01"
+        )
+    new = replace(info, name=new_name)
+
+    def apply() -> None:
+        undo = _Undo(conn)
+        try:
+            _drop_view(conn, info, undo)
+            for old_t, new_t, step in ((info.storage, new.storage, "storage"), (info.cache, new.cache, "cache")):
+                _step(step)
+                conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_t.split('.', 1)[1].strip(chr(34)))}")
+                undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_t.split('.', 1)[1].strip(chr(34)))}")
+            conn.execute(views.create_sql(new))
+            undo.did(views.drop_sql(new))
+            _write_spec(conn, new)
+        except BaseException:
+            undo.run()
+            raise
+
+    return new, apply
+
+
+def _taken(conn: RawConnection, schema: str, name: str) -> bool:
+    names = (name, f"{name}__storage", f"{name}__cache")
+    listed = ", ".join(literal(n) for n in names)
+    return bool(
+        conn.execute(
+            "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+            f"WHERE s.name = {literal(schema)} AND t.name IN ({listed})"
+        ).scalar()
+    )

@@ -1,0 +1,223 @@
+"""Views over tique's tables, CREATE TABLE AS SELECT, and TRUNCATE.
+
+CREATE VIEW v over a transactional table (or over such a view) is stored in tique's catalog (tique.tables,
+kind "view", its SELECT in the spec) and also created in MonetDB as written, where it reads the outside views T
+(tique/views.py): clients other than tique see it over the latest committed state. tique's rewriter never reads
+MonetDB's view: it replaces v by its SELECT (a view over a view, recursively) before the snapshot rewrite, so v
+reads the transaction's snapshot and its own writes like any query. Writes to such a view are refused. DROP
+VIEW removes both; MonetDB refuses to drop a view another view uses, and so does tique.
+
+CREATE TABLE u AS SELECT ... creates a transactional table whose columns have the SELECT's types (MonetDB derives
+them, reading the outside views), and - WITH DATA, the default - the SELECT's rows as the creating connection's
+transaction reads them (its snapshot and its own writes). The rows go into u's Storage before u is registered,
+so u appears at once with its rows, like any DDL outside transactions: the creator's later COMMIT or ROLLBACK
+does not touch them. u gets no primary key (a hidden row id versions its rows).
+
+TRUNCATE T of a transactional table is a DELETE of every row the transaction sees (statements.py plans it so):
+it commits or rolls back with the transaction, a snapshot taken before it keeps its rows, and a concurrent
+writer of a deleted row loses certification. It is not the fast MonetDB TRUNCATE; the checkpointer reclaims the
+space.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from tique import catalog, views
+from tique.catalog import ColumnSpec, TableInfo
+from tique.database import Database
+from tique.engine.base import RawConnection, Result
+from tique.errors import NotSupportedError, ProgrammingError
+from tique.params import literal
+from tique.rewrite.dialect import MonetDB
+from tique.rewrite.writes import ident
+
+VIEW = "view"
+MAX_DEPTH = 32  # views over views: deeper than this is a cycle
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def view_info(table_id: int, schema: str, name: str, select_sql: str) -> TableInfo:
+    return TableInfo(table_id, schema, name, VIEW, (), (), storage_ddl=select_sql)
+
+
+def uses_tique(db: Database, conn: RawConnection, tree: exp.Expression) -> bool:
+    for table in tree.find_all(exp.Table):
+        info = db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
+        if info is not None and info.kind in ("tx", VIEW):
+            return True
+    return False
+
+
+def create_view(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
+    table = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
+    if isinstance(tree.this, exp.Schema):
+        raise NotSupportedError(
+            "CREATE VIEW v (column names) over tique's tables is not supported: name the columns with AS in the SELECT"
+        )
+    if tree.args.get("replace"):
+        raise NotSupportedError("CREATE OR REPLACE VIEW over tique's tables is not supported: DROP VIEW, then CREATE")
+    assert table is not None and tree.expression is not None
+    schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
+    select_sql = tree.expression.sql(dialect=MonetDB)
+    conn.execute(sql)  # MonetDB checks the SELECT, and outside clients get the view over committed state
+    try:
+        info = view_info(db.sequencer.next_txid(conn), schema, name, select_sql)
+        catalog.register(conn, info)
+    except BaseException:
+        conn.execute(f"DROP VIEW {_q(schema)}.{_q(name)}")
+        raise
+    _changed(db, conn)
+    return Result(rowcount=-1)
+
+
+def drop_view(db: Database, conn: RawConnection, info: TableInfo, sql: str) -> Result:
+    conn.execute(sql)  # refused while another view uses it
+    catalog.unregister(conn, info)
+    _changed(db, conn)
+    return Result(rowcount=-1)
+
+
+def _changed(db: Database, conn: RawConnection) -> None:
+    """Other processes notice the catalog change at their next begin (catalog.py)."""
+    db.sequencer.bump_catalog(conn)
+    db.catalog.refresh(conn)
+
+
+def expand_views(tree: exp.Expression, lookup: Any) -> exp.Expression:
+    """Replace every reference to a tique view by its SELECT, under the view's name (or alias)."""
+    for _ in range(MAX_DEPTH):
+        cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
+        replaced = False
+        for table in list(tree.find_all(exp.Table)):
+            if not table.name or (not table.db and table.name in cte_names):
+                continue
+            info = lookup(ident(table.args.get("db")) or None, ident(table))
+            if info is None or info.kind != VIEW:
+                continue
+            body = sqlglot.parse_one(info.storage_ddl, read=MonetDB)
+            alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
+            subquery = exp.Subquery(this=body, alias=alias.copy())
+            if table is tree:
+                return subquery
+            table.replace(subquery)
+            replaced = True
+        if not replaced:
+            return tree
+    raise NotSupportedError(f"views nested deeper than {MAX_DEPTH} levels (a cycle?) are not supported by tique")
+
+
+def refuse_view_write(info: TableInfo, verb: str) -> None:
+    if info.kind == VIEW:
+        raise NotSupportedError(
+            f"{verb} on the view {info.name!r} is not supported by tique (its views are read-only): write to the "
+            "tables it reads"
+        )
+
+
+# ---- CREATE TABLE AS SELECT ---------------------------------------------------------------------------------
+
+
+def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session: Any) -> Result:
+    table = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
+    assert table is not None and tree.expression is not None
+    schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
+    props = tree.args.get("properties")
+    no_data = any(
+        isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (props.expressions if props else [])
+    )
+    if db.catalog.lookup(conn, schema, name) is not None or _exists(conn, schema, name):
+        if tree.args.get("exists"):
+            return Result(rowcount=-1)
+        raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
+    select_sql = tree.expression.sql(dialect=MonetDB)
+    info = TableInfo(db.sequencer.next_txid(conn), schema, name, "tx", (), (catalog.ROWID,))
+    storage = info.storage
+    # the column types, as MonetDB derives them from the SELECT over the outside views
+    conn.execute(f"CREATE TABLE {storage} AS {select_sql} WITH NO DATA")  # a probe, under the name it will have
+    try:
+        info = TableInfo(info.table_id, schema, name, "tx", _columns(conn, schema, f"{name}__storage"), info.key)
+        conn.execute(f"DROP TABLE {storage}")
+        for statement in catalog.create_ddl(info):
+            conn.execute(statement)
+        loaded = 0 if no_data else _load(conn, info, session, select_sql)
+        catalog.register(conn, info)
+        try:
+            conn.execute(views.create_sql(info))
+        except BaseException:
+            catalog.unregister(conn, info)
+            raise
+    except BaseException:
+        for physical in (info.cache, storage):
+            try:
+                conn.execute(f"DROP TABLE IF EXISTS {physical}")
+            except Exception:
+                pass
+        raise
+    _changed(db, conn)
+    return Result(rowcount=loaded)
+
+
+def _exists(conn: RawConnection, schema: str, name: str) -> bool:
+    names = ", ".join(literal(n) for n in (name, f"{name}__storage", f"{name}__cache"))
+    return bool(
+        conn.execute(
+            "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+            f"WHERE s.name = {literal(schema)} AND t.name IN ({names})"
+        ).scalar()
+    )
+
+
+_DIGITS = {"varchar", "char", "clob", "blob"}
+
+
+def _columns(conn: RawConnection, schema: str, table: str) -> tuple[ColumnSpec, ...]:
+    rows = conn.execute(
+        "SELECT c.name, c.type, c.type_digits, c.type_scale FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id "
+        f"JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = {literal(schema)} AND t.name = {literal(table)} "
+        "ORDER BY c.number"
+    ).rows
+    out = []
+    for col, kind, digits, scale in rows:
+        kind = str(kind).lower()
+        if kind == "decimal":
+            # at most 18 digits: MonetDB types SUM(DECIMAL) as DECIMAL(38,s), whose hugeint values the embedded
+            # adapter reads back unscaled (150 for 1.50); a value too wide is refused when loaded, never misread
+            sql_type = f"DECIMAL({min(int(digits), 18)},{int(scale)})"
+        elif kind in ("varchar", "char") and int(digits) > 0:
+            sql_type = f"{kind.upper()}({int(digits)})"
+        elif kind == "varchar":
+            sql_type = "CLOB"
+        else:
+            sql_type = {"int": "INT", "sec_interval": "INTERVAL SECOND", "month_interval": "INTERVAL MONTH"}.get(
+                kind, kind.upper()
+            )
+        if str(col).lower() in (catalog.ROWID, *catalog.META_COLUMNS):
+            raise ProgrammingError(f"CREATE TABLE AS: column name {col!r} is reserved by tique; rename it with AS")
+        out.append(ColumnSpec(str(col), sql_type))
+    return tuple(out)
+
+
+def _load(conn: RawConnection, info: TableInfo, session: Any, select_sql: str) -> int:
+    """The SELECT's rows as the creating transaction reads them, into Storage (row ids -1, -2, ...)."""
+    if session is None:
+        raise NotSupportedError("CREATE TABLE AS SELECT WITH DATA needs a tique connection")
+    cursor = session.cursor()
+    # each column read as the type it gets (a DECIMAL(38,s) sum would reach the embedded adapter unscaled)
+    typed = ", ".join(f"CAST(tq_c.{_q(c.name)} AS {c.sql_type})" for c in info.columns)
+    cursor.execute(f"SELECT {typed} FROM ({select_sql}) AS tq_c")
+    rows = cursor.fetchall()
+    names = ", ".join(_q(c) for c in info.column_names) + f", {catalog.ROWID}"
+    for start in range(0, len(rows), 1000):
+        values = ", ".join(
+            "(" + ", ".join(literal(v) for v in row) + f", {-(start + i + 1)})"
+            for i, row in enumerate(rows[start : start + 1000])
+        )
+        conn.execute(f"INSERT INTO {info.storage} ({names}) VALUES {values}")
+    return len(rows)
