@@ -86,7 +86,7 @@ class Transaction:
         self.priority = False  # a retry holding reservations (see reserve)
         self.renewed_at = time.monotonic()
         self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
-        self.ddl_conflict = False  # certification failed on a DROP TABLE of a table it used
+        self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
@@ -646,9 +646,9 @@ class Transaction:
     def _failure_message(self) -> str:
         if self.ddl_conflict:
             return (
-                f"could not serialize: a table this transaction read or wrote was dropped (and maybe re-created) by a "
-                f"DROP TABLE that committed while it ran; transaction {self.txid} was rolled back: run it again "
-                "(it will use the table as it is now)"
+                f"could not serialize: a table this transaction read or wrote was dropped, altered or re-created by "
+                f"DDL (DROP TABLE / ALTER TABLE) in another session while it ran; transaction {self.txid} was rolled "
+                "back: run it again (it will use the table as it is now)"
             )
         return (
             f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
