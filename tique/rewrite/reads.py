@@ -177,6 +177,24 @@ def _needed(info: TableInfo, alias: str, uses: tuple[set[tuple[str, str]], set[s
     return tuple(c for c in info.column_names if (alias.lower(), c.lower()) in named or ("", c.lower()) in named)
 
 
+def _under_negated_in(table: exp.Table) -> bool:
+    """Is ``table`` read inside the subquery of an IN that a NOT negates (``x NOT IN (SELECT ...)``)? MonetDB
+    11.41 answers such an IN wrongly when the subquery holds an anti-join (NOT EXISTS) and returns no rows: the
+    NOT IN is then false for every row instead of true (tests/test_differential_regressions.py). The analytical
+    formulation is such an anti-join, so these tables get the point formulation."""
+    node: exp.Expression | None = table
+    while node is not None:
+        parent = node.parent
+        if isinstance(parent, exp.In) and node is parent.args.get("query"):
+            outer = parent.parent
+            while isinstance(outer, exp.Paren):
+                outer = outer.parent
+            if isinstance(outer, exp.Not):
+                return True
+        node = parent
+    return False
+
+
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
     any got the analytical formulation, and which are read by key values (see PointKeys)."""
@@ -196,7 +214,9 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             continue
         preds = key_predicates(table, info)
         formulation = options.formulation
-        if formulation == "auto":
+        if _under_negated_in(table):
+            formulation = "point"
+        elif formulation == "auto":
             formulation = "point" if preds else "analytical"
         row_preds = row_predicates(table, info, lookup) if formulation == "analytical" else []
         found.append((table, info, formulation, preds, row_preds))
