@@ -111,7 +111,7 @@ def snapshot_sql(
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
-    if info.has_rowid and (expose_rowid or formulation == "analytical"):
+    if info.has_rowid:  # the version key: both formulations match or rank versions by it
         cols.append(ROWID)
     out_cols = list(wanted) + ([ROWID] if expose_rowid and info.has_rowid else [])
     scols = ", ".join(_q(c) for c in cols)
