@@ -17,6 +17,7 @@ COMMANDS = {
     "longtx": "benchmarks.tpcc.cli",
     "profile": "benchmarks.tpcc.cli",
     "report": "benchmarks.report",
+    "differential": "benchmarks.differential",
 }
 
 

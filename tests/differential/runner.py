@@ -31,6 +31,8 @@ class Failure:
     kind: str  # differential | tlp | dml | error
     sql: str
     detail: str
+    seed: int = 0
+    step: int = 0  # the query number in its case (replay: Case(url, seed, Stats()).run(step + 1, stop=True))
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Case:
     def __init__(self, url: str, seed: int, stats: Stats) -> None:
         self.url = url
         self.rng = random.Random(seed)
+        self.seed, self.step = seed, -1
         self.stats = stats
         self.tag = f"d{next(_case_numbers)}_{seed}"
         self.schema: Schema = make_schema(self.rng)
@@ -108,7 +111,7 @@ class Case:
         return error_t is None and error_p is None
 
     def fail(self, kind: str, sql: str, detail: str) -> None:
-        self.stats.failures.append(Failure(kind, sql, detail[:2000]))
+        self.stats.failures.append(Failure(kind, sql, detail[:2000], self.seed, self.step))
 
     def setup(self) -> None:
         for table in self.schema.tables:
@@ -197,11 +200,15 @@ class Case:
         finally:
             other.close()
 
-    def run(self, queries: int) -> None:
+    def run(self, queries: int, stop: bool = False) -> None:
+        """Run the case; ``stop`` leaves it open after the last query (to replay a failure by hand)."""
         self.stats.cases += 1
         try:
             self.setup()
             for n in range(queries):
+                self.step = n
+                if stop and n == queries - 1:
+                    return
                 if n % 4 == 3:
                     self.tlp()
                 else:
@@ -209,7 +216,8 @@ class Case:
             self.final_states()
         finally:
             self.stats.shapes.update(self.gen.shapes)
-            self.close()
+            if not stop:
+                self.close()
 
 
 def run(url: str, seeds: range | list[int], queries: int = 20) -> Stats:

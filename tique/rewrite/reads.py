@@ -177,20 +177,16 @@ def _needed(info: TableInfo, alias: str, uses: tuple[set[tuple[str, str]], set[s
     return tuple(c for c in info.column_names if (alias.lower(), c.lower()) in named or ("", c.lower()) in named)
 
 
-def _under_negated_in(table: exp.Table) -> bool:
-    """Is ``table`` read inside the subquery of an IN that a NOT negates (``x NOT IN (SELECT ...)``)? MonetDB
-    11.41 answers such an IN wrongly when the subquery holds an anti-join (NOT EXISTS) and returns no rows: the
-    NOT IN is then false for every row instead of true (tests/test_differential_regressions.py). The analytical
-    formulation is such an anti-join, so these tables get the point formulation."""
+def _in_subquery_predicate(table: exp.Table) -> bool:
+    """Is ``table`` read inside the subquery of an IN or EXISTS? MonetDB 11.41 answers such a predicate wrongly
+    when its subquery returns no rows and holds an anti-join (NOT EXISTS), as the analytical snapshot does:
+    ``x NOT IN (...)`` is false for every row, ``EXISTS (...)`` in a select list true. These snapshots remove
+    overridden rows by a LEFT JOIN instead (see snapshot_sql)."""
     node: exp.Expression | None = table
     while node is not None:
         parent = node.parent
-        if isinstance(parent, exp.In) and node is parent.args.get("query"):
-            outer = parent.parent
-            while isinstance(outer, exp.Paren):
-                outer = outer.parent
-            if isinstance(outer, exp.Not):
-                return True
+        if isinstance(parent, exp.Exists) or (isinstance(parent, exp.In) and node is parent.args.get("query")):
+            return True
         node = parent
     return False
 
@@ -214,9 +210,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             continue
         preds = key_predicates(table, info)
         formulation = options.formulation
-        if _under_negated_in(table):
-            formulation = "point"
-        elif formulation == "auto":
+        if formulation == "auto":
             formulation = "point" if preds else "analytical"
         row_preds = row_predicates(table, info, lookup) if formulation == "analytical" else []
         found.append((table, info, formulation, preds, row_preds))
@@ -235,6 +229,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             own=options.own is None or info.name in options.own,
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
+            left_anti_join=_in_subquery_predicate(table),
         )
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         read.add(info.name)
