@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
+from tests.conftest import ServeProcess
 from tique.database import Database
 from tique.engine.base import RawConnection
 
@@ -120,3 +121,60 @@ def test_multi_row_insert_with_typed_literals(twins: tuple[tique.Connection, Raw
     raw.execute(insert.format(t=f"{prefix}_p"))
     conn.cursor().execute(insert.format(t=f"{prefix}_t"))
     assert len(compare(conn, raw, "SELECT * FROM {t}a", prefix)) == 2
+
+
+# ---- issue 13's read statements: SET SCHEMA, SAMPLE, EXPLAIN / PLAN --------------------------------------------
+
+
+def test_set_schema_resolves_unqualified_names_to_the_snapshot(
+    embedded_url: str, unique_name: Callable[[str], str]
+) -> None:
+    schema, conn = unique_name("sch"), tique.connect(embedded_url)
+    try:
+        cur = conn.cursor()
+        cur.execute(f"CREATE SCHEMA {schema}")
+        cur.execute(f"CREATE TABLE {schema}.acc (k INT PRIMARY KEY, v INT)")
+        conn.commit()
+        cur.execute(f"INSERT INTO {schema}.acc VALUES (1, 10)")
+        conn.commit()
+        cur.execute(f"SET SCHEMA {schema}")
+        cur.execute("INSERT INTO acc VALUES (2, 20)")  # an unqualified write goes to the tique table...
+        cur.execute("UPDATE acc SET v = v + 1 WHERE k = 1")
+        cur.execute("SELECT k, v FROM acc ORDER BY k")  # ...and an unqualified read sees the transaction's writes
+        assert cur.fetchall() == [(1, 11), (2, 20)]
+        conn.rollback()
+        cur.execute("SELECT k, v FROM acc ORDER BY k")
+        assert cur.fetchall() == [(1, 10)]
+        cur.execute("SET SCHEMA sys")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_sample_reads_the_snapshot(twins: tuple[tique.Connection, RawConnection, str]) -> None:
+    conn, raw, prefix = twins
+    both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, v INT)", ROWS, prefix)
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {prefix}_ta VALUES (3, 30)")
+    cur.execute(f"DELETE FROM {prefix}_ta WHERE k = 1")
+    cur.execute(f"SELECT k FROM {prefix}_ta WHERE k > 0 SAMPLE 10")
+    assert sorted(cur.fetchall()) == [(2,), (3,)]  # its own insert, not its own delete
+    cur.execute(f"SELECT k FROM {prefix}_ta SAMPLE 1")
+    assert cur.fetchone()[0] in (2, 3)  # type: ignore[index]
+
+
+def test_explain_and_plan_show_the_snapshot(server: ServeProcess, unique_name: Callable[[str], str]) -> None:
+    name, conn = unique_name("ex"), tique.connect(server.url)
+    try:
+        cur = conn.cursor()
+        cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT)")
+        conn.commit()
+        for word in ("EXPLAIN", "PLAN"):
+            cur.execute(f"{word} SELECT v FROM {name} WHERE k > 1")
+            text = "\n".join(str(row[0]) for row in cur.fetchall())
+            assert f"{name}__storage" in text and f"{name}__cache" in text  # the rewritten statement's plan
+        with pytest.raises(tique.NotSupportedError, match="EXPLAIN"):
+            cur.execute(f"EXPLAIN DELETE FROM {name}")
+        conn.rollback()
+    finally:
+        conn.close()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -30,6 +31,7 @@ class PassThrough:
     """A statement that touches no table of tique's: sent as it is (parameters filled in)."""
 
     template: Template
+    sets_schema: bool = False  # SET SCHEMA: the session's schema for unqualified names changes (see cursor.py)
 
 
 @dataclass(frozen=True)
@@ -99,13 +101,39 @@ def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: boo
     return plan
 
 
+# MonetDB syntax sqlglot cannot read, around a statement it can: EXPLAIN / PLAN before a query, SAMPLE after it
+_PREFIXED = re.compile(r"^\s*(EXPLAIN|PLAN)\s+(?=\S)", re.I)
+_SAMPLED = re.compile(r"\s+(SAMPLE\s+(?:\d+(?:\.\d*)?|\.\d+)(?:\s+SEED\s+\d+)?)\s*;?\s*$", re.I)
+
+
+def _wrapped(plan: Plan, prefix: str, suffix: str, what: str) -> Plan:
+    """The plan of the statement inside EXPLAIN / PLAN / SAMPLE, with the text around it put back: the engine
+    then explains or samples the rewritten statement, i.e. the snapshot the transaction reads."""
+    if not isinstance(plan, (ReadPlan, PassThrough)) or (isinstance(plan, PassThrough) and plan.sets_schema):
+        raise NotSupportedError(
+            f"{what} is supported by tique for queries only; for a write, {what} the SELECT that finds its rows",
+            "0A000",
+        )
+    parts = list(plan.template.parts)
+    parts[0], parts[-1] = prefix + parts[0], parts[-1] + suffix
+    return replace(plan, template=Template(tuple(parts), plan.template.slots))
+
+
 def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
     control = control_statement(sql)
     if control:
         return control
+    prefixed = _PREFIXED.match(sql)
+    if prefixed:
+        word = prefixed.group(1).upper()
+        return _wrapped(_plan(db, conn, sql[prefixed.end() :], with_params, options), f"{word} ", "", word)
+    sampled = _SAMPLED.search(sql)
+    if sampled and sql.lstrip()[:1] in ("S", "s", "W", "w", "("):  # a query: SELECT, WITH or parenthesized
+        inner = _plan(db, conn, sql[: sampled.start()], with_params, options)
+        return _wrapped(inner, "", f" {sampled.group(1)}", "SAMPLE")
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
-        return db.catalog.lookup(conn, schema or db.default_schema, name)
+        return db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
 
     try:
         trees = parse(sql, with_params)
@@ -115,6 +143,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
     tree = trees[0]
 
+    if isinstance(tree, exp.Command) and str(tree.this).upper() == "SET":
+        if str(tree.expression or "").strip().upper().startswith("SCHEMA"):
+            return PassThrough(Template.from_tree(tree), sets_schema=True)
     if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
     ):

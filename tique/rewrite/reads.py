@@ -32,6 +32,7 @@ class ReadOptions:
     latest: bool = False  # negative control: no snapshot bound
     expose_rowid: frozenset[str] = frozenset()  # tables whose hidden row id the statement needs (writes)
     own: frozenset[str] | None = None  # tables the transaction has written (None: assume all of them)
+    schema: str | None = None  # the session's current schema (SET SCHEMA) for unqualified names; None: the default
 
 
 def _ident(node: exp.Expression | None) -> str:
