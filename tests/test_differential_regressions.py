@@ -12,9 +12,11 @@ from tests.conftest import ServeProcess
 from tique.database import Database
 from tique.engine.base import RawConnection
 
+Twins = tuple[tique.Connection, RawConnection, str]
+
 
 @pytest.fixture
-def twins(embedded_url: str, unique_name: Callable[[str], str]) -> Iterator[tuple[tique.Connection, RawConnection, str]]:
+def twins(embedded_url: str, unique_name: Callable[[str], str]) -> Iterator[Twins]:
     """A tique connection, a raw one, and a name prefix for this test's tables."""
     conn = tique.connect(embedded_url)
     raw = Database.get(embedded_url).connect_raw()
@@ -56,9 +58,7 @@ ROWS = ["INSERT INTO {t}a VALUES (1, 1)", "INSERT INTO {t}a VALUES (2, NULL)", "
         "SELECT x.k FROM {t}a AS x WHERE NOT (x.k IN (SELECT y.k FROM {t}b AS y WHERE 1 = 0))",
     ],
 )
-def test_not_in_over_an_empty_snapshot(
-    twins: tuple[tique.Connection, RawConnection, str], query: str
-) -> None:
+def test_not_in_over_an_empty_snapshot(twins: tuple[tique.Connection, RawConnection, str], query: str) -> None:
     # MonetDB 11.41 makes x NOT IN (subquery) false for every row when the subquery is empty and holds an
     # anti-join, as the analytical snapshot does; the point formulation has none
     conn, raw, prefix = twins

@@ -143,9 +143,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
     tree = trees[0]
 
-    if isinstance(tree, exp.Command) and str(tree.this).upper() == "SET":
-        if str(tree.expression or "").strip().upper().startswith("SCHEMA"):
-            return PassThrough(Template.from_tree(tree), sets_schema=True)
+    setting = str(tree.expression or "").strip().upper() if isinstance(tree, exp.Command) else ""
+    if setting.startswith("SCHEMA") and str(tree.this).upper() == "SET":
+        return PassThrough(Template.from_tree(tree), sets_schema=True)
     if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
     ):

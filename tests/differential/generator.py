@@ -61,7 +61,8 @@ def literal(rng: random.Random, kind: str, null_rate: float = 0.2) -> str:
         return rng.choice(("TRUE", "FALSE"))
     if kind == "date":
         return f"DATE '2024-0{rng.randint(1, 3)}-{rng.randint(1, 28):02d}'"
-    return f"TIMESTAMP '2024-0{rng.randint(1, 3)}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00'"
+    day = f"2024-0{rng.randint(1, 3)}-{rng.randint(1, 28):02d}"
+    return f"TIMESTAMP '{day} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00'"
 
 
 def make_schema(rng: random.Random, tables: int = 3) -> Schema:
@@ -127,7 +128,8 @@ class Queries:
             return f"COALESCE({self.expr(scope, kind, d)}, {self.expr(scope, kind, d)})"
         if choice == 1:
             self.mark("case")
-            return f"CASE WHEN {self.pred(scope, d)} THEN {self.expr(scope, kind, d)} ELSE {self.expr(scope, kind, d)} END"
+            when, then, other = self.pred(scope, d), self.expr(scope, kind, d), self.expr(scope, kind, d)
+            return f"CASE WHEN {when} THEN {then} ELSE {other} END"
         if choice == 2 and depth == 0 and kind in ("int", "num", "str"):
             return self.scalar_subquery(scope, kind)
         if kind == "int":
@@ -184,12 +186,9 @@ class Queries:
     def pred(self, scope: list[str], depth: int = 0) -> str:
         r = self.rng
         kind = r.choice(("int", "int", "num", "str", "date", "ts", "bool"))
-        if depth >= 2:
-            choice = r.randrange(3)
-        else:
-            choice = r.randrange(11)
+        choice = r.randrange(3) if depth >= 2 else r.randrange(11)
         d = depth + 1
-        if choice == 0 or kind == "bool" and choice < 3:
+        if choice == 0 or (kind == "bool" and choice < 3):
             if kind == "bool":
                 return self.column(scope, "bool")
             return f"{self.expr(scope, kind, d)} {r.choice(COMPARE)} {self.expr(scope, kind, d)}"

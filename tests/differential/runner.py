@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import tique
+from tests.differential.generator import Queries, Schema, insert, make_schema
 from tique.checkpoint import Checkpointer
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tests.differential.generator import Queries, Schema, insert, make_schema
 
 _case_numbers = itertools.count()
 
@@ -156,7 +156,8 @@ class Case:
         assert got is not None and want is not None
         same = rows_of(got) == rows_of(want) if ordered else as_multiset(got) == as_multiset(want)
         if not same:
-            self.fail("differential", sql, f"tique {sorted(map(repr, got))[:20]} MonetDB {sorted(map(repr, want))[:20]}")
+            shown = f"tique {sorted(map(repr, got))[:20]} MonetDB {sorted(map(repr, want))[:20]}"
+            self.fail("differential", sql, shown)
 
     def tlp(self) -> None:
         """The partitions of a query on p, NOT p and p IS NULL add up to it. The same check runs on the twins:
