@@ -58,7 +58,7 @@ ROWS = ["INSERT INTO {t}a VALUES (1, 1)", "INSERT INTO {t}a VALUES (2, NULL)", "
         "SELECT x.k FROM {t}a AS x WHERE NOT (x.k IN (SELECT y.k FROM {t}b AS y WHERE 1 = 0))",
     ],
 )
-def test_not_in_over_an_empty_snapshot(twins: tuple[tique.Connection, RawConnection, str], query: str) -> None:
+def test_not_in_over_an_empty_snapshot(twins: Twins, query: str) -> None:
     # MonetDB 11.41 makes x NOT IN (subquery) false for every row when the subquery is empty and holds an
     # anti-join, as the analytical snapshot does; the point formulation has none
     conn, raw, prefix = twins
@@ -66,7 +66,7 @@ def test_not_in_over_an_empty_snapshot(twins: tuple[tique.Connection, RawConnect
     assert len(compare(conn, raw, query, prefix)) == 2
 
 
-def test_not_in_over_a_table_without_primary_key(twins: tuple[tique.Connection, RawConnection, str]) -> None:
+def test_not_in_over_a_table_without_primary_key(twins: Twins) -> None:
     # the point formulation ranks versions by the hidden row id, so its snapshot must carry it
     conn, raw, prefix = twins
     both(conn, raw, "CREATE TABLE {t} (k INT, v INT)", ROWS, prefix)
@@ -96,7 +96,7 @@ def test_point_snapshot_setting_on_a_table_without_primary_key(
     "empty is false for every row (plain tables without constraints give the same wrong answer); the twin escapes "
     "it only because its NOT NULL primary key lets the optimizer drop 'k IS NULL'. The generator avoids the shape",
 )
-def test_correlated_not_in_over_an_empty_subquery(twins: tuple[tique.Connection, RawConnection, str]) -> None:
+def test_correlated_not_in_over_an_empty_subquery(twins: Twins) -> None:
     conn, raw, prefix = twins
     rows = ["INSERT INTO {t}a VALUES (1, 1, 'a')", "INSERT INTO {t}a VALUES (2, NULL, NULL)"]
     both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, b INT, v VARCHAR(5))", rows, prefix)
@@ -111,7 +111,7 @@ def test_correlated_not_in_over_an_empty_subquery(twins: tuple[tique.Connection,
     "columns MonetDB 11.41 types from the values, not from the target table: it fails with 'calc.sht: operation "
     "failed' while plain MonetDB inserts the rows",
 )
-def test_multi_row_insert_with_typed_literals(twins: tuple[tique.Connection, RawConnection, str]) -> None:
+def test_multi_row_insert_with_typed_literals(twins: Twins) -> None:
     conn, raw, prefix = twins
     both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, v VARCHAR(20), f BOOLEAN, ts TIMESTAMP)", [], prefix)
     insert = (
@@ -151,7 +151,7 @@ def test_set_schema_resolves_unqualified_names_to_the_snapshot(
         conn.close()
 
 
-def test_sample_reads_the_snapshot(twins: tuple[tique.Connection, RawConnection, str]) -> None:
+def test_sample_reads_the_snapshot(twins: Twins) -> None:
     conn, raw, prefix = twins
     both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, v INT)", ROWS, prefix)
     cur = conn.cursor()
@@ -178,3 +178,17 @@ def test_explain_and_plan_show_the_snapshot(server: ServeProcess, unique_name: C
         conn.rollback()
     finally:
         conn.close()
+
+
+def test_next_value_for_in_a_query(twins: Twins) -> None:
+    conn, raw, prefix = twins
+    both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, v INT)", ROWS, prefix)
+    raw.execute(f"CREATE SEQUENCE {prefix}_seq START WITH 10")
+    cur = conn.cursor()
+    cur.execute(f"SELECT NEXT VALUE FOR {prefix}_seq")
+    first = cur.fetchone()[0]  # type: ignore[index]
+    cur.execute(f"SELECT NEXT VALUE FOR sys.{prefix}_seq, k FROM {prefix}_ta ORDER BY k")
+    rows = cur.fetchall()
+    assert first == 10 and [k for _, k in rows] == [1, 2] and sorted(n for n, _ in rows) == [11, 12]
+    with pytest.raises(tique.NotSupportedError, match="NEXT VALUE FOR in a write"):
+        cur.execute(f"INSERT INTO {prefix}_ta VALUES (NEXT VALUE FOR {prefix}_seq, 1)")

@@ -119,6 +119,24 @@ def _wrapped(plan: Plan, prefix: str, suffix: str, what: str) -> Plan:
     return replace(plan, template=Template(tuple(parts), plan.template.slots))
 
 
+# NEXT VALUE FOR s, which sqlglot cannot read: planned as a function call marker, then put back in the SQL sent
+_NEXT_VALUE = re.compile(r"\bNEXT\s+VALUE\s+FOR\s+((?:\"[^\"]+\"|\w+)(?:\s*\.\s*(?:\"[^\"]+\"|\w+))?)", re.I)
+_NEXT_MARKER = re.compile(r"tq_next_value_for\('((?:[^']|'')*)'\)", re.I)
+
+
+def _with_sequences(plan: Plan) -> Plan:
+    if not isinstance(plan, (ReadPlan, PassThrough)):
+        raise NotSupportedError(
+            "NEXT VALUE FOR in a write to a tique table is not supported: run SELECT NEXT VALUE FOR first and pass "
+            "the value as a parameter, or declare the key column as a generated key (DEFAULT / AUTO_INCREMENT)",
+            "0A000",
+        )
+    parts = tuple(
+        _NEXT_MARKER.sub(lambda m: "NEXT VALUE FOR " + m.group(1).replace("''", "'"), p) for p in plan.template.parts
+    )
+    return replace(plan, template=Template(parts, plan.template.slots))
+
+
 def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
     control = control_statement(sql)
     if control:
@@ -131,6 +149,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     if sampled and sql.lstrip()[:1] in ("S", "s", "W", "w", "("):  # a query: SELECT, WITH or parenthesized
         inner = _plan(db, conn, sql[: sampled.start()], with_params, options)
         return _wrapped(inner, "", f" {sampled.group(1)}", "SAMPLE")
+    if _NEXT_VALUE.search(sql):
+        marked = _NEXT_VALUE.sub(lambda m: "tq_next_value_for('" + m.group(1).replace("'", "''") + "')", sql)
+        return _with_sequences(_plan(db, conn, marked, with_params, options))
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
         return db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
