@@ -18,6 +18,7 @@ COMMANDS = {
     "profile": "benchmarks.tpcc.cli",
     "soak": "benchmarks.soak",
     "report": "benchmarks.report",
+    "differential": "benchmarks.differential",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tique.ddl import dropped_table, run_ddl
@@ -80,6 +81,9 @@ class Cursor:
             if isinstance(plan, PassThrough):
                 rendered = plan.template.render(self._rendered(plan.template.param_slots, parameters))
                 self._set(decode(conn._raw.execute(rendered), plan.decode))
+                if plan.sets_schema:  # unqualified names now resolve in the schema MonetDB says is current
+                    schema = str(conn._raw.execute("SELECT CURRENT_SCHEMA").scalar())
+                    conn.read_options = replace(conn.read_options, schema=schema)
             elif isinstance(plan, ReadPlan):
                 params = self._rendered(plan.template.param_slots, parameters)
                 conn.use_pipeline(plan.analytical)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -33,6 +34,7 @@ class PassThrough:
 
     template: Template
     decode: Decode = NOTHING
+    sets_schema: bool = False  # SET SCHEMA: the session's schema for unqualified names changes (see cursor.py)
 
 
 @dataclass(frozen=True)
@@ -102,13 +104,60 @@ def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: boo
     return plan
 
 
+# MonetDB syntax sqlglot cannot read, around a statement it can: EXPLAIN / PLAN before a query, SAMPLE after it
+_PREFIXED = re.compile(r"^\s*(EXPLAIN|PLAN)\s+(?=\S)", re.I)
+_SAMPLED = re.compile(r"\s+(SAMPLE\s+(?:\d+(?:\.\d*)?|\.\d+)(?:\s+SEED\s+\d+)?)\s*;?\s*$", re.I)
+
+
+def _wrapped(plan: Plan, prefix: str, suffix: str, what: str) -> Plan:
+    """The plan of the statement inside EXPLAIN / PLAN / SAMPLE, with the text around it put back: the engine
+    then explains or samples the rewritten statement, i.e. the snapshot the transaction reads."""
+    if not isinstance(plan, (ReadPlan, PassThrough)) or (isinstance(plan, PassThrough) and plan.sets_schema):
+        raise NotSupportedError(
+            f"{what} is supported by tique for queries only; for a write, {what} the SELECT that finds its rows",
+            "0A000",
+        )
+    parts = list(plan.template.parts)
+    parts[0], parts[-1] = prefix + parts[0], parts[-1] + suffix
+    return replace(plan, template=Template(tuple(parts), plan.template.slots))
+
+
+# NEXT VALUE FOR s, which sqlglot cannot read: planned as a function call marker, then put back in the SQL sent
+_NEXT_VALUE = re.compile(r"\bNEXT\s+VALUE\s+FOR\s+((?:\"[^\"]+\"|\w+)(?:\s*\.\s*(?:\"[^\"]+\"|\w+))?)", re.I)
+_NEXT_MARKER = re.compile(r"tq_next_value_for\('((?:[^']|'')*)'\)", re.I)
+
+
+def _with_sequences(plan: Plan) -> Plan:
+    if not isinstance(plan, (ReadPlan, PassThrough)):
+        raise NotSupportedError(
+            "NEXT VALUE FOR in a write to a tique table is not supported: run SELECT NEXT VALUE FOR first and pass "
+            "the value as a parameter, or declare the key column as a generated key (DEFAULT / AUTO_INCREMENT)",
+            "0A000",
+        )
+    parts = tuple(
+        _NEXT_MARKER.sub(lambda m: "NEXT VALUE FOR " + m.group(1).replace("''", "'"), p) for p in plan.template.parts
+    )
+    return replace(plan, template=Template(parts, plan.template.slots))
+
+
 def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
     control = control_statement(sql)
     if control:
         return control
+    prefixed = _PREFIXED.match(sql)
+    if prefixed:
+        word = prefixed.group(1).upper()
+        return _wrapped(_plan(db, conn, sql[prefixed.end() :], with_params, options), f"{word} ", "", word)
+    sampled = _SAMPLED.search(sql)
+    if sampled and sql.lstrip()[:1] in ("S", "s", "W", "w", "("):  # a query: SELECT, WITH or parenthesized
+        inner = _plan(db, conn, sql[: sampled.start()], with_params, options)
+        return _wrapped(inner, "", f" {sampled.group(1)}", "SAMPLE")
+    if _NEXT_VALUE.search(sql):
+        marked = _NEXT_VALUE.sub(lambda m: "tq_next_value_for('" + m.group(1).replace("'", "''") + "')", sql)
+        return _with_sequences(_plan(db, conn, marked, with_params, options))
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
-        return db.catalog.lookup(conn, schema or db.default_schema, name)
+        return db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
 
     try:
         trees = parse(sql, with_params)
@@ -122,6 +171,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         truncate = truncate_as_delete(tree, lookup)
         if truncate is not None:
             return plan_delete(truncate, lookup, options)
+    setting = str(tree.expression or "").strip().upper() if isinstance(tree, exp.Command) else ""
+    if setting.startswith("SCHEMA") and str(tree.this).upper() == "SET":
+        return PassThrough(Template.from_tree(tree), sets_schema=True)
     if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
     ):

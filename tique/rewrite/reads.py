@@ -32,6 +32,7 @@ class ReadOptions:
     latest: bool = False  # negative control: no snapshot bound
     expose_rowid: frozenset[str] = frozenset()  # tables whose hidden row id the statement needs (writes)
     own: frozenset[str] | None = None  # tables the transaction has written (None: assume all of them)
+    schema: str | None = None  # the session's current schema (SET SCHEMA) for unqualified names; None: the default
 
 
 def _ident(node: exp.Expression | None) -> str:
@@ -177,6 +178,20 @@ def _needed(info: TableInfo, alias: str, uses: tuple[set[tuple[str, str]], set[s
     return tuple(c for c in info.column_names if (alias.lower(), c.lower()) in named or ("", c.lower()) in named)
 
 
+def _in_subquery_predicate(table: exp.Table) -> bool:
+    """Is ``table`` read inside the subquery of an IN or EXISTS? MonetDB 11.41 answers such a predicate wrongly
+    when its subquery returns no rows and holds an anti-join (NOT EXISTS), as the analytical snapshot does:
+    ``x NOT IN (...)`` is false for every row, ``EXISTS (...)`` in a select list true. These snapshots remove
+    overridden rows by a LEFT JOIN instead (see snapshot_sql)."""
+    node: exp.Expression | None = table
+    while node is not None:
+        parent = node.parent
+        if isinstance(parent, exp.Exists) or (isinstance(parent, exp.In) and node is parent.args.get("query")):
+            return True
+        node = parent
+    return False
+
+
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
     any got the analytical formulation, and which are read by key values (see PointKeys)."""
@@ -218,6 +233,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             own=options.own is None or info.qualified in options.own,
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
+            left_anti_join=_in_subquery_predicate(table),
         )
         given = table.args.get("alias")  # keep a quoted alias quoted ("Q" is not q)
         name = given.this.copy() if given is not None and given.this else exp.to_identifier(alias)

@@ -1,0 +1,16 @@
+"""The bounded differential run: fixed seeds, a few hundred queries and DML statements, tique against plain
+MonetDB twins and the TLP oracle (see runner.py). The long run is ``python -m benchmarks differential``."""
+
+from __future__ import annotations
+
+from tests.differential.runner import minimal_failures, run
+
+SEEDS = range(1000, 1016)
+
+
+def test_tique_answers_as_plain_monetdb(embedded_url: str) -> None:
+    stats = run(embedded_url, SEEDS, queries=20)
+    assert stats.cases == len(SEEDS) and stats.queries >= 300
+    assert stats.both_failed < stats.queries // 4  # most generated statements are valid: the run tests something
+    assert {"left_join", "window", "cte", "exists", "tlp", "group_by", "interval"} <= set(stats.shapes)
+    assert not stats.failures, "\n".join(minimal_failures(stats))
