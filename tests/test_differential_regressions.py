@@ -104,13 +104,6 @@ def test_correlated_not_in_over_an_empty_subquery(twins: Twins) -> None:
     assert len(compare(conn, raw, query, prefix)) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="write path (tique/rewrite/writes.py plan_insert): a multi-row VALUES with a typed literal (TIMESTAMP "
-    "'...') is not a row of Python values, so it is inserted through SELECT ... FROM (VALUES ...) AS tq_v, whose "
-    "columns MonetDB 11.41 types from the values, not from the target table: it fails with 'calc.sht: operation "
-    "failed' while plain MonetDB inserts the rows",
-)
 def test_multi_row_insert_with_typed_literals(twins: Twins) -> None:
     conn, raw, prefix = twins
     both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, v VARCHAR(20), f BOOLEAN, ts TIMESTAMP)", [], prefix)
@@ -121,6 +114,17 @@ def test_multi_row_insert_with_typed_literals(twins: Twins) -> None:
     raw.execute(insert.format(t=f"{prefix}_p"))
     conn.cursor().execute(insert.format(t=f"{prefix}_t"))
     assert len(compare(conn, raw, "SELECT * FROM {t}a", prefix)) == 2
+
+
+def test_insert_of_a_typed_literal_beside_a_null_temporal(twins: Twins) -> None:
+    """A bare NULL in VALUES is typed SMALLINT by MonetDB: inserted through tique's SELECT path it must still
+    reach a TIMESTAMP column (found by the differential tester after the exact-value reads were merged)."""
+    conn, raw, prefix = twins
+    both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, d DATE, ts TIMESTAMP)", [], prefix)
+    insert = "INSERT INTO {t}a VALUES (1, DATE '2024-03-16', NULL)"
+    raw.execute(insert.format(t=f"{prefix}_p"))
+    conn.cursor().execute(insert.format(t=f"{prefix}_t"))
+    assert len(compare(conn, raw, "SELECT * FROM {t}a", prefix)) == 1
 
 
 # ---- issue 13's read statements: SET SCHEMA, SAMPLE, EXPLAIN / PLAN --------------------------------------------

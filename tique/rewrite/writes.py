@@ -145,7 +145,7 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
             this=exp.to_identifier("tq_v"), columns=[exp.to_identifier(f"c{i}") for i in range(width)]
         )
         select: exp.Expression = exp.select(*[exp.column(f"c{i}") for i in range(width)]).from_(
-            exp.Subquery(this=source.copy(), alias=alias)
+            exp.Subquery(this=_typed_nulls(source.copy(), [info.column(c).sql_type for c in columns]), alias=alias)
         )
     elif isinstance(source, (exp.Select, exp.Union)):
         select = source.copy()
@@ -154,6 +154,17 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
     found = snapshot_reads(select, lookup, options)
     tree, decode = _exact_rows(found.tree, [info.column(c).sql_type for c in columns])
     return InsertPlan(info, columns, None, Template.from_tree(tree), frozenset(found.reads), decode)
+
+
+def _typed_nulls(values: exp.Values, types: list[str]) -> exp.Values:
+    """A bare NULL in VALUES typed as its column: MonetDB types it as SMALLINT, which then cannot be converted
+    to a temporal column (found by the differential tester: a DATE literal and a NULL TIMESTAMP in one row)."""
+    for tup in values.expressions:
+        items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+        for item, sql_type in zip(items, types):
+            if isinstance(item, exp.Null):
+                item.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build(sql_type, dialect=MonetDB)))
+    return values
 
 
 def _exact_rows(source: exp.Expression, types: list[str]) -> tuple[exp.Expression, Decode]:
