@@ -148,3 +148,14 @@ def connect(url: str) -> Iterator[Callable[..., tique.Connection]]:
 def unique_name() -> Callable[[str], str]:
     """Table names unique within the session (all tests share one embedded database)."""
     return lambda prefix="t": f"{prefix}_{os.getpid()}_{next(_names)}"
+
+
+@pytest.fixture(autouse=True)
+def _collect_forgotten_connections() -> Iterator[None]:
+    """Tests share one embedded database per session, and MonetDB admits a bounded number of client sessions
+    (opening one more fails with "Failed to initialize client"). A connection a test forgot (or left in a
+    reference cycle) is closed by its finalizer: collect after each test so they never pile up."""
+    yield
+    import gc
+
+    gc.collect()

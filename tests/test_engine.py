@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -198,3 +200,21 @@ def test_exit_without_closing_is_clean_and_keeps_committed_data(tmp_path: Path) 
         assert wrote.returncode == 0, wrote.stderr  # not -11 (SIGSEGV)
         got = subprocess.run([sys.executable, "-c", read], capture_output=True, text=True, cwd=ROOT, timeout=60)
         assert got.returncode == 0 and got.stdout.strip() == str(50 * (round_ + 1)), got.stderr
+
+
+def test_running_out_of_kernel_sessions_says_what_to_do(tmp_path: Path) -> None:
+    """The embedded kernel admits 64 client sessions per process; the 65th open must say so, not just 'Failed to
+    initialize client' (a fresh process, so the suite's shared database keeps its sessions)."""
+    script = (
+        "from tique.engine import open_engine\n"
+        "import sys\n"
+        f"engine = open_engine('monetdbe://{tmp_path}/db')\n"
+        "sessions = []\n"
+        "try:\n"
+        "    for _ in range(100):\n"
+        "        sessions.append(engine.connect())\n"
+        "except Exception as exc:\n"
+        "    print(len(sessions), exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120).stdout
+    assert "64 client sessions" in out and "conn.close()" in out, out

@@ -215,6 +215,12 @@ def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
             "can be opened by one process only). Stop that process, or connect to it over MAPI if it is "
             f"'tique serve'. Engine said: {detail}"
         )
+    if "Failed to initialize client" in detail:
+        return OperationalError(
+            f"cannot open another session on {engine.describe()}: the embedded kernel admits 64 client sessions "
+            "per process (tique keeps one for itself) and all are open. Close connections you no longer use "
+            f"(conn.close()), or share fewer among threads. Engine said: {detail}"
+        )
     if engine.mapi_port is not None and ("bind" in detail.lower() or "port" in detail.lower()):
         return OperationalError(f"cannot listen on port {engine.mapi_port}: {detail}. Choose another --port")
     return OperationalError(f"cannot open {engine.describe()}: {detail}")
