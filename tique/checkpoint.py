@@ -332,6 +332,7 @@ class Checkpointer:
         ).rows
         self._hook("read")
         key_pos = [cols.index(k) for k in info.key]
+        rows = [_zero_keys(r, key_pos) for r in rows]
         for start in range(0, len(rows), WRITE_BATCH):
             batch = rows[start : start + WRITE_BATCH]
             self._delete_keys(info, [tuple(r[i] for i in key_pos) for r in batch])
@@ -449,6 +450,14 @@ _INT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
 _BOOL_TYPES = frozenset({"BOOLEAN", "BOOL"})
 _FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
 _INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _zero_keys(row: Sequence[Any], key_pos: Sequence[int]) -> Sequence[Any]:
+    """A row read as engine text with a key column's -0 as 0 (a Cache row written before keys were stored so):
+    MonetDB 11.41 hashes a DOUBLE by its bits, so a -0 key in Storage would escape a hashed lookup of 0."""
+    if not any(row[i] == "-0" for i in key_pos):
+        return row
+    return [("0" if i in key_pos and v == "-0" else v) for i, v in enumerate(row)]
 
 
 def column_types(info: TableInfo) -> dict[str, str]:

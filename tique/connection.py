@@ -301,7 +301,7 @@ class Connection:
         if not isinstance(plan, ReadPlan):
             raise errors.ProgrammingError("rewrite() shows reads (SELECT) only")
         txn = self.transaction()
-        return plan.template.render({**txn.slots(), **resolve(plan.template.param_slots, parameters)})
+        return plan.template.render({**txn.slots(), **resolve(plan.template.param_slots, parameters, probe=True)})
 
     def execute(self, operation: str, parameters: Any = None) -> Any:
         """A shortcut: a new cursor, executed."""

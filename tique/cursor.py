@@ -85,7 +85,7 @@ class Cursor:
                     schema = str(conn._raw.execute("SELECT CURRENT_SCHEMA").scalar())
                     conn.read_options = replace(conn.read_options, schema=schema)
             elif isinstance(plan, ReadPlan):
-                params = self._rendered(plan.template.param_slots, parameters)
+                params = self._rendered(plan.template.param_slots, parameters, probe=True)
                 conn.use_pipeline(plan.analytical)
                 with conn.db.analytical_gate(conn.settings.analytical_slots if plan.analytical else None):
                     self._set(decode(txn.run(plan.template, params, plan.reads, plan.point_keys), plan.decode))
@@ -95,9 +95,9 @@ class Cursor:
                 self.rowcount = txn.insert(plan, values, self._rendered(slots, parameters))
                 self.lastrowid = txn.last_generated
             elif isinstance(plan, UpdatePlan):
-                self.rowcount = txn.update(plan, self._rendered(plan.select.param_slots, parameters))
+                self.rowcount = txn.update(plan, self._rendered(plan.select.param_slots, parameters, probe=True))
             elif isinstance(plan, DeletePlan):
-                self.rowcount = txn.delete(plan, self._rendered(plan.select.param_slots, parameters))
+                self.rowcount = txn.delete(plan, self._rendered(plan.select.param_slots, parameters, probe=True))
             else:  # pragma: no cover
                 raise ProgrammingError(f"cannot run {type(plan).__name__}")
         except ProgrammingError as exc:
@@ -123,8 +123,8 @@ class Cursor:
         self.rowcount = total
         return self
 
-    def _rendered(self, slots: Sequence[str], parameters: Params) -> dict[str, str]:
-        return resolve(slots, parameters)
+    def _rendered(self, slots: Sequence[str], parameters: Params, probe: bool = False) -> dict[str, str]:
+        return resolve(slots, parameters, probe)
 
     def _set(self, result: Result) -> None:
         self._rows = result.rows
