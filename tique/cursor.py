@@ -95,7 +95,9 @@ class Cursor:
                 self.rowcount = txn.insert(plan, values, self._rendered(slots, parameters))
                 self.lastrowid = txn.last_generated
             elif isinstance(plan, UpdatePlan):
-                self.rowcount = txn.update(plan, self._rendered(plan.select.param_slots, parameters, probe=True))
+                self.rowcount = txn.update(
+                    plan, self._rendered(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots)
+                )
             elif isinstance(plan, DeletePlan):
                 self.rowcount = txn.delete(plan, self._rendered(plan.select.param_slots, parameters, probe=True))
             else:  # pragma: no cover
@@ -123,8 +125,10 @@ class Cursor:
         self.rowcount = total
         return self
 
-    def _rendered(self, slots: Sequence[str], parameters: Params, probe: bool = False) -> dict[str, str]:
-        return resolve(slots, parameters, probe)
+    def _rendered(
+        self, slots: Sequence[str], parameters: Params, probe: bool = False, keep: frozenset[str] = frozenset()
+    ) -> dict[str, str]:
+        return resolve(slots, parameters, probe, keep)
 
     def _set(self, result: Result) -> None:
         self._rows = result.rows

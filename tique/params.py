@@ -210,18 +210,21 @@ def value(slot: str, params: Params) -> Any:
 def _probe(value: Any) -> Any:
     """A parameter as the engine should compare it: -0.0 as 0.0. MonetDB 11.41 hashes a DOUBLE by its bits, so
     once a column has a hash, ``k = -0.0`` misses a stored 0.0 (the soak's blind upsert of key -0.0 deleted
-    nothing and its INSERT then found a duplicate). INSERT and pass-through statements keep -0.0; only a value
-    an UPDATE's SET computes from a -0.0 parameter is stored as 0.0."""
+    nothing and its INSERT then found a duplicate). INSERT, an UPDATE's SET values and pass-through statements
+    keep -0.0."""
     if isinstance(value, float) and value == 0.0:
         return 0.0
     return value
 
 
-def resolve(slots: Sequence[str], params: Params, probe: bool = False) -> dict[str, str]:
+def resolve(
+    slots: Sequence[str], params: Params, probe: bool = False, keep: frozenset[str] = frozenset()
+) -> dict[str, str]:
     """Map each parameter slot of a statement to its SQL literal (``check`` has validated the parameters).
     ``probe``: the statement is tique's read of a snapshot (a SELECT, or an UPDATE's or DELETE's read), whose
-    parameters are compared with stored values, not stored: -0.0 goes as 0.0 (see ``_probe``)."""
+    parameters are compared with stored values, not stored: -0.0 goes as 0.0 (see ``_probe``), except the slots
+    in ``keep`` (an UPDATE's SET values, which are stored)."""
     try:
-        return {s: literal(_probe(value(s, params)) if probe else value(s, params)) for s in slots}
+        return {s: literal(_probe(value(s, params)) if probe and s not in keep else value(s, params)) for s in slots}
     except (KeyError, IndexError, TypeError) as exc:
         raise ProgrammingError(f"parameters do not match the statement's placeholders: {exc!r}") from None

@@ -304,3 +304,20 @@ def test_negative_zero_parameter_finds_a_stored_zero_key(tmp_path: Path) -> None
         conn.close()
     finally:
         server.stop()
+
+
+def test_update_set_keeps_negative_zero(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """-0.0 is sent as 0.0 only where it is compared (WHERE), never where it is stored (an UPDATE's SET)."""
+    import math
+
+    table = _table(connect, unique_name, "INT")
+    conn = connect()
+    cur = conn.cursor()
+    _insert(conn, table, 1, 0)
+    conn.commit()
+    cur.execute(f"ALTER TABLE {table} ADD COLUMN d DOUBLE")
+    cur.execute(f"UPDATE {table} SET d = %s WHERE k = %s", (-0.0, 1))
+    conn.commit()
+    cur.execute(f"SELECT d FROM {table}")
+    (value,) = cur.fetchone()
+    assert value == 0.0 and math.copysign(1.0, value) == -1.0

@@ -56,6 +56,7 @@ class UpdatePlan:
     reads: frozenset[str]
     point_keys: PointKeys = ()
     decode: Decode = NOTHING
+    stored_slots: frozenset[str] = frozenset()  # parameters in SET: stored, so sent exactly (-0.0 stays -0.0)
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,9 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         if isinstance(value, exp.Placeholder):  # typed, so MonetDB can prepare the statement (see prepared.py)
             value = exp.Cast(this=value, to=exp.DataType.build(column.sql_type, dialect=MonetDB))
         assignments[name] = value
+    stored = frozenset(
+        slot for value in assignments.values() for node in value.find_all(exp.Placeholder) if (slot := slot_name(node))
+    )
     alias = table.alias_or_name
     old_keys = [exp.alias_(exp.column(k, table=alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
     new_values = [
@@ -279,7 +283,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
     key_changes = any(k in assignments for k in info.key)
     return UpdatePlan(
-        info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys, decode
+        info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys, decode, stored
     )
 
 
