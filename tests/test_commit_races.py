@@ -36,6 +36,26 @@ class Pause:
             assert self.release.wait(30), "pause never released"
 
 
+Connect = Callable[..., tique.Connection]
+
+
+@pytest.fixture
+def tq(embedded_url: str) -> Iterator[Connect]:
+    """Tique connections on the session database, closed after the test: the kernel admits 64 sessions per
+    process, and a connection paused in a step hook is still referenced when the test ends."""
+    opened: list[tique.Connection] = []
+
+    def _connect(**settings: object) -> tique.Connection:
+        conn = tique.connect(embedded_url, **settings)
+        opened.append(conn)
+        return conn
+
+    yield _connect
+    for conn in opened:
+        if not conn.closed:
+            conn.close()
+
+
 @pytest.fixture
 def hooks() -> Iterator[list[Callable[[str, Transaction], None]]]:
     yield transaction.step_hooks
@@ -79,10 +99,12 @@ def read(url: str, sql: str) -> object:
     return None if value is None else value[0]
 
 
-def test_later_committer_waits_for_an_earlier_one_that_has_not_published(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+def test_later_committer_waits_for_an_earlier_one_that_has_not_published(
+    hooks, tq: Connect, embedded_url: str, table: str
+) -> None:  # type: ignore[no-untyped-def]
     # T1 takes its timestamp and writes its record, then stalls before publishing. T2 (a later timestamp,
     # same key) must not certify until T1 is published, and then must see T1's write-set and abort.
-    t1, t2 = tique.connect(embedded_url), tique.connect(embedded_url)
+    t1, t2 = tq(), tq()
     t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 1")
     pause = Pause("recorded", t1)
     hooks.append(pause)
@@ -101,10 +123,10 @@ def test_later_committer_waits_for_an_earlier_one_that_has_not_published(hooks, 
     assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 1") == 1
 
 
-def test_a_committing_transaction_counts_as_a_conflict(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_committing_transaction_counts_as_a_conflict(hooks, tq: Connect, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
     # T1 is published but not yet decided; T2 (later, same key) certifies meanwhile: first committer wins,
     # so T2 aborts; T1 then commits.
-    t1, t2 = tique.connect(embedded_url), tique.connect(embedded_url)
+    t1, t2 = tq(), tq()
     t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 2")
     pause = Pause("published", t1)
     hooks.append(pause)
@@ -122,10 +144,12 @@ def test_a_committing_transaction_counts_as_a_conflict(hooks, embedded_url: str,
     assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 2") == 1
 
 
-def test_decided_but_not_advanced_is_invisible_and_holds_later_commits(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+def test_decided_but_not_advanced_is_invisible_and_holds_later_commits(
+    hooks, tq: Connect, embedded_url: str, table: str
+) -> None:  # type: ignore[no-untyped-def]
     # T1 has written its committed outcome but not advanced. A reader must not see it yet; T2 (disjoint
     # key, later timestamp) commits but only returns once T1 is visible too (commit order).
-    t1, t2 = tique.connect(embedded_url), tique.connect(embedded_url)
+    t1, t2 = tq(), tq()
     t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 3")
     pause = Pause("decided", t1)
     hooks.append(pause)
@@ -146,11 +170,11 @@ def test_decided_but_not_advanced_is_invisible_and_holds_later_commits(hooks, em
     assert read(embedded_url, f"SELECT SUM(v) FROM {table} WHERE k IN (3, 4)") == 3
 
 
-def test_a_dead_committer_is_abandoned_after_its_lease(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_dead_committer_is_abandoned_after_its_lease(hooks, tq: Connect, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
     # T1 stalls after writing its record (as if its client died). After the lease, T2 goes on; when T1
     # wakes up, it learns it was abandoned and aborts: nothing of it is visible.
-    t1 = tique.connect(embedded_url, lease_ms=300)
-    t2 = tique.connect(embedded_url, lease_ms=300)
+    t1 = tq(lease_ms=300)
+    t2 = tq(lease_ms=300)
     t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 5")
     pause = Pause("recorded", t1)
     hooks.append(pause)
@@ -170,11 +194,11 @@ def test_a_dead_committer_is_abandoned_after_its_lease(hooks, embedded_url: str,
     t1.db.apply_lease(t1._raw, 10000)
 
 
-def test_a_waiter_gets_an_error_not_a_hang(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_waiter_gets_an_error_not_a_hang(hooks, tq: Connect, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
     # T1 took its timestamp but stalls before publishing, within its lease (10 s). T2 waits for it with a
     # short timeout and gets a clear error naming the stuck commit; it is rolled back, nothing is visible.
-    t1 = tique.connect(embedded_url)
-    t2 = tique.connect(embedded_url, publish_timeout_ms=300)
+    t1 = tq()
+    t2 = tq(publish_timeout_ms=300)
     t1.cursor().execute(f"UPDATE {table} SET v = 1 WHERE k = 7")
     pause = Pause("recorded", t1)
     hooks.append(pause)
@@ -191,11 +215,13 @@ def test_a_waiter_gets_an_error_not_a_hang(hooks, embedded_url: str, table: str)
     assert read(embedded_url, f"SELECT v FROM {table} WHERE k = 8") == 0
 
 
-def test_a_waiter_settles_a_decided_predecessor_whose_client_stalled(hooks, embedded_url: str, table: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_waiter_settles_a_decided_predecessor_whose_client_stalled(
+    hooks, tq: Connect, embedded_url: str, table: str
+) -> None:  # type: ignore[no-untyped-def]
     # T1 wrote its committed outcome, then stalled before advancing (as if its client died there). The module
     # never abandons it (its outcome is written); T2 sees that outcome, settles T1 for it, and commits.
-    t1 = tique.connect(embedded_url)
-    t2 = tique.connect(embedded_url, advance_timeout_ms=300)
+    t1 = tq()
+    t2 = tq(advance_timeout_ms=300)
     t1.cursor().execute(f"UPDATE {table} SET v = 10 WHERE k = 7")
     pause = Pause("decided", t1)
     hooks.append(pause)

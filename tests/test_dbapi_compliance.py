@@ -34,6 +34,20 @@ def _suite(url: str) -> type:
         xddl2 = f"drop table {prefix}barflys"
         lower_func = ""  # MonetDB has no stored procedure returning rows; callproc is optional
 
+        def _connect(self) -> tique.Connection:
+            conn = super()._connect()
+            self.__dict__.setdefault("opened", []).append(conn)
+            return conn
+
+        def tearDown(self) -> None:
+            # Some of the suite's tests leave a connection open; the session database admits 64 sessions
+            try:
+                super().tearDown()
+            finally:
+                for conn in self.__dict__.get("opened", []):
+                    if not conn.closed:
+                        conn.close()
+
         def test_nextset(self) -> None:
             """Optional (PEP 249: nextset may be absent); tique has no multi-result statements."""
 

@@ -21,7 +21,7 @@ def plain(url: str) -> Iterator[RawConnection]:
     engine = open_engine(url)
     conn = engine.connect()
     yield conn
-    conn.close()
+    engine.close()  # closes conn and the session an embedded engine keeps for itself
 
 
 def spec(raw: RawConnection, name: str) -> dict:

@@ -51,11 +51,12 @@ def test_view_outside_clients(url: str, connect: Callable[..., tique.Connection]
     ca.execute(f"INSERT INTO {t} VALUES (1, 10)")
     a.commit()
     ca.execute(f"CREATE VIEW {v} AS SELECT id, x * 2 AS y FROM {t}")
-    raw = open_engine(url).connect()
+    engine = open_engine(url)
+    raw = engine.connect()
     try:
         assert [tuple(r) for r in raw.execute(f'SELECT * FROM "{v}"').rows] == [(1, 20)]
     finally:
-        raw.close()
+        engine.close()  # closes raw and the session an embedded engine keeps for itself
 
 
 def test_create_table_as_select(connect: Callable[..., tique.Connection], unique_name) -> None:

@@ -40,9 +40,10 @@ def plain(url: str) -> Iterator[Plain]:
         yield run
         conn.close()
     else:
-        raw = open_engine(url).connect()
+        engine = open_engine(url)
+        raw = engine.connect()
         yield lambda sql: [tuple(r) for r in raw.execute(sql).rows]
-        raw.close()
+        engine.close()  # closes raw and the session the embedded engine keeps for itself
 
 
 def test_table_listed_with_columns(connect: Callable[..., tique.Connection], plain: Plain, unique_name) -> None:

@@ -162,7 +162,8 @@ def engine_url(request: pytest.FixtureRequest) -> str:
 def test_normalisation_equals_the_engine_cast(engine_url: str, data: st.DataObject) -> None:
     sql_type = data.draw(st.sampled_from(sorted(INPUTS)))
     a, b = data.draw(INPUTS[sql_type]), data.draw(INPUTS[sql_type])
-    with closing(open_engine(engine_url).connect()) as raw:
+    engine = open_engine(engine_url)  # closed too: an embedded engine keeps a session of its own while open
+    with closing(engine), closing(engine.connect()) as raw:
         try:
             mine_a, mine_b = coerce(a, sql_type, "k"), coerce(b, sql_type, "k")
         except DataError:
@@ -226,7 +227,8 @@ def test_negative_zero_key_is_one_row_after_an_upsert(
     a = connect()
     _insert(a, table, first, 1)
     a.commit()
-    raw = open_engine(url).connect()
+    engine = open_engine(url)
+    raw = engine.connect()
     try:
         if checkpoint_first:
             Checkpointer(raw).run_once()
@@ -240,7 +242,7 @@ def test_negative_zero_key_is_one_row_after_an_upsert(
         Checkpointer(raw).run_once()
         assert [v for _, v in _rows(a, table)] == [2]
     finally:
-        raw.close()
+        engine.close()  # closes raw and the session the embedded engine keeps for itself
 
 
 def _zero_round(cur: Any, rng: random.Random, model: dict[float, int], i: int) -> dict[float, int]:

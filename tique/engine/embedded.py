@@ -49,6 +49,9 @@ class _Worker:
                 reply.put((True, fn()))
             except BaseException as exc:
                 reply.put((False, exc))
+            # The call closes over its connection: kept in this never-ending frame until the next call, it would
+            # keep a forgotten connection (and its kernel session, of 64) alive for good.
+            del fn, reply
 
     def call(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on the worker and return its result. Each call has its own reply queue: when the caller is
