@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
+from tests.physical import storage
+from tique.catalog import table_info
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.engine.base import RawConnection
@@ -111,12 +113,15 @@ def test_rename_table(connect: Callable[..., tique.Connection], unique_name, pla
     with pytest.raises(tique.DatabaseError):
         cur.execute(f"SELECT * FROM {t}")
     conn.rollback()
-    names = {str(r[0]) for r in plain.execute("SELECT name FROM sys.tables").rows}
-    assert {u, f"{u}__storage", f"{u}__cache"} <= names and not {t, f"{t}__storage", f"{t}__cache"} & names
+    info = table_info(plain, "sys", u)
+    rows = plain.execute("SELECT s.name, t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id").rows
+    names = {(str(s), str(n)) for s, n in rows}
+    assert {("sys", u), (info.physical_schema, info.storage_name), (info.physical_schema, info.cache_name)} <= names
+    assert not [n for _, n in names if n == t or n.startswith(f"{t}__") or f"__{t}__" in n]  # nothing kept the old name
     assert plain.execute(f'SELECT COUNT(*) FROM "{u}"').scalar() == 3
     conn.close()
     assert not Checkpointer(plain).run_once().errors
-    assert plain.execute(f'SELECT COUNT(*) FROM "{u}__storage"').scalar() == 3
+    assert plain.execute(f"SELECT COUNT(*) FROM {info.storage}").scalar() == 3
 
 
 @pytest.mark.parametrize(
@@ -308,7 +313,7 @@ def test_drop_column_cleanup_failure_warns(
     assert cur.fetchall() == [(1,), (2,), (3,)]
     conn.close()
     assert not Checkpointer(plain).run_once().errors
-    assert plain.execute(f'SELECT COUNT(*) FROM "{t}__storage" WHERE v IS NULL').scalar() == 3  # the unused column
+    assert plain.execute(f"SELECT COUNT(*) FROM {storage(plain, t)} WHERE v IS NULL").scalar() == 3  # the unused column
 
 
 def test_alter_column_default_and_null(
@@ -333,7 +338,7 @@ def test_alter_column_default_and_null(
         cur.execute(f"ALTER TABLE {t} ALTER COLUMN v SET DATA TYPE VARCHAR(20)")
     conn.close()
     assert not Checkpointer(plain).run_once().errors
-    assert plain.execute(f'SELECT COUNT(*) FROM "{t}__storage" WHERE v IS NULL').scalar() == 1
+    assert plain.execute(f"SELECT COUNT(*) FROM {storage(plain, t)} WHERE v IS NULL").scalar() == 1
 
 
 def test_alter_is_a_versioned_catalog_change(connect: Callable[..., tique.Connection], unique_name) -> None:

@@ -152,8 +152,8 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {info.name!r} already in use", "42S01")
 
-    def create(table_id: int) -> None:
-        made = replace(info, table_id=table_id)
+    def create(table_id: int) -> catalog.TableInfo:
+        made = catalog.placed(conn, replace(info, table_id=table_id))
         done: list[str] = []
         try:
             for stmt in catalog.create_ddl(made):
@@ -168,12 +168,12 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
                 except Exception:
                     pass
             raise
+        return made
 
     # No commit record: a transaction that began before the table existed and writes it afterwards is not
     # wrong (it was empty), and a re-created name is covered by its DROP's record. The version tells processes.
     try:
-        create(db.sequencer.next_txid(conn))
-        _create_view(conn, info)
+        _create_view(conn, create(db.sequencer.next_txid(conn)))
     finally:
         db.sequencer.bump_catalog(conn)
         db.catalog.refresh(conn)
@@ -246,6 +246,8 @@ def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
     if not cols:
         raise NotSupportedError(f"cannot read the columns of {tree.sql(dialect=MonetDB)!r}")
     column_list = ", ".join(f'"{c}"' for c in cols)
-    conn.execute(f'CREATE INDEX "{name}" ON {info.storage} ({column_list})')
-    conn.execute(f'CREATE INDEX "{name}__cache" ON {info.cache} ({column_list})')
+    # index names are per schema: in tique_data, prefixed by the table's base name (two schemas may use one name)
+    prefix = f"{info.data_base}__" if info.data_schema else ""
+    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name)} ON {info.storage} ({column_list})")
+    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
     return Result(rowcount=-1)
