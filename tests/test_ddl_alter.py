@@ -165,9 +165,11 @@ def test_failure_midway_leaves_old_table(
     cur.execute(f"INSERT INTO {t} VALUES (3, 'c')")
     conn.commit()
     assert plain.execute(f'SELECT COUNT(*) FROM "{t}"').scalar() == 3
-    for physical in ("storage", "cache"):
+    info = table_info(plain, "sys", t)
+    for physical in (info.storage_name, info.cache_name):
         found = plain.execute(
-            f"SELECT c.name FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id WHERE t.name = '{t}__{physical}'"
+            "SELECT c.name FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id JOIN sys.schemas s "
+            f"ON t.schema_id = s.id WHERE s.name = '{info.physical_schema}' AND t.name = '{physical}'"
         ).rows
         assert {str(r[0]) for r in found} - {"tq_txid", "tq_seq", "tq_deleted"} == {"id", "v"}
     conn.close()

@@ -193,6 +193,8 @@ def test_user_schema_holds_only_the_view(connect: Callable[..., tique.Connection
     cur.execute(f'SELECT v FROM "{first}"."t" UNION ALL SELECT v FROM "{second}"."x__t"')
     assert sorted(r[0] for r in cur.fetchall()) == [2, 5]
     for schema, table in ((first, "t"), (second, "x__t")):
+        cur.execute(f'DROP INDEX "{schema}"."{table}_v"')  # the index the user named, wherever tique put it
+        cur.execute(f'CREATE INDEX "{table}_v" ON "{schema}"."{table}" (v)')  # so the name is free again
         cur.execute(f'DROP TABLE "{schema}"."{table}"')
     conn.commit()
     assert _schema_tables(plain, first) == [] and _schema_tables(plain, second) == []
