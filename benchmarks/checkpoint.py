@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 import tique
 from benchmarks.common import machine_info, write_json
+from tique.catalog import table_info
 from tique.checkpoint import BackgroundCheckpointer, Checkpointer
 from tique.database import Database
 from tique.engine.base import RawConnection
@@ -42,7 +43,9 @@ ACCOUNTS = 10_000
 
 
 def sizes(raw: RawConnection) -> tuple[int, int]:
-    cache = sum(int(raw.execute(f"SELECT COUNT(*) FROM {t}__cache").scalar()) for t in ("acc", "hist"))
+    cache = sum(
+        int(raw.execute(f"SELECT COUNT(*) FROM {table_info(raw, 'sys', t).cache}").scalar()) for t in ("acc", "hist")
+    )
     meta = sum(int(raw.execute(f"SELECT COUNT(*) FROM tique.{t}").scalar()) for t in ("commits", "outcomes"))
     return cache, meta
 

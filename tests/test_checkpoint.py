@@ -20,6 +20,7 @@ import pytest
 
 import tique
 from tests.conftest import ROOT, ServeProcess, start_serve
+from tests.physical import cache, storage
 from tique.checkpoint import STEPS as CHECKPOINT_STEPS
 from tique.checkpoint import Checkpointer, CheckpointerBusy, NotATiqueDatabase, check_database, stats
 from tique.engine import open_engine
@@ -84,7 +85,9 @@ def checkpoint_cli(url: str, *args: str, timeout: float = 60) -> subprocess.Comp
 
 
 def cache_rows(raw: tique.engine.RawConnection, suffix: str) -> int:
-    return sum(int(raw.execute(f"SELECT COUNT(*) FROM {t}_{suffix}__cache").scalar()) for t in ("acc", "ol", "nk"))
+    return sum(
+        int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, f'{t}_{suffix}')}").scalar()) for t in ("acc", "ol", "nk")
+    )
 
 
 def test_moves_stable_versions_and_keeps_every_answer(served: ServeProcess, raw: tique.engine.RawConnection) -> None:
@@ -111,8 +114,8 @@ def test_moves_stable_versions_and_keeps_every_answer(served: ServeProcess, raw:
     conn.close()  # ends the last snapshot: everything is stable now
     report = ckpt.run_once()
     assert cache_rows(raw, "a") == 0
-    assert int(raw.execute("SELECT COUNT(*) FROM acc_a__storage").scalar()) == ACCOUNTS  # 40 - 1 + 1
-    assert int(raw.execute("SELECT COUNT(*) FROM nk_a__storage").scalar()) == ACCOUNTS - 5
+    assert int(raw.execute(f"SELECT COUNT(*) FROM {storage(raw, 'acc_a')}").scalar()) == ACCOUNTS  # 40 - 1 + 1
+    assert int(raw.execute(f"SELECT COUNT(*) FROM {storage(raw, 'nk_a')}").scalar()) == ACCOUNTS - 5
     m = stats(raw)
     assert m["metadata_rows"]["commits"] == 0 and m["metadata_rows"]["outcomes"] == 0
     assert m["cache_rows"]["sys.acc_a"] == 0 and m["last_run"]["errors"] == 0 and m["horizon_lag"] == 0
@@ -400,7 +403,7 @@ def test_serve_killed_under_load_with_its_checkpointer(tmp_path: Path) -> None:
     proc = start_serve(tmp_path / "db")
     try:
         raw = open_engine(proc.url).connect()
-        assert {r[0] for r in raw.execute("SELECT id FROM log_s__storage").rows} == present
+        assert {r[0] for r in raw.execute(f"SELECT id FROM {storage(raw, 'log_s')}").rows} == present
         raw.close()
     finally:
         proc.stop()

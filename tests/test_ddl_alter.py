@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
+from tests.physical import storage
+from tique.catalog import table_info
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.engine.base import RawConnection
@@ -111,12 +113,15 @@ def test_rename_table(connect: Callable[..., tique.Connection], unique_name, pla
     with pytest.raises(tique.DatabaseError):
         cur.execute(f"SELECT * FROM {t}")
     conn.rollback()
-    names = {str(r[0]) for r in plain.execute("SELECT name FROM sys.tables").rows}
-    assert {u, f"{u}__storage", f"{u}__cache"} <= names and not {t, f"{t}__storage", f"{t}__cache"} & names
+    info = table_info(plain, "sys", u)
+    rows = plain.execute("SELECT s.name, t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id").rows
+    names = {(str(s), str(n)) for s, n in rows}
+    assert {("sys", u), (info.physical_schema, info.storage_name), (info.physical_schema, info.cache_name)} <= names
+    assert not [n for _, n in names if n == t or n.startswith(f"{t}__") or f"__{t}__" in n]  # nothing kept the old name
     assert plain.execute(f'SELECT COUNT(*) FROM "{u}"').scalar() == 3
     conn.close()
     assert not Checkpointer(plain).run_once().errors
-    assert plain.execute(f'SELECT COUNT(*) FROM "{u}__storage"').scalar() == 3
+    assert plain.execute(f"SELECT COUNT(*) FROM {info.storage}").scalar() == 3
 
 
 @pytest.mark.parametrize(
@@ -160,9 +165,11 @@ def test_failure_midway_leaves_old_table(
     cur.execute(f"INSERT INTO {t} VALUES (3, 'c')")
     conn.commit()
     assert plain.execute(f'SELECT COUNT(*) FROM "{t}"').scalar() == 3
-    for physical in ("storage", "cache"):
+    info = table_info(plain, "sys", t)
+    for physical in (info.storage_name, info.cache_name):
         found = plain.execute(
-            f"SELECT c.name FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id WHERE t.name = '{t}__{physical}'"
+            "SELECT c.name FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id JOIN sys.schemas s "
+            f"ON t.schema_id = s.id WHERE s.name = '{info.physical_schema}' AND t.name = '{physical}'"
         ).rows
         assert {str(r[0]) for r in found} - {"tq_txid", "tq_seq", "tq_deleted"} == {"id", "v"}
     conn.close()
@@ -308,7 +315,7 @@ def test_drop_column_cleanup_failure_warns(
     assert cur.fetchall() == [(1,), (2,), (3,)]
     conn.close()
     assert not Checkpointer(plain).run_once().errors
-    assert plain.execute(f'SELECT COUNT(*) FROM "{t}__storage" WHERE v IS NULL').scalar() == 3  # the unused column
+    assert plain.execute(f"SELECT COUNT(*) FROM {storage(plain, t)} WHERE v IS NULL").scalar() == 3  # the unused column
 
 
 def test_alter_column_default_and_null(
@@ -333,7 +340,7 @@ def test_alter_column_default_and_null(
         cur.execute(f"ALTER TABLE {t} ALTER COLUMN v SET DATA TYPE VARCHAR(20)")
     conn.close()
     assert not Checkpointer(plain).run_once().errors
-    assert plain.execute(f'SELECT COUNT(*) FROM "{t}__storage" WHERE v IS NULL').scalar() == 1
+    assert plain.execute(f"SELECT COUNT(*) FROM {storage(plain, t)} WHERE v IS NULL").scalar() == 1
 
 
 def test_alter_is_a_versioned_catalog_change(connect: Callable[..., tique.Connection], unique_name) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 import tique
+from tests.physical import cache, storage
 from tique.errors import (
     DataError,
     IntegrityError,
@@ -31,7 +32,7 @@ def rows(conn: tique.Connection, sql: str, params: object = None) -> list[tuple[
 def own_cache_rows(conn: tique.Connection, table: str) -> int:
     """Rows the connection's running transaction has sent to ``table``'s Cache so far."""
     txid = conn.transaction().txid
-    return int(conn._raw.execute(f"SELECT COUNT(*) FROM {table}__cache WHERE tq_txid = {txid}").scalar())
+    return int(conn._raw.execute(f"SELECT COUNT(*) FROM {cache(conn._raw, table)} WHERE tq_txid = {txid}").scalar())
 
 
 @pytest.fixture
@@ -321,7 +322,7 @@ def test_point_read_pushes_the_key_filter_into_storage_and_cache(server, unique_
     conn.cursor().execute(f"CREATE TABLE {kv} (k INT PRIMARY KEY, v VARCHAR(32), n INT DEFAULT 7)")
     raw = conn.db.connect_raw()
     # stable rows in Storage (an empty table is pruned from the plan by MonetDB, as the paper's Figure 6c shows)
-    raw.execute(f"INSERT INTO {kv}__storage VALUES (42, 'stable', 1), (43, 'other', 1)")
+    raw.execute(f"INSERT INTO {storage(raw, kv)} VALUES (42, 'stable', 1), (43, 'other', 1)")
     conn.cursor().execute(f"INSERT INTO {kv} (k, v) VALUES (50, 'recent')")  # and versions in the Cache
     conn.commit()
     sql = conn.rewrite(f"SELECT v FROM {kv} WHERE k = %s", (42,))
@@ -365,7 +366,7 @@ def test_bulk_load_writes_stable_rows_to_storage(connect: Connect, kv: str, uniq
     assert conn.bulk_load(kv, [(i, f"v{i}", i) for i in range(2500)]) == 2500
     assert rows(conn, f"SELECT COUNT(*), SUM(n) FROM {kv}") == [(2500, sum(range(2500)))]
     raw = conn.db.connect_raw()
-    assert raw.execute(f"SELECT COUNT(*) FROM {kv}__cache").scalar() == 0  # no versions, no metadata
+    assert raw.execute(f"SELECT COUNT(*) FROM {cache(raw, kv)}").scalar() == 0  # no versions, no metadata
     raw.close()
     conn.cursor().execute(f"UPDATE {kv} SET v = 'new' WHERE k = 7")  # versions on top of stable rows
     conn.commit()

@@ -367,15 +367,21 @@ def _rename_table(
             f"ALTER TABLE {info.name} RENAME TO {new_name}: name {new_name!r} already in use", "42S01"
         )
     new = replace(info, name=new_name)
+    if info.data_schema:  # Storage and Cache in tique_data follow the name (an older table's keep theirs beside T)
+        new = catalog.placed(conn, new)
 
     def apply() -> None:
         undo = _Undo(conn)
         try:
             _drop_view(conn, info, undo)
-            for old_t, new_t, step in ((info.storage, new.storage, "storage"), (info.cache, new.cache, "cache")):
+            renames = (
+                (info.storage, info.storage_name, new.storage, new.storage_name, "storage"),
+                (info.cache, info.cache_name, new.cache, new.cache_name, "cache"),
+            )
+            for old_t, old_name, new_t, new_physical, step in renames:
                 _step(step)
-                conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_t.split('.', 1)[1].strip(chr(34)))}")
-                undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_t.split('.', 1)[1].strip(chr(34)))}")
+                conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_physical)}")
+                undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_name)}")
             conn.execute(views.create_sql(new))
             undo.did(views.drop_sql(new))
             _write_spec(conn, new)

@@ -1,10 +1,17 @@
 """The tables tique manages: what the application calls T, and the Storage and Cache tables behind it.
 
+    T            in the application's schema: a read-only view of T's latest committed state (tique/views.py)
     T__storage   the application's schema and constraints; stable rows only, written by the checkpointer
     T__cache     the same columns without any constraint, plus tq_txid, tq_seq (statement order within the
                  transaction) and tq_deleted; append-only
     tq_rowid     a hidden version key, in both, for tables without a primary key (duplicate rows are allowed,
                  as SQL says)
+
+Storage and Cache live in tique's own schema ``tique_data``, out of the application's way, as
+"tique_data"."S__T__storage" and "S__T__cache" (S the application's schema; "S__T__<table id>" when that base
+name is taken, e.g. by schema "a__b" table "c" and schema "a" table "b__c"). The spec in tique.tables records
+where (key "data": [schema, base name]); a table without it was made by an older tique, whose Storage and Cache
+sit beside T in the application's schema as "S"."T__storage" / "S"."T__cache": such tables keep working there.
 
 A *plain* table (``-- tique: plain`` in its CREATE TABLE) is left to MonetDB as it is: no versions, no
 snapshot, no cost; for analytical-only data.
@@ -34,7 +41,7 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlglot import exp
@@ -48,6 +55,12 @@ ROWID = "tq_rowid"
 UNREGISTER_TRIES = 20
 META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
+DATA_SCHEMA = "tique_data"
+
+
+def quote(name: str) -> str:
+    """A MonetDB identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 class SqlDefault(str):
@@ -98,6 +111,8 @@ class TableInfo:
     storage_ddl: str = ""
     indexes: tuple[str, ...] = field(default_factory=tuple)
     generated: tuple[str, ...] = ()  # AUTO_INCREMENT / SERIAL / IDENTITY columns (tique/generated.py)
+    data_schema: str = ""  # where Storage and Cache live; "" = beside T (a table made by an older tique)
+    data_base: str = ""  # their name without the __storage / __cache suffix
 
     @property
     def has_rowid(self) -> bool:
@@ -130,12 +145,27 @@ class TableInfo:
         return f"{self.schema}.{self.name}"
 
     @property
+    def physical_schema(self) -> str:
+        """The schema holding Storage and Cache."""
+        return self.data_schema or self.schema
+
+    @property
+    def storage_name(self) -> str:
+        """The Storage table's name within ``physical_schema``, unquoted."""
+        return f"{self.data_base or self.name}__storage"
+
+    @property
+    def cache_name(self) -> str:
+        return f"{self.data_base or self.name}__cache"
+
+    @property
     def storage(self) -> str:
-        return f'"{self.schema}"."{self.name}__storage"'
+        """The Storage table, schema-qualified and quoted for SQL."""
+        return f"{quote(self.physical_schema)}.{quote(self.storage_name)}"
 
     @property
     def cache(self) -> str:
-        return f'"{self.schema}"."{self.name}__cache"'
+        return f"{quote(self.physical_schema)}.{quote(self.cache_name)}"
 
     def spec_json(self) -> str:
         return json.dumps(
@@ -145,6 +175,7 @@ class TableInfo:
                 "indexes": list(self.indexes),
                 **({"generated": list(self.generated)} if self.generated else {}),
                 **({"sql": self.storage_ddl} if self.kind == "view" else {}),  # a view's SELECT (ddl_views.py)
+                **({"data": [self.data_schema, self.data_base]} if self.data_schema else {}),
             }
         )
 
@@ -162,6 +193,8 @@ class TableInfo:
             indexes=tuple(data.get("indexes", ())),
             generated=tuple(data.get("generated", ())),
             storage_ddl=str(data.get("sql", "")),
+            data_schema=str(data.get("data", ["", ""])[0]),
+            data_base=str(data.get("data", ["", ""])[1]),
         )
 
 
@@ -170,6 +203,8 @@ def install(conn: RawConnection) -> None:
     from tique.sequencer import ensure_schema
 
     ensure_schema(conn)
+    if not conn.execute(f"SELECT COUNT(*) FROM sys.schemas WHERE name = '{DATA_SCHEMA}'").scalar():
+        conn.execute(f"CREATE SCHEMA {DATA_SCHEMA}")
     present = {
         str(r[0])
         for r in conn.execute(
@@ -180,6 +215,34 @@ def install(conn: RawConnection) -> None:
         name = stmt.split("tique.", 1)[1].split()[0]
         if name not in present:
             conn.execute(stmt)
+
+
+def placed(conn: RawConnection, info: TableInfo, base_name: str | None = None) -> TableInfo:
+    """``info`` with its Storage and Cache placed in tique_data, under a base name no other table there has
+    (for a new table, or one renamed to ``base_name``)."""
+    if info.kind != "tx":
+        return info
+    base = f"{info.schema}__{base_name or info.name}"
+    taken = conn.execute(
+        "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+        f"WHERE s.name = {literal(DATA_SCHEMA)} AND t.name IN ({literal(base + '__storage')}, "
+        f"{literal(base + '__cache')})"
+    ).scalar()
+    if taken:
+        base = f"{base}__{info.table_id}"  # table ids are never reused
+    return replace(info, data_schema=DATA_SCHEMA, data_base=base)
+
+
+def table_info(conn: RawConnection, schema: str, name: str) -> TableInfo:
+    """A table's entry in tique.tables, read directly (for tools and tests that name Storage or Cache)."""
+    rows = conn.execute(
+        "SELECT table_id, kind, spec FROM tique.tables "
+        f"WHERE schema_name = {literal(schema)} AND name = {literal(name)}"
+    ).rows
+    if not rows:
+        raise ProgrammingError(f"{schema}.{name} is not a tique table: create it through tique first")
+    table_id, kind, spec = rows[0]
+    return TableInfo.from_row(int(table_id), schema, name, str(kind), str(spec))
 
 
 def schema_hash(schema: str, name: str) -> int:

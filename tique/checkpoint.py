@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.catalog import ROWID, Catalog, TableInfo
+from tique.catalog import ROWID, Catalog, TableInfo, quote
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError
 from tique.params import literal
@@ -366,7 +366,7 @@ class Checkpointer:
                 "(" + ", ".join(from_text(v, types[k]) for v, k in zip(row, info.key)) + ")" for row in keys
             )
             # MonetDB resolves at most table.column here, not schema.table.column
-            match = " AND ".join(f'v.k{i} = "{info.name}__storage"."{k}"' for i, k in enumerate(info.key))
+            match = " AND ".join(f'v.k{i} = {quote(info.storage_name)}."{k}"' for i, k in enumerate(info.key))
             where = f"EXISTS (SELECT 1 FROM (VALUES {values}) AS v({names}) WHERE {match})"
         self.conn.execute(f"DELETE FROM {info.storage} WHERE {where}")
 

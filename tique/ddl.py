@@ -48,6 +48,8 @@ def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str, s
         return _drop_table(db, conn, tree, sql)
     if isinstance(tree, exp.Create) and kind == "INDEX":
         return _create_index(db, conn, tree, sql)
+    if isinstance(tree, exp.Drop) and kind == "INDEX":
+        return _drop_index(db, conn, tree, sql)
     if isinstance(tree, exp.Create) and kind == "VIEW" and uses_tique(db, conn, tree):
         return ddl_views.create_view(db, conn, tree, sql)
     if isinstance(tree, exp.Drop) and kind == "VIEW":
@@ -152,8 +154,8 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {info.name!r} already in use", "42S01")
 
-    def create(table_id: int) -> None:
-        made = replace(info, table_id=table_id)
+    def create(table_id: int) -> catalog.TableInfo:
+        made = catalog.placed(conn, replace(info, table_id=table_id))
         done: list[str] = []
         try:
             for stmt in catalog.create_ddl(made):
@@ -168,12 +170,12 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
                 except Exception:
                     pass
             raise
+        return made
 
     # No commit record: a transaction that began before the table existed and writes it afterwards is not
     # wrong (it was empty), and a re-created name is covered by its DROP's record. The version tells processes.
     try:
-        create(db.sequencer.next_txid(conn))
-        _create_view(conn, info)
+        _create_view(conn, create(db.sequencer.next_txid(conn)))
     finally:
         db.sequencer.bump_catalog(conn)
         db.catalog.refresh(conn)
@@ -192,6 +194,31 @@ def _create_view(conn: RawConnection, info: catalog.TableInfo) -> None:
         for name in (info.storage, info.cache):
             conn.execute(f"DROP TABLE IF EXISTS {name}")
         raise
+
+
+def _drop_index(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> Result:
+    """An index CREATE INDEX put on a table's Storage and Cache in tique_data (``_create_index``): drop both."""
+    table = tree.find(exp.Table)
+    assert table is not None
+    schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
+    db.catalog.refresh(conn)
+    placed = [i for i in db.catalog.all() if i.schema == schema and i.kind == "tx" and i.data_schema]
+    wanted = {f"{i.data_base}__{name}": i for i in placed}
+    found = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT i.name FROM sys.idxs i JOIN sys.tables t ON i.table_id = t.id JOIN sys.schemas s "
+            f"ON t.schema_id = s.id WHERE s.name = '{catalog.DATA_SCHEMA}'"
+        ).rows
+    ]
+    hits = [n for n in found if n in wanted]
+    if not hits:
+        return conn.execute(sql)  # an index of MonetDB's own (or of a table made by an older tique)
+    for index in hits:
+        for physical in (index, f"{index}__cache"):
+            if physical in found:
+                conn.execute(f"DROP INDEX {catalog.quote(catalog.DATA_SCHEMA)}.{catalog.quote(physical)}")
+    return Result(rowcount=-1)
 
 
 def _physical_exists(conn: RawConnection, schema: str, name: str) -> bool:
@@ -246,6 +273,8 @@ def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
     if not cols:
         raise NotSupportedError(f"cannot read the columns of {tree.sql(dialect=MonetDB)!r}")
     column_list = ", ".join(f'"{c}"' for c in cols)
-    conn.execute(f'CREATE INDEX "{name}" ON {info.storage} ({column_list})')
-    conn.execute(f'CREATE INDEX "{name}__cache" ON {info.cache} ({column_list})')
+    # index names are per schema: in tique_data, prefixed by the table's base name (two schemas may use one name)
+    prefix = f"{info.data_base}__" if info.data_schema else ""
+    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name)} ON {info.storage} ({column_list})")
+    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
     return Result(rowcount=-1)

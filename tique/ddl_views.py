@@ -21,6 +21,7 @@ space.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import sqlglot
@@ -137,12 +138,12 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
     select_sql = tree.expression.sql(dialect=MonetDB)
-    info = TableInfo(db.sequencer.next_txid(conn), schema, name, "tx", (), (catalog.ROWID,))
+    info = catalog.placed(conn, TableInfo(db.sequencer.next_txid(conn), schema, name, "tx", (), (catalog.ROWID,)))
     storage = info.storage
     # the column types, as MonetDB derives them from the SELECT over the outside views
     conn.execute(f"CREATE TABLE {storage} AS {select_sql} WITH NO DATA")  # a probe, under the name it will have
     try:
-        info = TableInfo(info.table_id, schema, name, "tx", _columns(conn, schema, f"{name}__storage"), info.key)
+        info = replace(info, columns=_columns(conn, info.physical_schema, info.storage_name))
         conn.execute(f"DROP TABLE {storage}")
         for statement in catalog.create_ddl(info):
             conn.execute(statement)

@@ -25,7 +25,6 @@ What differs from sqlalchemy-monetdb (each because of what tique is):
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -43,6 +42,7 @@ from sqlalchemy_monetdb.dialect import MonetDialect  # noqa: E402
 pymonetdb.paramstyle = _paramstyle
 
 import tique  # noqa: E402
+from tique.catalog import TableInfo  # noqa: E402
 
 # tique's settings take these types; URL query values arrive as strings
 _INT_SETTINGS = {"retries", "lease_ms", "worker_limit", "analytical_slots"}
@@ -125,32 +125,41 @@ class TiqueDialect(MonetDialect):
         """name -> kind ("tx" or "plain") of the tables tique manages in ``schema``."""
         return {n: k for n, (k, _) in self._tique_specs(connection, schema).items()}
 
+    def _tique_infos(self, connection: Any, schema: str | None) -> dict[str, TableInfo]:
+        """name -> TableInfo of the tables tique manages in ``schema``."""
+        name = self._schema(connection, schema)
+        rows = connection.execute(
+            text("SELECT table_id, name, kind, spec FROM tique.tables WHERE schema_name = :s"), {"s": name}
+        )
+        return {str(n): TableInfo.from_row(int(i), name, str(n), str(k), str(sp)) for i, n, k, sp in rows}
+
     def _tique_specs(self, connection: Any, schema: str | None) -> dict[str, tuple[str, list[str]]]:
         """name -> (kind, generated columns) of the tables tique manages in ``schema``."""
-        rows = connection.execute(
-            text("SELECT name, kind, spec FROM tique.tables WHERE schema_name = :s"),
-            {"s": self._schema(connection, schema)},
-        )
-        return {str(n): (str(k), list(json.loads(str(sp)).get("generated", []))) for n, k, sp in rows}
+        return {n: (i.kind, list(i.generated)) for n, i in self._tique_infos(connection, schema).items()}
 
-    def _physical(self, connection: Any, schema: str | None, names: Iterable[str]) -> dict[str, str]:
-        """For each name, the MonetDB table holding its definition (T__storage for a transactional table)."""
-        tables = self._tique_tables(connection, schema)
-        return {n: f"{n}__storage" if tables.get(n) == "tx" else n for n in names}
+    def _physical(self, connection: Any, schema: str | None, names: Iterable[str]) -> dict[str, tuple[str | None, str]]:
+        """For each name, the MonetDB table holding its definition as (schema, name): a transactional table's
+        Storage table (in tique_data, or beside T for a table made by an older tique)."""
+        infos = self._tique_infos(connection, schema)
+        out: dict[str, tuple[str | None, str]] = {}
+        for n in names:
+            info = infos.get(n)
+            tx = info is not None and info.kind == "tx"
+            out[n] = (info.physical_schema, info.storage_name) if tx and info else (schema, n)
+        return out
 
     @staticmethod
-    def _hidden(name: str, tables: dict[str, str]) -> bool:
-        """tique's own Storage/Cache tables of a transactional table."""
-        for suffix in ("__storage", "__cache"):
-            if name.endswith(suffix) and tables.get(name[: -len(suffix)]) == "tx":
-                return True
-        return False
+    def _hidden(name: str, infos: dict[str, TableInfo]) -> bool:
+        """tique's own Storage/Cache tables of a transactional table made by an older tique (beside T)."""
+        return any(
+            i.kind == "tx" and not i.data_schema and name in (i.storage_name, i.cache_name) for i in infos.values()
+        )
 
     def get_table_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
-        tables = self._tique_tables(connection, schema)
+        infos = self._tique_infos(connection, schema)
         physical = super().get_table_names(connection, schema, **kw)
-        listed = [n for n in physical if not self._hidden(n, tables)]
-        return listed + sorted(n for n, k in tables.items() if k == "tx" and n not in listed)
+        listed = [n for n in physical if not self._hidden(n, infos)]
+        return listed + sorted(n for n, i in infos.items() if i.kind == "tx" and n not in listed)
 
     def get_view_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
         tables = self._tique_tables(connection, schema)
@@ -164,32 +173,45 @@ class TiqueDialect(MonetDialect):
 
     @reflection.cache
     def _table_id(self, con: Any, table_name: str, schema_name: str | None = None) -> Any:
-        return super()._table_id(con, self._physical(con, schema_name, [table_name])[table_name], schema_name)
+        physical_schema, physical = self._physical(con, schema_name, [table_name])[table_name]
+        return super()._table_id(con, physical, physical_schema)
 
     def _renamed(self, connection: Any, method: Any, filter_names: Any, schema: str | None, **kw: Any) -> Any:
         """Run one of sqlalchemy-monetdb's reflection queries on the physical tables, keyed by the user's names."""
         names = list(filter_names or [])
-        specs = self._tique_specs(connection, schema)
-        physical = {n: f"{n}__storage" if specs.get(n, ("",))[0] == "tx" else n for n in names}
-        back = {p: n for n, p in physical.items()}
+        infos = self._tique_infos(connection, schema)
+        specs = {n: (i.kind, list(i.generated)) for n, i in infos.items()}
+        physical = self._physical(connection, schema, names)
         kw["tabletypes"] = sorted({0, *kw.get("tabletypes", [0])})  # T__storage is a table, even if T was asked
-        data = method(connection, filter_names=[physical[n] for n in names], schema=schema, **kw)
         out = []
-        for (s, name), value in data:
-            table = back.get(name, name)
-            if isinstance(value, list):
-                value = [v for v in value if not (isinstance(v, dict) and v.get("name") == "tq_rowid")]
-                generated = specs.get(table, ("", []))[1]
-                for v in value:
-                    if isinstance(v, dict) and "autoincrement" in v and v.get("name") in generated:
-                        v["autoincrement"] = True
-            out.append(((s, table), value))
+        for where in dict.fromkeys(p[0] for p in physical.values()):  # each schema holding some of them
+            back = {p[1]: n for n, p in physical.items() if p[0] == where}
+            data = method(connection, filter_names=list(back), schema=where, **kw)
+            for (_, name), value in data:
+                table = back.get(name, name)
+                if isinstance(value, list):
+                    value = [v for v in value if not (isinstance(v, dict) and v.get("name") == "tq_rowid")]
+                    generated = specs.get(table, ("", []))[1]
+                    info = infos.get(table)
+                    prefix = f"{info.data_base}__" if info is not None and info.data_schema else ""
+                    for v in value:
+                        if isinstance(v, dict) and "autoincrement" in v and v.get("name") in generated:
+                            v["autoincrement"] = True
+                        if (
+                            isinstance(v, dict)
+                            and prefix
+                            and "column_names" in v
+                            and str(v.get("name")).startswith(prefix)
+                        ):
+                            v["name"] = str(v["name"])[len(prefix) :]  # an index, as CREATE INDEX named it (ddl.py)
+                out.append(((schema, table), value))
         return out
 
     def get_pk_constraint(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> Any:
         pk = dict(super().get_pk_constraint(connection, table_name, schema, **kw))
-        if pk.get("name"):
-            pk["name"] = str(pk["name"]).replace(f"{table_name}__storage_", f"{table_name}_", 1)
+        storage = self._physical(connection, schema, [table_name])[table_name][1]
+        if pk.get("name") and storage != table_name:
+            pk["name"] = str(pk["name"]).replace(f"{storage}_", f"{table_name}_", 1)
         return pk
 
     def _get_columns(self, connection: Any, filter_names: Any = (), schema: str | None = None, **kw: Any) -> Any:

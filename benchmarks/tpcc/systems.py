@@ -171,13 +171,14 @@ class Tique(System):
 
     def versions_pending(self) -> int | None:
         import tique
+        from tique.catalog import TableInfo
 
         conn = tique.connect(self.url)
         try:
             cur = conn.cursor()
-            cur.execute("SELECT schema_name, name FROM tique.tables WHERE kind = 'tx'")
-            names = [f'"{schema}"."{name}"' for schema, name in cur.fetchall()]
-            counts = " + ".join(f'(SELECT COUNT(*) FROM {n[:-1]}__cache")' for n in names)
+            cur.execute("SELECT table_id, schema_name, name, kind, spec FROM tique.tables WHERE kind = 'tx'")
+            infos = [TableInfo.from_row(int(i), str(s), str(n), str(k), str(sp)) for i, s, n, k, sp in cur.fetchall()]
+            counts = " + ".join(f"(SELECT COUNT(*) FROM {info.cache})" for info in infos)
             cur.execute(f"SELECT {counts or 0}")
             return int(cur.fetchone()[0])
         finally:

@@ -13,6 +13,7 @@ import pytest
 
 import tique
 from tests.conftest import ServeProcess, start_serve
+from tests.physical import cache, storage
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.transaction import Transaction
@@ -89,8 +90,8 @@ def test_newer_version_with_smaller_id_wins_after_checkpoints(
     for _ in range(2):
         ckpt.run_once()
         assert read(reader, 1) == "prio2"
-    assert int(raw.execute("SELECT COUNT(*) FROM kv__cache").scalar()) == 0
-    assert [tuple(r) for r in raw.execute("SELECT k, v FROM kv__storage ORDER BY k").rows] == [
+    assert int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, 'kv')}").scalar()) == 0
+    assert [tuple(r) for r in raw.execute(f"SELECT k, v FROM {storage(raw, 'kv')} ORDER BY k").rows] == [
         (1, "prio2"),
         (2, "between"),
     ]

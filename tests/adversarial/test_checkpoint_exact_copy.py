@@ -14,6 +14,7 @@ import pytest
 
 import tique
 from tests.conftest import ServeProcess, start_serve
+from tests.physical import cache, storage
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.engine.base import RawConnection
@@ -66,9 +67,9 @@ def engine_text(raw: RawConnection, table: str) -> list[tuple[object, ...]]:
 
 def wait_for_checkpoint(raw: RawConnection, table: str) -> None:
     deadline = time.monotonic() + 30
-    while int(raw.execute(f"SELECT COUNT(*) FROM {table}__cache").scalar()) and time.monotonic() < deadline:
+    while int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, table)}").scalar()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert int(raw.execute(f"SELECT COUNT(*) FROM {table}__cache").scalar()) == 0, "the checkpointer did not run"
+    assert int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, table)}").scalar()) == 0, "the checkpointer did not run"
     time.sleep(0.3)  # a few more runs over the same rows
 
 
@@ -95,9 +96,9 @@ def test_keys_of_any_type_are_replaced_not_duplicated(served: tuple[ServeProcess
     wait_for_checkpoint(raw, "exactkey")
     wait_for_checkpoint(raw, "exactone")
     conn.close()
-    rows = raw.execute("SELECT CAST(d AS CLOB), CAST(ts AS CLOB), v FROM exactkey__storage").rows
+    rows = raw.execute(f"SELECT CAST(d AS CLOB), CAST(ts AS CLOB), v FROM {storage(raw, 'exactkey')}").rows
     assert [tuple(r) for r in rows] == [("1234567890123456789.50", "2024-01-01 12:00:00.123456", 3)]
-    rows = raw.execute("SELECT CAST(d AS CLOB), v FROM exactone__storage").rows
+    rows = raw.execute(f"SELECT CAST(d AS CLOB), v FROM {storage(raw, 'exactone')}").rows
     assert [tuple(r) for r in rows] == [("1234567890123456789.50", 3)]
     raw.close()
 
@@ -118,24 +119,24 @@ def test_committed_values_survive_checkpoints_and_restart(served: tuple[ServePro
         conn.commit()
         # the twin: the engine's own copy of what was committed (whatever the insert path made of it)
         raw.execute(
-            f"INSERT INTO twin SELECT k, {', '.join(n for n, _ in COLUMNS)} FROM exact__cache WHERE k IN "
+            f"INSERT INTO twin SELECT k, {', '.join(n for n, _ in COLUMNS)} FROM {cache(raw, 'exact')} WHERE k IN "
             f"({k}, {k + 100})"
         )
         wait_for_checkpoint(raw, "exact")
     cur.execute("UPDATE exact SET f = CAST('-0' AS DOUBLE) WHERE k = 102")
     conn.commit()
-    raw.execute("UPDATE twin SET f = (SELECT f FROM exact__cache WHERE k = 102) WHERE k = 102")
+    raw.execute(f"UPDATE twin SET f = (SELECT f FROM {cache(raw, 'exact')} WHERE k = 102) WHERE k = 102")
     wait_for_checkpoint(raw, "exact")
     conn.close()
     expected = engine_text(raw, "twin")
     assert expected[0][2].endswith(".123456") and expected[0][1] == "1.50"  # the test means something
-    assert engine_text(raw, "exact__storage") == expected
+    assert engine_text(raw, storage(raw, "exact")) == expected
     raw.close()
     proc.stop()
     again = start_serve(directory)
     try:
         raw = open_engine(again.url).connect()
-        assert engine_text(raw, "exact__storage") == expected
+        assert engine_text(raw, storage(raw, "exact")) == expected
         raw.close()
     finally:
         again.stop()
@@ -154,20 +155,21 @@ def test_float_extremes_and_negative_zero_survive_checkpoints(tmp_path: Path) ->
         conn.commit()
         conn.close()
         raw = open_engine(proc.url).connect()
+        negzero = cache(raw, "negzero")
         raw.execute(
-            "UPDATE negzero__cache SET f = CAST('-0' AS DOUBLE), r = CAST(CAST('-0' AS DOUBLE) AS REAL) WHERE k = 1"
+            f"UPDATE {negzero} SET f = CAST('-0' AS DOUBLE), r = CAST(CAST('-0' AS DOUBLE) AS REAL) WHERE k = 1"
         )
         raw.execute(
-            "UPDATE negzero__cache SET f = CAST('-4.941e-324' AS DOUBLE), r = CAST('3.4028235e+38' AS REAL) WHERE k = 2"
+            f"UPDATE {negzero} SET f = CAST('-4.941e-324' AS DOUBLE), r = CAST('3.4028235e+38' AS REAL) WHERE k = 2"
         )
-        text = "SELECT CAST(f AS CLOB), CAST(r AS CLOB) FROM negzero__{} ORDER BY k"
-        expected = [tuple(r) for r in raw.execute(text.format("cache")).rows]
+        text = "SELECT CAST(f AS CLOB), CAST(r AS CLOB) FROM {} ORDER BY k"
+        expected = [tuple(r) for r in raw.execute(text.format(cache(raw, "negzero"))).rows]
         assert expected[0] == ("-0", "-0")
         ckpt = Checkpointer(raw)
         for _ in range(3):
             assert not ckpt.run_once().errors
-        assert int(raw.execute("SELECT COUNT(*) FROM negzero__cache").scalar()) == 0
-        assert [tuple(r) for r in raw.execute(text.format("storage")).rows] == expected
+        assert int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, 'negzero')}").scalar()) == 0
+        assert [tuple(r) for r in raw.execute(text.format(storage(raw, "negzero"))).rows] == expected
         raw.close()
     finally:
         proc.stop()

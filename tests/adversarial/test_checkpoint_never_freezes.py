@@ -12,6 +12,7 @@ import pytest
 
 import tique
 from tests.conftest import ServeProcess, start_serve
+from tests.physical import cache
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -58,6 +59,6 @@ def test_conflicting_trims_never_freeze_cleaning(served: ServeProcess) -> None:
     assert deferred, "no DELETE was ever deferred: the test did not exercise anything"
     for _ in range(5):
         ckpt.run_once()
-    assert int(raw.execute("SELECT COUNT(*) FROM ctr__cache").scalar()) == 0
+    assert int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, 'ctr')}").scalar()) == 0
     assert int(raw.execute("SELECT COUNT(*) FROM tique.commits").scalar()) == 0
     raw.close()

@@ -14,6 +14,7 @@ import pytest
 
 import tique
 from tests.conftest import ROOT, start_serve
+from tests.physical import cache
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -34,12 +35,12 @@ def test_checkpointer_settles_a_dead_committer(tmp_path: Path, step: str) -> Non
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
         raw = open_engine(server.url).connect()
         victim = int(raw.execute("SELECT MAX(txid) FROM tique.commits").scalar())
-        assert int(raw.execute(f"SELECT COUNT(*) FROM acct__cache WHERE tq_txid = {victim}").scalar()) > 0
+        assert int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, 'acct')} WHERE tq_txid = {victim}").scalar()) > 0
         ckpt = Checkpointer(raw)
         deadline = time.monotonic() + 0.5 + 5  # the lease, then a few runs
         while True:
             report = ckpt.run_once()
-            left = int(raw.execute(f"SELECT COUNT(*) FROM acct__cache WHERE tq_txid <= {victim}").scalar())
+            left = int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, 'acct')} WHERE tq_txid <= {victim}").scalar())
             if report.low_txid > victim and not left:
                 break
             assert time.monotonic() < deadline, f"still stuck at txid {victim}: {report.line()}, {left} rows"

@@ -15,6 +15,7 @@ import pytest
 
 import tique
 from tests.conftest import start_serve
+from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
 Plain = Callable[[str], list[tuple[Any, ...]]]
@@ -155,6 +156,102 @@ def test_tables_without_view_get_one_at_open(tmp_path: Path) -> None:
         cur = direct.cursor()
         cur.execute("SELECT k, v FROM legacy")
         assert cur.fetchall() == [(1, 10)]
+        direct.close()
+    finally:
+        server.stop()
+
+
+def _schema_tables(plain: Plain, schema: str) -> list[str]:
+    return sorted(
+        str(r[0])
+        for r in plain(
+            f"SELECT t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = '{schema}'"
+        )
+    )
+
+
+def test_user_schema_holds_only_the_view(connect: Callable[..., tique.Connection], plain: Plain, unique_name) -> None:
+    """tique's Storage and Cache live in a schema of their own: the application's schema lists T (the view) and
+    nothing of tique's, also for names whose schema__table spelling collides (a__b.c and a.b__c)."""
+    base = unique_name("own")
+    first, second = f"{base}__x", base  # "{first}"."t" and "{second}"."x__t": one spelling of schema__table
+    conn = connect()
+    cur = conn.cursor()
+    for schema, table in ((first, "t"), (second, "x__t")):
+        cur.execute(f'CREATE SCHEMA "{schema}"')
+        cur.execute(f'CREATE TABLE "{schema}"."{table}" (k INT PRIMARY KEY, v INT)')
+        cur.execute(f'INSERT INTO "{schema}"."{table}" VALUES (1, {len(table)})')
+        cur.execute(f'CREATE INDEX "{table}_v" ON "{schema}"."{table}" (v)')
+    conn.commit()
+    assert _schema_tables(plain, first) == ["t"]
+    assert _schema_tables(plain, second) == ["x__t"]
+    kinds = plain(f"SELECT t.type FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = '{first}'")
+    assert kinds == [(1,)]  # a view
+    for schema, table in ((first, "t"), (second, "x__t")):
+        assert plain(f'SELECT k, v FROM "{schema}"."{table}"') == [(1, len(table))]  # each its own rows
+        cur.execute(f'UPDATE "{schema}"."{table}" SET v = v + 1')
+    conn.commit()
+    cur.execute(f'SELECT v FROM "{first}"."t" UNION ALL SELECT v FROM "{second}"."x__t"')
+    assert sorted(r[0] for r in cur.fetchall()) == [2, 5]
+    for schema, table in ((first, "t"), (second, "x__t")):
+        cur.execute(f'DROP INDEX "{schema}"."{table}_v"')  # the index the user named, wherever tique put it
+        cur.execute(f'CREATE INDEX "{table}_v" ON "{schema}"."{table}" (v)')  # so the name is free again
+        cur.execute(f'DROP TABLE "{schema}"."{table}"')
+    conn.commit()
+    assert _schema_tables(plain, first) == [] and _schema_tables(plain, second) == []
+
+
+def test_table_made_by_an_older_tique_keeps_working(tmp_path: Path) -> None:
+    """An older tique kept Storage and Cache beside T in the application's schema, and its catalog spec says
+    nothing of where they are: such a table is read, written, checkpointed, renamed and dropped there."""
+    server = start_serve(tmp_path / "old")
+    try:
+        tique.connect(server.url).close()  # tique's metadata
+        direct = _direct(server.port)
+        direct.set_autocommit(True)
+        old = direct.cursor()
+        old.execute('CREATE TABLE "sys"."aged__storage" ("k" INT NOT NULL, "v" INT, PRIMARY KEY ("k"))')
+        old.execute(
+            'CREATE TABLE "sys"."aged__cache" ("k" INT, "v" INT, tq_txid BIGINT, tq_seq INT, tq_deleted BOOLEAN)'
+        )
+        old.execute("INSERT INTO sys.aged__storage VALUES (1, 10), (2, 20)")
+        spec = '{"columns": [["k", "INT", true, null], ["v", "INT", false, null]], "key": ["k"], "indexes": []}'
+        old.execute(f"INSERT INTO tique.tables VALUES (7, 'sys', 'aged', 'tx', '{spec}')")
+        direct.close()
+    finally:
+        server.stop()
+    server = start_serve(tmp_path / "old")  # open: recovery, and the view an older database lacks
+    try:
+        conn = tique.connect(server.url)
+        cur = conn.cursor()
+        cur.execute("UPDATE aged SET v = v + 1 WHERE k = 1")
+        cur.execute("INSERT INTO aged VALUES (3, 30)")
+        conn.commit()
+        cur.execute("SELECT k, v FROM aged ORDER BY k")
+        assert cur.fetchall() == [(1, 11), (2, 20), (3, 30)]
+        direct = _direct(server.port)
+        look = direct.cursor()
+        look.execute("SELECT COUNT(*) FROM sys.aged__cache")
+        assert look.fetchone()[0] == 2  # the versions went to the old Cache
+        look.execute("SELECT k, v FROM sys.aged ORDER BY k")  # and the view reads them
+        assert look.fetchall() == [(1, 11), (2, 20), (3, 30)]
+        direct.close()
+        cur.execute("ALTER TABLE aged RENAME TO aged2")
+        cur.execute("INSERT INTO aged2 VALUES (4, 40)")
+        conn.commit()
+        assert not Checkpointer(open_engine(server.url).connect()).run_once().errors
+        direct = _direct(server.port)
+        look = direct.cursor()
+        look.execute("SELECT k, v FROM sys.aged2__storage ORDER BY k")  # renamed in place, checkpointed there
+        assert look.fetchall() == [(1, 11), (2, 20), (3, 30), (4, 40)]
+        direct.close()
+        cur.execute("DROP TABLE aged2")
+        conn.commit()
+        conn.close()
+        direct = _direct(server.port)
+        look = direct.cursor()
+        look.execute("SELECT COUNT(*) FROM sys.tables WHERE name LIKE 'aged%'")
+        assert look.fetchone()[0] == 0
         direct.close()
     finally:
         server.stop()
