@@ -196,3 +196,18 @@ def test_next_value_for_in_a_query(twins: Twins) -> None:
     assert first == 10 and [k for _, k in rows] == [1, 2] and sorted(n for n, _ in rows) == [11, 12]
     with pytest.raises(tique.NotSupportedError, match="NEXT VALUE FOR in a write"):
         cur.execute(f"INSERT INTO {prefix}_ta VALUES (NEXT VALUE FOR {prefix}_seq, 1)")
+
+
+def test_copy_into_a_transactional_table_is_refused_with_the_alternative(
+    embedded_url: str, unique_name: Callable[[str], str]
+) -> None:
+    name, conn = unique_name("copy"), tique.connect(embedded_url)
+    try:
+        cur = conn.cursor()
+        cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT)")
+        with pytest.raises(tique.NotSupportedError, match="bulk_load_csv"):
+            cur.execute(f"COPY INTO {name} FROM '/nonexistent.csv'")
+        with pytest.raises(tique.NotSupportedError, match="bulk_load_csv"):
+            cur.execute(f'COPY 5 RECORDS INTO "sys".{name} FROM STDIN')
+    finally:
+        conn.close()

@@ -140,6 +140,12 @@ def _with_sequences(plan: Plan) -> Plan:
     return replace(plan, template=Template(parts, plan.template.slots))
 
 
+_COPY_INTO = re.compile(
+    r"\s*COPY\s+(?:\d+\s+(?:OFFSET\s+\d+\s+)?RECORDS\s+)?(?:BINARY\s+)?INTO\s+((?:\"[^\"]+\"|\w+)(?:\.(?:\"[^\"]+\"|\w+))?)",
+    re.I,
+)
+
+
 def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
     control = control_statement(sql)
     if control:
@@ -158,6 +164,17 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
         return db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
+
+    copied = _COPY_INTO.match(sql)
+    if copied:
+        parts = [p.strip('"') if p.startswith('"') else p.lower() for p in copied.group(1).split(".")]
+        info = lookup(parts[0] if len(parts) == 2 else None, parts[-1])
+        if info is not None and info.kind == "tx":
+            raise NotSupportedError(
+                f"COPY INTO the transactional table {info.name!r} is not supported by tique inside a transaction: "
+                "load stable rows with conn.bulk_load_csv(table, path) (MonetDB's COPY INTO into Storage, committed "
+                "by itself), or INSERT the rows in a transaction"
+            )
 
     try:
         trees = parse(sql, with_params)
