@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from sqlglot import exp
@@ -53,7 +54,7 @@ def _q(name: str) -> str:
 
 
 class _Undo:
-    """Steps done so far, undone in reverse order when a later step fails."""
+    """Steps done so far, undone in reverse order when a later step fails (see _undoing)."""
 
     def __init__(self, conn: RawConnection) -> None:
         self.conn = conn
@@ -68,6 +69,17 @@ class _Undo:
                 self.conn.execute(sql)
             except Exception:  # best effort: the first failure is the one to report
                 pass
+
+
+@contextmanager
+def _undoing(conn: RawConnection) -> Iterator[_Undo]:
+    """The block's steps record their undo; if the block raises, they are undone in reverse order."""
+    undo = _Undo(conn)
+    try:
+        yield undo
+    except BaseException:
+        undo.run()
+        raise
 
 
 def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableInfo) -> Result:
@@ -209,8 +221,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
     filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
 
     def apply() -> None:
-        undo = _Undo(conn)
-        try:
+        with _undoing(conn) as undo:
             _step("storage")
             conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
             undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {_q(name)}")
@@ -219,9 +230,6 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
             undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
             _swap_view(conn, info, new, undo)
             _write_spec(conn, new)
-        except BaseException:
-            undo.run()
-            raise
 
     return new, apply
 
@@ -257,16 +265,12 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     new = replace(info, columns=tuple(changed if c.name == name else c for c in info.columns))
 
     def apply() -> None:
-        undo = _Undo(conn)
-        try:
+        with _undoing(conn) as undo:
             for table in tables:
                 _step("storage" if table == info.storage else "cache")
                 conn.execute(alter.format(table=table) + new_sql)
                 undo.did(alter.format(table=table) + old_sql)
             _write_spec(conn, new)
-        except BaseException:
-            undo.run()
-            raise
 
     return new, apply
 
@@ -295,17 +299,13 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
     dropped = info.column(name)
 
     def apply() -> None:
-        undo = _Undo(conn)
-        try:
+        with _undoing(conn) as undo:
             _step("storage")
             if dropped.not_null:  # the checkpointer stops writing it from the commit point on
                 conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NULL")
                 undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NOT NULL")
             _swap_view(conn, info, new, undo)
             _write_spec(conn, new)
-        except BaseException:
-            undo.run()
-            raise
         # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
         for table in (info.storage, info.cache):
             try:
@@ -341,8 +341,7 @@ def _rename_column(
     new = _renamed(info, old, new_name)
 
     def apply() -> None:
-        undo = _Undo(conn)
-        try:
+        with _undoing(conn) as undo:
             # the view uses the column: MonetDB renames no column a view depends on
             _drop_view(conn, info, undo)
             for table, step in ((info.storage, "storage"), (info.cache, "cache")):
@@ -352,9 +351,6 @@ def _rename_column(
             conn.execute(views.create_sql(new))
             undo.did(views.drop_sql(new))
             _write_spec(conn, new)
-        except BaseException:
-            undo.run()
-            raise
 
     return new, apply
 
@@ -371,8 +367,7 @@ def _rename_table(
         new = catalog.placed(conn, new)
 
     def apply() -> None:
-        undo = _Undo(conn)
-        try:
+        with _undoing(conn) as undo:
             _drop_view(conn, info, undo)
             renames = (
                 (info.storage, info.storage_name, new.storage, new.storage_name, "storage"),
@@ -385,9 +380,6 @@ def _rename_table(
             conn.execute(views.create_sql(new))
             undo.did(views.drop_sql(new))
             _write_spec(conn, new)
-        except BaseException:
-            undo.run()
-            raise
 
     return new, apply
 
