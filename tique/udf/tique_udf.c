@@ -129,7 +129,13 @@ static tq_lng abandoned_total = 0;
 /* Set at load when TIQUE_HOLD_UNTIL_RECOVERED is in the environment (tique serve): until recovery's reset, a
  * client that logged in early would get ids from 1 and snapshot 0, so ids, timestamps and snapshots are refused. */
 static bool recovering = false;
-static tq_lng catalog_version = 0; /* set from the wall clock at load: never repeats across restarts */
+static tq_lng catalog_version = 0;
+
+static char *
+still_recovering(const char *fcn)
+{
+	return createException(TQ_MAL, fcn, "40001!tique: the database is still running recovery; retry");
+} /* set from the wall clock at load: never repeats across restarts */
 
 static int64_t
 now_ms(void)
@@ -331,7 +337,7 @@ TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
 	pthread_mutex_lock(&lock);
 	if (recovering) {
 		pthread_mutex_unlock(&lock);
-		return createException(TQ_MAL, "tique.begin_txn", "40001!tique: the database is still running recovery; retry");
+		return still_recovering("tique.begin_txn");
 	}
 	if (*prev != LNG_NIL && *prev > 0) {
 		pin_t *p = pin_find(*prev);
@@ -468,7 +474,7 @@ TQnext_txid(tq_lng *ret)
 	pthread_mutex_lock(&lock);
 	if (recovering) {
 		pthread_mutex_unlock(&lock);
-		return createException(TQ_MAL, "tique.next_txid", "40001!tique: the database is still running recovery; retry");
+		return still_recovering("tique.next_txid");
 	}
 	*ret = ++last_txid;
 	pthread_mutex_unlock(&lock);
@@ -482,7 +488,7 @@ TQnext_cts(tq_lng *ret)
 	pthread_mutex_lock(&lock);
 	if (recovering) {
 		pthread_mutex_unlock(&lock);
-		return createException(TQ_MAL, "tique.next_cts", "40001!tique: the database is still running recovery; retry");
+		return still_recovering("tique.next_cts");
 	}
 	if (last_cts - sts >= RING - 1) {
 		err = createException(TQ_MAL, "tique.next_cts",
@@ -501,7 +507,7 @@ TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
 	pthread_mutex_lock(&lock);
 	if (recovering) {
 		pthread_mutex_unlock(&lock);
-		return createException(TQ_MAL, "tique.next_cts_for", "40001!tique: the database is still running recovery; retry");
+		return still_recovering("tique.next_cts_for");
 	}
 	bool live = pin_live(pin_find(*txid), now_ms());
 	pthread_mutex_unlock(&lock);
