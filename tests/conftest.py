@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 import tique
+from tique import transaction
 from tique.database import Database
 from tique.engine import RawConnection, open_engine
 from tique.engine.base import Engine
+from tique.transaction import Transaction
 
 ROOT = Path(__file__).resolve().parent.parent
 _names = itertools.count()
@@ -129,8 +131,14 @@ def url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def connect(url: str) -> Iterator[Callable[..., tique.Connection]]:
-    """Open tique connections on the test's adapter; all are closed afterwards."""
+def hooks() -> Iterator[list[Callable[[str, Transaction], None]]]:
+    """tique.transaction.step_hooks, emptied after the test (tests/pauses.py pauses a committer there)."""
+    yield transaction.step_hooks
+    transaction.step_hooks.clear()
+
+
+def closing_connections(url: str) -> Iterator[Callable[..., tique.Connection]]:
+    """A fixture body: a function opening tique connections on ``url``, all closed afterwards."""
     opened: list[tique.Connection] = []
 
     def _connect(**settings: object) -> tique.Connection:
@@ -142,6 +150,12 @@ def connect(url: str) -> Iterator[Callable[..., tique.Connection]]:
     for conn in opened:
         if not conn.closed:
             conn.close()
+
+
+@pytest.fixture
+def connect(url: str) -> Iterator[Callable[..., tique.Connection]]:
+    """Open tique connections on the test's adapter; all are closed afterwards."""
+    yield from closing_connections(url)
 
 
 @pytest.fixture

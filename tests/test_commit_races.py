@@ -14,26 +14,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
-from tique import transaction
+from tests.conftest import closing_connections
+from tests.pauses import Pause
 from tique.errors import OperationalError, SerializationFailure
-from tique.transaction import Transaction
 
 Names = Callable[[str], str]
-
-
-class Pause:
-    """Stop one connection's running transaction at ``step`` of its COMMIT until released."""
-
-    def __init__(self, step: str, conn: tique.Connection) -> None:
-        self.step = step
-        self.target = conn.transaction()
-        self.reached = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self, step: str, txn: Transaction) -> None:
-        if step == self.step and txn is self.target:
-            self.reached.set()
-            assert self.release.wait(30), "pause never released"
 
 
 Connect = Callable[..., tique.Connection]
@@ -43,23 +28,7 @@ Connect = Callable[..., tique.Connection]
 def tq(embedded_url: str) -> Iterator[Connect]:
     """Tique connections on the session database, closed after the test: the kernel admits 64 sessions per
     process, and a connection paused in a step hook is still referenced when the test ends."""
-    opened: list[tique.Connection] = []
-
-    def _connect(**settings: object) -> tique.Connection:
-        conn = tique.connect(embedded_url, **settings)
-        opened.append(conn)
-        return conn
-
-    yield _connect
-    for conn in opened:
-        if not conn.closed:
-            conn.close()
-
-
-@pytest.fixture
-def hooks() -> Iterator[list[Callable[[str, Transaction], None]]]:
-    yield transaction.step_hooks
-    transaction.step_hooks.clear()
+    yield from closing_connections(embedded_url)
 
 
 @pytest.fixture

@@ -9,37 +9,16 @@ hook: there is no other way to keep a commit between two of its steps.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 import tique
-from tique import transaction
+from tests.pauses import Pause
 from tique.errors import OperationalError, SerializationFailure
 from tique.transaction import Transaction
 
 Names = Callable[[str], str]
-
-
-class Pause:
-    """Hold one transaction at ``step`` of its COMMIT until released."""
-
-    def __init__(self, step: str, conn: tique.Connection) -> None:
-        self.step = step
-        self.target = conn.transaction()
-        self.reached = threading.Event()
-        self.release = threading.Event()
-
-    def __call__(self, step: str, txn: Transaction) -> None:
-        if step == self.step and txn is self.target:
-            self.reached.set()
-            assert self.release.wait(30), "pause never released"
-
-
-@pytest.fixture
-def hooks() -> Iterator[list[Callable[[str, Transaction], None]]]:
-    yield transaction.step_hooks
-    transaction.step_hooks.clear()
 
 
 @pytest.fixture
