@@ -49,6 +49,7 @@ from typing import Any
 from tique.catalog import ROWID, Catalog, TableInfo, quote
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError
+from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 
@@ -126,7 +127,7 @@ def check_database(conn: RawConnection) -> None:
         conn.execute("SELECT tique.horizon()")
     except DatabaseError as exc:
         raise NotATiqueDatabase(
-            f"the engine has no tique.horizon(): tique's C module (ABI 6) is not loaded ({exc}); "
+            f"the engine has no tique.horizon(): tique's C module (ABI 7) is not loaded ({exc}); "
             "checkpoint through 'tique serve' or an embedded URL"
         ) from exc
 
@@ -267,8 +268,9 @@ class Checkpointer:
         (as a waiting committer would) and recorded as aborted: its late owner's decide then fails, so it can
         never commit. A slot the C module says is abandoned - or settled although no outcome is visible (an
         abandoned slot the ring has reused: a commit records its outcome before it advances) - is recorded as
-        aborted too. A commit stuck deciding whose outcome is recorded is advanced. A record whose timestamp the
-        module does not know (written before a restart) is left to recovery."""
+        aborted too (or committed, if the module says its owner decided so). A commit stuck deciding is settled with
+        its decided outcome (tique/outcomes.py). A record whose timestamp the module does not know (written before
+        a restart) is left to recovery."""
         settled = 0
         unfinished = self.conn.execute(
             "SELECT txid, MAX(cts) FROM tique.commits WHERE txid NOT IN (SELECT txid FROM tique.outcomes) GROUP BY txid"
@@ -282,15 +284,14 @@ class Checkpointer:
             # read after the state: an outcome recorded before a settled state is visible now
             if not self.conn.execute(f"SELECT COUNT(*) FROM tique.outcomes WHERE txid = {int(txid)}").scalar():
                 # and its snapshot pin ends: a transaction in COMMIT never reads a version again
-                self.conn.execute(f"INSERT INTO tique.outcomes VALUES ({int(txid)}, {int(cts)}, FALSE)")
+                record_outcome(self.conn, None, int(txid), int(cts))  # aborted unless decided
                 self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
                 settled += 1
         while True:
             stuck = int(self.conn.execute("SELECT tique.stuck()").scalar())
-            owner = self.conn.execute(f"SELECT MIN(txid) FROM tique.outcomes WHERE cts = {stuck}").scalar()
-            if not stuck or owner is None:
+            if not stuck or not settle_if_decided(self.conn, stuck):
                 return settled
-            self.conn.execute(f"SELECT tique.advance({stuck}, 0), tique.end_txn({int(owner)})")
+            self.conn.execute(f"SELECT tique.end_txn(tique.owner({stuck}))")
             settled += 1
 
     # ---- one table -----------------------------------------------------------------------------------------

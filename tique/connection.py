@@ -20,7 +20,7 @@ from tique.rewrite.reads import PointKeys, ReadOptions
 from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
-from tique.settings import Settings
+from tique.settings import RESERVATION_MS, Settings
 from tique.statements import Plan, ReadPlan, plan_statement
 from tique.transaction import CommitResult, Transaction
 
@@ -328,7 +328,7 @@ class Connection:
         for attempt in range(attempts + 1):
             try:
                 if priority and attempt > 0:
-                    self.transaction().reserve(self.last_failed_write_set, self.settings.lease_ms or 10000)
+                    self.transaction().reserve(self.last_failed_write_set, RESERVATION_MS)
                 result = fn(self)
                 self.commit()
                 return result

@@ -19,6 +19,7 @@ from tique import catalog
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
 from tique.sequencer import Sequencer, make_sequencer
+from tique.settings import COMMIT_LEASE_MS
 
 _registry: dict[tuple[str, str], Database] = {}
 _registry_lock = threading.Lock()
@@ -58,7 +59,7 @@ class Database:
         self.catalog = catalog.Catalog()
         self.plans = PlanCache()
         self._gates: dict[int, threading.BoundedSemaphore] = {}
-        self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or 10000)  # type: ignore[arg-type]
+        self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or COMMIT_LEASE_MS)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)
         self._connections = 0  # open tique connections (see get and release_connection)

@@ -23,6 +23,7 @@ from tique import alter, catalog, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
+from tique.outcomes import record_outcome
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.writes import ident
 from tique.sequencer import CSequencer
@@ -129,8 +130,7 @@ def versioned(
 
 def _abort(db: Database, conn: RawConnection, txid: int, cts: int) -> None:
     try:
-        conn.execute(f"INSERT INTO tique.outcomes VALUES ({txid}, {cts}, FALSE)")
-        db.sequencer.advance(conn, cts, 0)
+        record_outcome(conn, db.sequencer, txid, cts)  # aborted, unless decide ran (see tique/outcomes.py)
         if isinstance(db.sequencer, CSequencer):
             conn.execute(f"SELECT tique.end_txn({txid})")
     except DatabaseError:

@@ -20,6 +20,7 @@ from typing import Literal, Protocol
 from tique import sqlfiles
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, OperationalError, SerializationFailure
+from tique.settings import COMMIT_LEASE_MS
 
 SequencerKind = Literal["c", "sql"]
 
@@ -46,8 +47,9 @@ class Sequencer(Protocol):
         """Mark cts's commit record written, then wait until every smaller timestamp is published too."""
         ...
 
-    def decide(self, conn: RawConnection, cts: int) -> None:
-        """From here on cts cannot be abandoned; fails with SerializationFailure if it already was."""
+    def decide(self, conn: RawConnection, cts: int, ok: bool = True) -> None:
+        """From here on cts cannot be abandoned; fails with SerializationFailure if it already was. The C module
+        keeps the verdict ``ok``, so the outcome of a commit whose client died after this can be written for it."""
         ...
 
     def advance(self, conn: RawConnection, cts: int, timeout_ms: int) -> int:
@@ -134,8 +136,8 @@ class CSequencer:
     def publish(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
         conn.execute(f"SELECT tique.publish({int(cts)}, {int(timeout_ms)})")
 
-    def decide(self, conn: RawConnection, cts: int) -> None:
-        conn.execute(f"SELECT tique.decide({int(cts)})")
+    def decide(self, conn: RawConnection, cts: int, ok: bool = True) -> None:
+        conn.execute(f"SELECT tique.decide({int(cts)}, {int(ok)})")
 
     def advance(self, conn: RawConnection, cts: int, timeout_ms: int) -> int:
         return _one(conn, f"SELECT tique.advance({int(cts)}, {int(timeout_ms)})")
@@ -176,7 +178,7 @@ class SqlSequencer:
 
     kind: SequencerKind = "sql"
 
-    def __init__(self, lease_ms: int = 10000, poll_s: float = 0.001, unsafe_sequences: bool = False) -> None:
+    def __init__(self, lease_ms: int = COMMIT_LEASE_MS, poll_s: float = 0.001, unsafe_sequences: bool = False) -> None:
         self.lease_ms = lease_ms
         self.unsafe_sequences = unsafe_sequences
         self.poll_s = poll_s
@@ -232,7 +234,7 @@ class SqlSequencer:
         self._check_not_abandoned(conn, cts)
         self._wait(conn, cts, "published", timeout_ms)
 
-    def decide(self, conn: RawConnection, cts: int) -> None:
+    def decide(self, conn: RawConnection, cts: int, ok: bool = True) -> None:
         self._event(conn, cts, DECIDING)
         self._check_not_abandoned(conn, cts)
 
@@ -333,7 +335,7 @@ def _settled_kind(kinds: set[int]) -> int | None:
     return None
 
 
-def make_sequencer(kind: SequencerKind, lease_ms: int = 10000, unsafe_sequences: bool = False) -> Sequencer:
+def make_sequencer(kind: SequencerKind, lease_ms: int = COMMIT_LEASE_MS, unsafe_sequences: bool = False) -> Sequencer:
     if kind == "c":
         return CSequencer()
     if kind == "sql":

@@ -6,6 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# How long a commit may stay stuck without its client before others stop waiting for it. The C module starts
+# with the same value (tique/udf/tique_udf.c, lease_ms): a dead client stalls other committers about this long.
+COMMIT_LEASE_MS = 1000
+# How long a priority retry's key reservations hold (Connection.run(priority=True)).
+RESERVATION_MS = 10000
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,8 +62,9 @@ class Settings(BaseModel):
     lease_ms: int | None = Field(
         None,
         gt=0,
-        description="after this, a stuck predecessor commit is abandoned; set per database in the engine "
-        "(default 10 s there); None leaves it as it is",
+        description="a commit stuck for this long without its client (before deciding: abandoned; deciding: its "
+        f"decided outcome written for it) no longer holds back later ones; set per database in the engine "
+        f"(default {COMMIT_LEASE_MS} ms there); None leaves it as it is",
     )
     snapshot_lease_ms: int = Field(
         60000,

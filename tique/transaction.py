@@ -24,6 +24,7 @@ from tique.errors import (
     OperationalError,
     SerializationFailure,
 )
+from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
 from tique.prepared import PreparingConnection
 from tique.rewrite.exact import decode, read_value, text_sql
@@ -33,7 +34,7 @@ from tique.rewrite.template import STS, TXID, Template
 from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DEFAULT, DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
-from tique.settings import Settings
+from tique.settings import COMMIT_LEASE_MS, Settings
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
@@ -123,7 +124,7 @@ class Transaction:
         the wait lasts up to the lease plus the advance time-out instead of failing after the time-out alone.
         With the C module the wait is an advance of ``cts``, which settles it (if its COMMIT could not) and
         abandons stale predecessors as any committer's wait does."""
-        lease = self.db.lease_ms or 10000
+        lease = self.db.lease_ms or COMMIT_LEASE_MS
         timeout = lease + self.settings.advance_timeout_ms
         if not isinstance(self.db.sequencer, CSequencer):
             return self._await_sts(cts, "this session's last commit", timeout)
@@ -584,10 +585,13 @@ class Transaction:
             # 3. certify, read-only: this statement starts after every earlier record is visible. (A statement
             # that writes must not also filter tables others append to: MonetDB aborts it on a conflict.)
             ok = s.unsafe_skip_certification or self._certify(cts)
-            # 4. decide and record the outcome; once this statement returns, a committed outcome is durable
+            # 4. decide and record the outcome; once this statement returns, a committed outcome is durable. The
+            # C module keeps the verdict: if this statement never commits (its client died, the engine failed
+            # it after decide ran), a waiter writes the same outcome for it (settle_if_decided).
             deciding = True
             conn.execute(
-                f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}), {'TRUE' if ok else 'FALSE'}"
+                f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}, {int(ok)}), "
+                f"{'TRUE' if ok else 'FALSE'}"
             )
         except BaseException as exc:
             if isinstance(exc, OperationalError) and _connection_lost(exc):
@@ -595,11 +599,13 @@ class Transaction:
                     f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
                     "recovery settles it; reconnect and check before running it again"
                 ) from exc
-            # An error means the failing statement wrote nothing, so no committed outcome exists; an interrupt
-            # before step 4 leaves none either. Abort now, or later committers wait for the lease. (An interrupt
-            # during step 4 may have let the outcome through: the lease or recovery settles that one.)
-            if isinstance(exc, Exception) or not deciding:
-                self._abort_recorded(cts)
+            # An error before step 4 means no outcome exists: abort now, or later committers wait for the lease.
+            # Step 4 failing may have run decide: then the decided outcome is the only one anybody may record.
+            # (An interrupt during step 4 is left to the waiters and recovery.)
+            settled = self._abort_recorded(cts) if isinstance(exc, Exception) or not deciding else None
+            if settled is True and cts is not None:
+                self.committed_cts = cts  # decided committed, and that outcome is recorded now
+                return CommitResult(True, cts, self._become_visible(cts, True))
             raise
         if ok:
             self.committed_cts = cts  # the commit point
@@ -730,18 +736,19 @@ class Transaction:
             f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {ddl}"
         )
 
-    def _abort_recorded(self, cts: int | None) -> None:
-        """Settle a commit that failed after its record was written: aborted outcome, then advance."""
+    def _abort_recorded(self, cts: int | None) -> bool | None:
+        """Settle a commit that failed after its record was written: aborted outcome, then advance - unless decide
+        ran (the C module holds a verdict), whose outcome is then recorded instead. The outcome recorded, or None
+        if none could be (recovery settles it; the caller reports the original error)."""
         try:
             if cts is None:
                 found = self.conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {self.txid}").scalar()
                 cts = int(found) if found is not None else None
             if cts is None:
-                return
-            self.conn.execute(f"INSERT INTO tique.outcomes VALUES ({self.txid}, {cts}, FALSE)")
-            self.db.sequencer.advance(self.conn, cts, 0)
+                return None
+            return record_outcome(self.conn, self.db.sequencer, self.txid, cts)
         except DatabaseError:
-            pass  # recovery settles it; the caller reports the original error
+            return None
 
     def _commit_generic(self, hashes: list[int]) -> CommitResult:
         """The same protocol through the Sequencer interface, one call per step (the SQL sequencer)."""
@@ -775,14 +782,6 @@ class Transaction:
 
 
 _STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
-
-
-def settle_if_decided(conn: RawConnection, cts: int) -> bool:
-    """Advance a commit whose outcome is recorded but whose client never advanced it. True if settled."""
-    if not conn.execute(f"SELECT COUNT(*) FROM tique.outcomes WHERE cts = {int(cts)}").scalar():
-        return False
-    conn.execute(f"SELECT tique.advance({int(cts)}, 0)")
-    return True
 
 
 def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:

@@ -8,7 +8,9 @@
  *   publish(c, ms)         c has written its commit record (write-set + cts); slot c becomes PUBLISHED, then
  *                          the call waits until every smaller timestamp is published too. Certification of c
  *                          runs after this, so it sees the write-set of every earlier committer.
- *   decide(c)              c is about to write its outcome; from here on it can no longer be abandoned
+ *   decide(c, ok)          c is about to write its outcome ok; from here on it can no longer be abandoned, and
+ *                          the verdict is kept: verdict(c) / owner(c) let anyone write the outcome of a commit
+ *                          whose own outcome statement never committed (its client died), then advance it
  *   advance(c, ms)         c's outcome is written; slot c becomes DONE, the visible snapshot (sts) moves over
  *                          every contiguous DONE slot, and the call waits until sts >= c
  *   sts()                  the current snapshot timestamp: every commit <= sts is settled
@@ -43,10 +45,12 @@
  * It starts at the wall-clock time in ms when the module loads, so it never repeats across restarts.
  *
  * A client that dies between next_cts and decide would leave a hole that blocks every later commit. A waiter
- * therefore abandons a predecessor that has stayed TAKEN or PUBLISHED for longer than the lease: the slot
+ * therefore abandons a predecessor that has stayed TAKEN or PUBLISHED for longer than the lease (1 s by
+ * default; never while its owner waits inside publish, and counted from when that wait ended): the slot
  * becomes ABANDONED under the mutex, and the late owner's own publish/decide then fails, so it aborts.
- * A slot in DECIDING is never abandoned here: its outcome may already be written. The driver settles it
- * (advance with a zero timeout) once it sees the outcome record, or aborts it through recovery.
+ * A slot in DECIDING is never abandoned: its outcome may already be written. A waiter behind one that stayed
+ * DECIDING for the lease returns at once (HYT00, "state deciding"); the driver writes the outcome its owner
+ * decided (verdict) if none is recorded, advances it, and waits again.
  *
  * Functions return NULL on success and a MonetDB exception string otherwise; "40001!" marks errors after
  * which a retry is safe, "HYT00!" timeouts.
@@ -63,7 +67,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 6
+#define TIQUE_UDF_ABI 7
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -113,8 +117,11 @@ static const char *const state_names[] = {"free", "taken", "published", "decidin
 
 typedef struct {
 	tq_lng cts;
+	tq_lng txid;      /* the owner (next_cts_for), 0 if unknown */
 	int state;
-	int64_t since_ms; /* when the slot entered its state, for the lease */
+	int verdict;      /* from decide: 1 committed, 0 aborted; -1 before */
+	int waiting;      /* the owner is waiting inside publish: alive, never abandoned meanwhile */
+	int64_t since_ms; /* when the slot entered its state (or its owner last left a wait), for the lease */
 } slot_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -124,7 +131,7 @@ static tq_lng last_txid = 0;   /* last id handed out */
 static tq_lng last_cts = 0;    /* last commit timestamp handed out */
 static tq_lng published = 0;   /* every cts <= published is published, settled or abandoned */
 static tq_lng sts = 0;         /* every cts <= sts is settled or abandoned: the visible snapshot */
-static int64_t lease_ms = 10000;
+static int64_t lease_ms = 1000; /* of a commit slot; snapshot pins carry their own */
 static tq_lng abandoned_total = 0;
 /* Set at load when TIQUE_HOLD_UNTIL_RECOVERED is in the environment (tique serve): until recovery's reset, a
  * client that logged in early would get ids from 1 and snapshot 0, so ids, timestamps and snapshots are refused. */
@@ -203,7 +210,7 @@ abandon_stale(tq_lng wm, tq_lng c)
 	for (tq_lng p = wm + 1; p < c; p++) {
 		slot_t *s = slot_of(p);
 		int st = state_of(p);
-		if ((st == TAKEN || st == PUBLISHED) && now - s->since_ms >= lease_ms) {
+		if ((st == TAKEN || st == PUBLISHED) && !s->waiting && now - s->since_ms >= lease_ms) {
 			set_state(p, ABANDONED);
 			abandoned_total++;
 		}
@@ -211,7 +218,7 @@ abandon_stale(tq_lng wm, tq_lng c)
 	move_watermarks();
 }
 
-/* wait until *wm >= target; returns 0, or ETIMEDOUT; caller holds the lock */
+/* wait until *wm >= target; returns 0, ETIMEDOUT, or EAGAIN behind a stale DECIDING slot; caller holds the lock */
 static int
 wait_for(const tq_lng *wm, tq_lng target, tq_lng c, int timeout_ms)
 {
@@ -223,6 +230,9 @@ wait_for(const tq_lng *wm, tq_lng target, tq_lng c, int timeout_ms)
 		int64_t now = now_ms();
 		if (now >= deadline)
 			return ETIMEDOUT;
+		slot_t *b = slot_of(*wm + 1);
+		if (state_of(*wm + 1) == DECIDING && now - b->since_ms >= lease_ms)
+			return EAGAIN; /* the caller settles it from its verdict (see TQverdict) and waits again */
 		int64_t step = deadline - now;
 		if (step > 50)
 			step = 50; /* wake up now and then to check leases */
@@ -481,22 +491,28 @@ TQnext_txid(tq_lng *ret)
 	return NULL;
 }
 
+/* a new commit timestamp owned by txid (0: unknown), TAKEN; caller holds the lock */
+static char *
+take_cts(const char *fcn, tq_lng txid, tq_lng *ret)
+{
+	if (recovering)
+		return still_recovering(fcn);
+	if (last_cts - sts >= RING - 1)
+		return createException(TQ_MAL, fcn, "40001!tique: %d commits in flight, the limit; retry", RING - 1);
+	*ret = ++last_cts;
+	set_state(*ret, TAKEN);
+	slot_t *s = slot_of(*ret);
+	s->txid = txid;
+	s->verdict = -1;
+	s->waiting = 0;
+	return NULL;
+}
+
 static char *
 TQnext_cts(tq_lng *ret)
 {
-	char *err = NULL;
 	pthread_mutex_lock(&lock);
-	if (recovering) {
-		pthread_mutex_unlock(&lock);
-		return still_recovering("tique.next_cts");
-	}
-	if (last_cts - sts >= RING - 1) {
-		err = createException(TQ_MAL, "tique.next_cts",
-				      "40001!tique: %d commits in flight, the limit; retry", RING - 1);
-	} else {
-		*ret = ++last_cts;
-		set_state(*ret, TAKEN);
-	}
+	char *err = take_cts("tique.next_cts", 0, ret);
 	pthread_mutex_unlock(&lock);
 	return err;
 }
@@ -504,18 +520,16 @@ TQnext_cts(tq_lng *ret)
 static char *
 TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
 {
+	const char *fcn = "tique.next_cts_for";
+	char *err;
 	pthread_mutex_lock(&lock);
-	if (recovering) {
-		pthread_mutex_unlock(&lock);
-		return still_recovering("tique.next_cts_for");
-	}
-	bool live = pin_live(pin_find(*txid), now_ms());
+	if (!recovering && !pin_live(pin_find(*txid), now_ms()))
+		err = createException(TQ_MAL, fcn, "40001!tique: transaction %lld holds no snapshot (its lease ran out, "
+				      "so the checkpointer may have folded what it read); retry it", (long long) *txid);
+	else
+		err = take_cts(fcn, *txid, ret);
 	pthread_mutex_unlock(&lock);
-	if (!live)
-		return createException(TQ_MAL, "tique.next_cts_for", "40001!tique: transaction %lld holds no snapshot "
-				       "(its lease ran out, so the checkpointer may have folded what it read); retry it",
-				       (long long) *txid);
-	return TQnext_cts(ret);
+	return err;
 }
 
 static char *
@@ -556,7 +570,12 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 		} else {
 			set_state(c, PUBLISHED);
 			move_watermarks();
-			if (wait_for(&published, c - 1, c, timeout) != 0)
+			slot_t *s = slot_of(c);
+			s->waiting++;
+			int rc = wait_for(&published, c - 1, c, timeout);
+			s->waiting--;
+			s->since_ms = now_ms(); /* its lease runs from here: the owner was alive until now */
+			if (rc != 0)
 				err = blocker_error(fcn, c, published, timeout);
 			else
 				*ret = published;
@@ -567,7 +586,7 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 }
 
 static char *
-TQdecide(tq_lng *ret, const tq_lng *cts)
+TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
 {
 	const char *fcn = "tique.decide";
 	tq_lng c = *cts;
@@ -575,8 +594,11 @@ TQdecide(tq_lng *ret, const tq_lng *cts)
 	pthread_mutex_lock(&lock);
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
-		if (st == TAKEN || st == PUBLISHED) {
+		if (*ok == INT_NIL) {
+			err = createException(TQ_MAL, fcn, "42000!tique: decide needs a verdict (1 or 0)");
+		} else if (st == TAKEN || st == PUBLISHED) {
 			set_state(c, DECIDING);
+			slot_of(c)->verdict = *ok != 0;
 			*ret = c;
 		} else if (st == ABANDONED) {
 			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
@@ -645,7 +667,8 @@ TQexpire(tq_lng *ret, const tq_lng *cts)
 	*ret = 0;
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
-		if ((st == TAKEN || st == PUBLISHED) && now_ms() - slot_of(c)->since_ms >= lease_ms) {
+		slot_t *s = slot_of(c);
+		if ((st == TAKEN || st == PUBLISHED) && !s->waiting && now_ms() - s->since_ms >= lease_ms) {
 			set_state(c, ABANDONED);
 			abandoned_total++;
 			move_watermarks();
@@ -654,6 +677,32 @@ TQexpire(tq_lng *ret, const tq_lng *cts)
 	}
 	pthread_mutex_unlock(&lock);
 	return err;
+}
+
+/* c's verdict once decided (1 committed, 0 aborted), -1 before or when this engine does not know c: a commit
+ * stuck DECIDING (its owner died, or its outcome statement failed after decide) is settled by writing the
+ * outcome its owner decided; a second copy of the same outcome is harmless, a different one impossible */
+static char *
+TQverdict(int *ret, const tq_lng *cts)
+{
+	tq_lng c = *cts;
+	pthread_mutex_lock(&lock);
+	slot_t *s = slot_of(c);
+	*ret = c > 0 && c <= last_cts && s->cts == c ? s->verdict : -1;
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* the transaction that took c (next_cts_for), 0 if unknown */
+static char *
+TQowner(tq_lng *ret, const tq_lng *cts)
+{
+	tq_lng c = *cts;
+	pthread_mutex_lock(&lock);
+	slot_t *s = slot_of(c);
+	*ret = c > 0 && c <= last_cts && s->cts == c ? s->txid : 0;
+	pthread_mutex_unlock(&lock);
+	return NULL;
 }
 
 static char *
@@ -819,7 +868,9 @@ static mel_func tique_functions[] = {
 	FN("sts", TQsts, 1, 1, LNG),
 	FN("published", TQpublished, 1, 1, LNG),
 	FN("publish", TQpublish, 1, 3, LNG, LNG, INT),
-	FN("decide", TQdecide, 1, 2, LNG, LNG),
+	FN("decide", TQdecide, 1, 3, LNG, LNG, INT),
+	FN("verdict", TQverdict, 1, 2, INT, LNG),
+	FN("owner", TQowner, 1, 2, LNG, LNG),
 	FN("advance", TQadvance, 1, 3, LNG, LNG, INT),
 	FN("abandon", TQabandon, 1, 2, LNG, LNG),
 	FN("state", TQstate, 1, 2, INT, LNG),
