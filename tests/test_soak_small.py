@@ -35,12 +35,6 @@ def test_the_soak_runs_its_checks_across_a_server_kill(soak: dict[str, Any]) -> 
     assert soak["exit_status"] == (1 if soak["violations"] else 0)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 11): the 30-minute soak (seed 11) found acknowledged commits missing, 10 times in 143 "
-    "checks; each COMMIT had returned after waiting behind an earlier commit stuck in DECIDING whose client was "
-    "killed (the commit-visible-later path), around server kills. Rare in this short run, not yet fixed",
-)
 def test_the_committed_state_always_equals_the_model(soak: dict[str, Any]) -> None:
     details = json.dumps(soak["violation_groups"], default=str, ensure_ascii=False)[:3000]
     assert soak["violations"] == 0, details

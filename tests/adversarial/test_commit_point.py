@@ -16,6 +16,7 @@ import pytest
 import tique
 from tests.pauses import Pause
 from tique.errors import OperationalError, SerializationFailure
+from tique.settings import COMMIT_LEASE_MS
 from tique.transaction import Transaction
 
 Names = Callable[[str], str]
@@ -46,7 +47,7 @@ def test_visibility_time_out_after_the_commit_point_is_a_success(
 ) -> None:
     """An earlier committer holds the snapshot back for longer than advance_timeout_ms (but less than the
     lease): the later commit is durable, so conn.run returns once and the next transaction sees it."""
-    slow = tique.connect(embedded_url)
+    slow = tique.connect(embedded_url, lease_ms=10000)  # held for over a second: longer than the default lease
     fast = tique.connect(embedded_url, advance_timeout_ms=300)
     try:
         slow.cursor().execute(f"UPDATE {table} SET v = v + 1 WHERE k = 1")
@@ -79,6 +80,7 @@ def test_visibility_time_out_after_the_commit_point_is_a_success(
         pause.release.set()
         slow.close()
         fast.close()
+        tique.connect(embedded_url, lease_ms=COMMIT_LEASE_MS).close()  # the lease is the database's
     assert value(embedded_url, table, 2) == 1, "the commit was applied other than exactly once"
     assert value(embedded_url, table, 1) == 1
 

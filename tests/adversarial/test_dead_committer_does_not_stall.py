@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 import tique
 from tests.conftest import ROOT, start_serve
 from tique import transaction
+from tique.settings import COMMIT_LEASE_MS
 from tique.transaction import Transaction
 
 STALL_LIMIT_S = 5.0  # the lease is 1 s; before, every other committer waited 10 s
@@ -83,17 +85,17 @@ def test_a_killed_committer_stalls_others_briefly(tmp_path: Path, step: str) -> 
 
 
 def test_a_decided_commit_without_outcome_is_settled_with_its_verdict(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    embedded_url: str, unique_name: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = f"monetdbe://{tmp_path / 'db'}"
-    dead = tique.connect(url, lease_ms=300)
-    alive = tique.connect(url)
+    kv = unique_name("stuck")
+    dead = tique.connect(embedded_url, lease_ms=300)
+    alive = tique.connect(embedded_url)
     try:
         cur = dead.cursor()
-        cur.execute("CREATE TABLE kv (k INT PRIMARY KEY, v INT)")
-        cur.executemany("INSERT INTO kv VALUES (%s, 0)", [(1,), (2,)])
+        cur.execute(f"CREATE TABLE {kv} (k INT PRIMARY KEY, v INT)")
+        cur.executemany(f"INSERT INTO {kv} VALUES (%s, 0)", [(1,), (2,)])
         dead.commit()
-        cur.execute("UPDATE kv SET v = 1000 WHERE k = 1")
+        cur.execute(f"UPDATE {kv} SET v = 1000 WHERE k = 1")
 
         class Died(BaseException):
             """The client stops here: no more statements from it."""
@@ -117,15 +119,16 @@ def test_a_decided_commit_without_outcome_is_settled_with_its_verdict(
             dead.commit()
         monkeypatch.setattr(transaction, "step_hooks", [])
         other = alive.cursor()
-        other.execute("UPDATE kv SET v = 7 WHERE k = 2")
+        other.execute(f"UPDATE {kv} SET v = 7 WHERE k = 2")
         started = time.monotonic()
         alive.commit()
         stalled = time.monotonic() - started
         assert alive.last_commit is not None and alive.last_commit.visible
         assert stalled < STALL_LIMIT_S
-        other.execute("SELECT k, v FROM kv ORDER BY k")
+        other.execute(f"SELECT k, v FROM {kv} ORDER BY k")
         assert other.fetchall() == [(1, 1000), (2, 7)]  # the dead one had decided to commit: it did
         alive.commit()
     finally:
         alive.close()
         dead.close()
+        tique.connect(embedded_url, lease_ms=COMMIT_LEASE_MS).close()  # the lease is the database's
