@@ -284,6 +284,7 @@ typedef struct {
 
 static pin_t pins[PINS];
 static int pins_live = 0;
+static int pins_gone = 0; /* PIN_GONE entries: a lookup that misses probes past every one of them */
 static int64_t ckpt_owner = 0, ckpt_until_ms = 0;
 
 static pin_t *
@@ -304,6 +305,30 @@ pin_drop(pin_t *p)
 {
 	p->txid = PIN_GONE;
 	pins_live--;
+	pins_gone++;
+}
+
+/* Put every live pin back into a table without PIN_GONE entries. Ids are handed out in order, so without this
+ * the table fills with PIN_GONE after PINS transactions and every lookup that misses scans all of it under the
+ * global lock. Only from pin_add: a scan that drops pins (pins_scan) must not see entries move. */
+static void
+pins_rehash(void)
+{
+	static pin_t old[PINS];
+	memcpy(old, pins, sizeof(pins));
+	memset(pins, 0, sizeof(pins));
+	for (int i = 0; i < PINS; i++) {
+		if (old[i].txid <= 0)
+			continue;
+		for (uint64_t j = 0; j < PINS; j++) {
+			pin_t *p = &pins[((uint64_t) old[i].txid + j) % PINS];
+			if (p->txid == PIN_EMPTY) {
+				*p = old[i];
+				break;
+			}
+		}
+	}
+	pins_gone = 0;
 }
 
 static bool
@@ -321,9 +346,13 @@ pin_live(pin_t *p, int64_t now)
 static char *
 pin_add(tq_lng txid, tq_lng s, int64_t until)
 {
+	if (pins_gone > PINS / 4)
+		pins_rehash();
 	for (uint64_t i = 0; i < PINS; i++) {
 		pin_t *p = &pins[((uint64_t) txid + i) % PINS];
 		if (p->txid == PIN_EMPTY || p->txid == PIN_GONE) {
+			if (p->txid == PIN_GONE)
+				pins_gone--;
 			p->txid = txid;
 			p->sts = s;
 			p->until_ms = until;
@@ -727,6 +756,7 @@ TQreset(tq_lng *ret, const tq_lng *txid, const tq_lng *cts)
 	last_cts = published = sts = *cts;
 	memset(pins, 0, sizeof(pins)); /* recovery: no transaction survives a restart */
 	pins_live = 0;
+	pins_gone = 0;
 	recovering = false;
 	pthread_cond_broadcast(&changed);
 	*ret = sts;
