@@ -1,0 +1,100 @@
+"""A full disk never loses an acknowledged commit: tique refuses writes with StorageFull before the engine's
+write-ahead log breaks, keeps serving reads, and accepts writes again once space returns.
+
+Found by a fault-injection probe (issue 16): on a 30 MB tmpfs, once the disk filled, commits raised
+SerializationFailure ("concurrency conflicts", which applications retry), then COMMIT went on returning success
+for rows the engine had not kept; after a restart most acknowledged commits were gone (embedded: the database
+could not be opened at all). Here a writer fills a small tmpfs with 100 KB rows, one commit each, on the
+embedded engine and through ``tique serve`` (killed with SIGKILL and restarted), and every commit whose
+COMMIT returned must be there, on the running database and after the restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, start_serve
+
+CLIENT = Path(__file__).resolve().parent / "disk_full_client.py"
+DISK_MB = 30
+BALLAST_MB = 6  # deleted by the writer once the disk is full: space returns
+MIN_FREE_MB = "4"  # tique's threshold (TIQUE_MIN_FREE_MB) for this small disk
+
+
+@pytest.fixture
+def small_disk() -> Iterator[Path]:
+    """A fresh 30 MB tmpfs with a 6 MB ballast file on it; skipped where mounting is not allowed."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = Path(tempfile.mkdtemp(prefix="tique-disk-full-"))
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        mount.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        (mount / "ballast").write_bytes(b"\1" * (BALLAST_MB << 20))
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+        mount.rmdir()
+
+
+def run_client(*args: str, timeout: float = 60) -> Any:
+    env = {**os.environ, "TIQUE_MIN_FREE_MB": MIN_FREE_MB}
+    done = subprocess.run(
+        [sys.executable, str(CLIENT), *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout
+    )
+    assert done.returncode == 0, f"client {args[0]} failed: {done.stderr[-2000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def check_fill(result: dict[str, Any]) -> None:
+    """The writer's own view: the disk filled, every refusal said so, reads went on, writes came back."""
+    errors: list[str] = result["errors"]
+    assert errors, "the disk never filled"
+    wrong = [e for e in errors if not e.startswith("StorageFull")]
+    assert not wrong, f"a full disk must raise StorageFull (not a conflict to retry): {wrong[:3]}"
+    assert "free" in errors[0].lower(), f"the error must say what to do: {errors[0]}"
+    running = result["running"]
+    assert isinstance(running, list), f"reads must still be served after the disk filled: {running}"
+    missing = sorted(set(result["acked"][:-1]) - set(running))
+    assert not missing, f"{len(missing)} of {len(result['acked'])} acknowledged commits missing on the running db"
+    assert result["after_space"] is None, f"writes must resume once space returns: {result['after_space']}"
+
+
+def assert_all_there(acked: list[int], found: Any, when: str) -> None:
+    assert isinstance(found, list), f"reading {when} failed: {found}"
+    missing = sorted(set(acked) - set(found))
+    assert not missing, f"{len(missing)} of {len(acked)} acknowledged commits lost {when}: {missing[:10]}"
+
+
+def test_embedded_disk_full(small_disk: Path) -> None:
+    url = f"monetdbe://{small_disk / 'db'}"
+    result = run_client("fill", url, str(small_disk / "ballast"))
+    check_fill(result)
+    assert_all_there(result["acked"], run_client("read", url), "after close and reopen")
+
+
+def test_served_disk_full(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIQUE_MIN_FREE_MB", MIN_FREE_MB)  # start_serve passes the environment on
+    server = start_serve(small_disk / "db")
+    try:
+        result = run_client("fill", server.url, str(small_disk / "ballast"))
+        check_fill(result)
+        server.stop(signal.SIGKILL)
+        server = start_serve(small_disk / "db", port=server.port)
+        assert_all_there(result["acked"], run_client("read", server.url), "after SIGKILL and restart of the server")
+    finally:
+        server.stop()
