@@ -483,6 +483,8 @@ class Transaction:
                 raise
             for entry in entries:  # only once checked: a check that failed otherwise must run again
                 entry.unchecked = set()
+        if entries:
+            self.db.storage.check(self.conn)  # a nearly full disk: StorageFull before any row is sent
         sent = False
         for entry in entries:
             info = entry.table
@@ -496,6 +498,10 @@ class Transaction:
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
                     sent = True
             except DatabaseError as exc:
+                full = self._storage_error(exc)
+                if full is not exc:  # the engine could not write for want of space (tique/storage.py)
+                    self.failed = f"writing buffered rows of {info.name!r} failed: {full}"
+                    raise full from exc
                 if self._dropped(info):
                     self.failed = f"table {info.name!r} was dropped by another session"
                     raise SerializationFailure(
@@ -562,11 +568,15 @@ class Transaction:
         conn = self.conn
         values = ", ".join(f"({h})" for h in hashes)
         # 1. take a commit timestamp and write the commit record with the write-set, in one statement (which
-        # fails whole: no record to settle; a timestamp it took is abandoned after the lease)
-        conn.execute(
-            f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
-            f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
-        )
+        # fails whole: no record to settle; a timestamp it took is abandoned after the lease). On a nearly full
+        # disk next_cts_for refuses (StorageFull): no commit is acknowledged that the engine's log cannot keep.
+        try:
+            conn.execute(
+                f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
+                f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
+            )
+        except DatabaseError as exc:
+            raise self._storage_error(exc)
         cts: int | None = None
         deciding = False
         try:
@@ -600,6 +610,8 @@ class Transaction:
             # during step 4 may have let the outcome through: the lease or recovery settles that one.)
             if isinstance(exc, Exception) or not deciding:
                 self._abort_recorded(cts)
+            if isinstance(exc, DatabaseError):
+                raise self._storage_error(exc)  # a failed write for want of space is no conflict to retry
             raise
         if ok:
             self.committed_cts = cts  # the commit point
@@ -607,6 +619,14 @@ class Transaction:
         if not ok:
             raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts, visible)
+
+    def _storage_error(self, exc: DatabaseError) -> DatabaseError:
+        """``exc`` raised by a write: a StorageFull (caused by it) when the engine failed for want of space, and
+        this process stops writing until space returns (tique/storage.py); else ``exc`` itself."""
+        classified = self.db.storage.classify(exc, self.conn)
+        if classified is not exc and classified.__cause__ is None:
+            classified.__cause__ = exc
+        return classified
 
     def _become_visible(self, cts: int, ok: bool) -> bool:
         """Step 5: settle ``cts`` and (if committed) wait until it is visible, in commit order. The outcome is
@@ -761,6 +781,8 @@ class Transaction:
                     "recovery settles it; reconnect and check before running it again"
                 ) from exc
             self._abort_recorded(cts)
+            if isinstance(exc, DatabaseError):
+                raise self._storage_error(exc)
             raise
         if ok:
             self.committed_cts = cts  # the commit point: from here only success

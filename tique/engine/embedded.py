@@ -124,6 +124,10 @@ class EmbeddedEngine:
             from tique.engine import udf
 
             udf.load()
+            if self.path is not None:  # commits are refused while this directory's disk is nearly full
+                from tique.storage import min_free_bytes
+
+                udf.watch_storage(self.path, min_free_bytes())
         self._closed = False
         self._own: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
         self._keeper: EmbeddedConnection | None = None
