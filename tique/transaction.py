@@ -23,6 +23,7 @@ from tique.errors import (
     InterfaceError,
     OperationalError,
     SerializationFailure,
+    StorageFull,
 )
 from tique.params import literal
 from tique.prepared import PreparingConnection
@@ -498,8 +499,8 @@ class Transaction:
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
                     sent = True
             except DatabaseError as exc:
-                full = self._storage_error(exc)
-                if full is not exc:  # the engine could not write for want of space (tique/storage.py)
+                full = self._storage_full(exc)
+                if full is not None:  # the engine could not write for want of space (tique/storage.py)
                     self.failed = f"writing buffered rows of {info.name!r} failed: {full}"
                     raise full from exc
                 if self._dropped(info):
@@ -576,7 +577,10 @@ class Transaction:
                 f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
             )
         except DatabaseError as exc:
-            raise self._storage_error(exc)
+            full = self._storage_full(exc)
+            if full is None:
+                raise
+            raise full from exc
         cts: int | None = None
         deciding = False
         try:
@@ -610,8 +614,9 @@ class Transaction:
             # during step 4 may have let the outcome through: the lease or recovery settles that one.)
             if isinstance(exc, Exception) or not deciding:
                 self._abort_recorded(cts)
-            if isinstance(exc, DatabaseError):
-                raise self._storage_error(exc)  # a failed write for want of space is no conflict to retry
+            full = self._storage_full(exc) if isinstance(exc, DatabaseError) else None
+            if full is not None:
+                raise full from exc  # a failed write for want of space is no conflict to retry
             raise
         if ok:
             self.committed_cts = cts  # the commit point
@@ -620,13 +625,11 @@ class Transaction:
             raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts, visible)
 
-    def _storage_error(self, exc: DatabaseError) -> DatabaseError:
-        """``exc`` raised by a write: a StorageFull (caused by it) when the engine failed for want of space, and
-        this process stops writing until space returns (tique/storage.py); else ``exc`` itself."""
+    def _storage_full(self, exc: DatabaseError) -> StorageFull | None:
+        """``exc`` was raised by a write: the StorageFull to raise instead when the engine failed it for want of
+        space (tique/storage.py; this process then stops writing until space returns), else None."""
         classified = self.db.storage.classify(exc, self.conn)
-        if classified is not exc and classified.__cause__ is None:
-            classified.__cause__ = exc
-        return classified
+        return classified if isinstance(classified, StorageFull) and classified is not exc else None
 
     def _become_visible(self, cts: int, ok: bool) -> bool:
         """Step 5: settle ``cts`` and (if committed) wait until it is visible, in commit order. The outcome is
@@ -781,8 +784,9 @@ class Transaction:
                     "recovery settles it; reconnect and check before running it again"
                 ) from exc
             self._abort_recorded(cts)
-            if isinstance(exc, DatabaseError):
-                raise self._storage_error(exc)
+            full = self._storage_full(exc) if isinstance(exc, DatabaseError) else None
+            if full is not None:
+                raise full from exc
             raise
         if ok:
             self.committed_cts = cts  # the commit point: from here only success

@@ -48,6 +48,9 @@
  *   tique_watch_storage(dir, min_free)  C only, called by the process that opened the kernel: watch dir's file
  *                          system; min_free bytes must stay free (0: no watch)
  *   storage_ok()           1, or the error below when the free space is under the minimum (for remote clients)
+ *   storage_failed()       a client saw the engine fail a write for want of space: its log may have lost that
+ *                          write, so commits are refused until the kernel is opened again (recovery replays the
+ *                          log); tique_watch_storage at the next open clears it
  *   next_cts_for(txid)     refuses a commit with SQLSTATE 53100 while the free space is under the minimum
  *
  * A client that dies between next_cts and decide would leave a hole that blocks every later commit. A waiter
@@ -149,6 +152,7 @@ still_recovering(const char *fcn)
 
 static char storage_dir[4096]; /* the database directory, set once by tique_watch_storage */
 static tq_lng storage_min_free = 0;
+static bool storage_broken = false; /* the engine failed a write: refuse commits until the next open */
 
 void
 tique_watch_storage(const char *dir, int64_t min_free)
@@ -156,6 +160,7 @@ tique_watch_storage(const char *dir, int64_t min_free)
 	pthread_mutex_lock(&lock);
 	snprintf(storage_dir, sizeof(storage_dir), "%s", dir);
 	storage_min_free = min_free;
+	storage_broken = false;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -168,7 +173,13 @@ storage_refusal(const char *fcn)
 	pthread_mutex_lock(&lock);
 	tq_lng min_free = storage_min_free;
 	memcpy(dir, storage_dir, sizeof(dir));
+	bool broken = storage_broken;
 	pthread_mutex_unlock(&lock);
+	if (broken)
+		return createException(TQ_MAL, fcn, "53100!tique: the engine failed to write for want of disk space, so "
+				       "its log may miss that write: writes are refused (reads are still served) until the "
+				       "database is opened again; free space on its disk, then restart it (recovery replays "
+				       "the log)");
 	struct statvfs fs;
 	if (min_free <= 0 || !dir[0] || statvfs(dir, &fs) != 0)
 		return NULL;
@@ -180,6 +191,16 @@ storage_refusal(const char *fcn)
 			       "(reads are still served) until space returns: free space on that disk or grow it, then "
 			       "run the transaction again",
 			       (long long) (free_bytes >> 20), dir, (long long) (min_free >> 20));
+}
+
+static char *
+TQstorage_failed(int *ret)
+{
+	pthread_mutex_lock(&lock);
+	storage_broken = true;
+	pthread_mutex_unlock(&lock);
+	*ret = 1;
+	return NULL;
 }
 
 static char *
@@ -902,6 +923,7 @@ static mel_func tique_functions[] = {
 	FN("catalog_version", TQcatalog_version, 1, 2, LNG, LNG),
 	FN("bump_catalog", TQbump_catalog, 1, 1, LNG),
 	FN("storage_ok", TQstorage_ok, 1, 1, INT),
+	FN("storage_failed", TQstorage_failed, 1, 1, INT),
 	{.mod = ""},
 };
 
