@@ -2,7 +2,9 @@
 
 ``fill URL BALLAST``: insert ~100 KB rows into ``blobs``, one commit each, until the disk is full (three write
 failures in a row) or time runs out; then read the table on the running database, delete the ballast file
-(space returns) and commit one more row. ``read URL``: the ids in ``blobs``. Prints one JSON object.
+(space returns) and commit one more row. ``burst URL DIR``: commit a transaction bigger than the space left
+(the engine itself fails to write). ``write URL ID``: commit row ID (null, or the error). ``read URL``: the
+ids in ``blobs``. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import tique
 
 ROW = 100_000
 FILL_SECONDS = 40
+BURST_ROOM = 3 << 20
 
 
 def attempt(conn: tique.Connection, row_id: int) -> str | None:
@@ -74,9 +77,47 @@ def fill(url: str, ballast: str) -> dict[str, Any]:
     return result
 
 
+def burst(url: str, directory: str) -> dict[str, Any]:
+    """Ten acknowledged rows; then leave BURST_ROOM free and commit one transaction bigger than that."""
+    conn = tique.connect(url)
+    conn.cursor().execute("CREATE TABLE blobs (id INT PRIMARY KEY, v CLOB)")
+    conn.commit()
+    acked = [i for i in range(1, 11) if attempt(conn, i) is None]
+    ballast_path = os.path.join(directory, "ballast")
+    if os.path.exists(ballast_path):
+        os.remove(ballast_path)
+    fs = os.statvfs(directory)
+    with open(ballast_path, "wb") as ballast:
+        ballast.write(b"\1" * (fs.f_bavail * fs.f_frsize - BURST_ROOM))
+    cur = conn.cursor()
+    try:
+        for i in range(100, 100 + 3 * BURST_ROOM // ROW):  # three times the room left, in one transaction
+            cur.execute("INSERT INTO blobs VALUES (%s, %s)", (i, f"{i}:" + "x" * ROW))
+        conn.commit()
+        big = None
+    except tique.Error as exc:
+        conn.rollback()
+        big = f"{type(exc).__name__}: {exc}"
+    after = attempt(conn, 11)  # a small write on the full disk
+    os.remove(ballast_path)
+    after_space = attempt(conn, 12)  # space returned, the engine's log may miss a write: still refused
+    if after is None:
+        acked.append(11)
+    if after_space is None:
+        acked.append(12)
+    return {"acked": acked, "big": big, "after": after, "after_space": after_space, "running": ids(conn)}
+
+
 def main() -> None:
     mode, url = sys.argv[1], sys.argv[2]
-    result: Any = fill(url, sys.argv[3]) if mode == "fill" else ids(tique.connect(url))
+    if mode == "fill":
+        result: Any = fill(url, sys.argv[3])
+    elif mode == "burst":
+        result = burst(url, sys.argv[3])
+    elif mode == "write":
+        result = attempt(tique.connect(url), int(sys.argv[3]))
+    else:
+        result = ids(tique.connect(url))
     print(json.dumps(result), flush=True)
 
 

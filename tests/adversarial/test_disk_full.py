@@ -6,7 +6,8 @@ SerializationFailure ("concurrency conflicts", which applications retry), then C
 for rows the engine had not kept; after a restart most acknowledged commits were gone (embedded: the database
 could not be opened at all). Here a writer fills a small tmpfs with 100 KB rows, one commit each, on the
 embedded engine and through ``tique serve`` (killed with SIGKILL and restarted), and every commit whose
-COMMIT returned must be there, on the running database and after the restart.
+COMMIT returned must be there, on the running database and after the restart. The burst tests commit one
+transaction bigger than the space left, so the engine's own write fails (tique's free-space check passed).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from tests.conftest import ROOT, start_serve
 CLIENT = Path(__file__).resolve().parent / "disk_full_client.py"
 DISK_MB = 30
 BALLAST_MB = 6  # deleted by the writer once the disk is full: space returns
-MIN_FREE_MB = "4"  # tique's threshold (TIQUE_MIN_FREE_MB) for this small disk
+MIN_FREE_MB = "1"  # tique's threshold (TIQUE_MIN_FREE_MB) for this small disk
 
 
 @pytest.fixture
 def small_disk() -> Iterator[Path]:
-    """A fresh 30 MB tmpfs with a 6 MB ballast file on it; skipped where mounting is not allowed."""
+    """A fresh 30 MB tmpfs with a 6 MB ballast file on it (the burst tests replace it); skipped where mounting
+    is not allowed."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
     mount = Path(tempfile.mkdtemp(prefix="tique-disk-full-"))
@@ -96,5 +98,40 @@ def test_served_disk_full(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> 
         server.stop(signal.SIGKILL)
         server = start_serve(small_disk / "db", port=server.port)
         assert_all_there(result["acked"], run_client("read", server.url), "after SIGKILL and restart of the server")
+    finally:
+        server.stop()
+
+
+def check_burst(result: dict[str, Any]) -> None:
+    """A transaction bigger than the space left fails in the engine itself: StorageFull, and no later write is
+    acknowledged (the engine's log may miss the failed one) until the database is opened again."""
+    for step in ("big", "after", "after_space"):
+        assert result[step] is not None, f"{step}: acknowledged after the engine failed to write"
+        assert result[step].startswith("StorageFull"), f"{step}: a failed write must be StorageFull: {result[step]}"
+    assert "open" in result["after_space"], f"the error must say to reopen: {result['after_space']}"
+    assert isinstance(result["running"], list), f"reads must still be served: {result['running']}"
+    assert_all_there(result["acked"], result["running"], "on the running database")
+
+
+def test_embedded_write_bigger_than_free_space(small_disk: Path) -> None:
+    url = f"monetdbe://{small_disk / 'db'}"
+    result = run_client("burst", url, str(small_disk))
+    check_burst(result)
+    assert_all_there(result["acked"], run_client("read", url), "after close and reopen")
+    assert run_client("write", url, "1000") is None, "writes must resume once the database is opened again"
+
+
+def test_served_write_bigger_than_free_space(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIQUE_MIN_FREE_MB", MIN_FREE_MB)
+    server = start_serve(small_disk / "db")
+    try:
+        result = run_client("burst", server.url, str(small_disk))
+        check_burst(result)
+        other = run_client("write", server.url, "1000")  # another client of the same server
+        assert other is not None and other.startswith("StorageFull"), f"every client must stop writing: {other}"
+        server.stop(signal.SIGKILL)
+        server = start_serve(small_disk / "db", port=server.port)
+        assert_all_there(result["acked"], run_client("read", server.url), "after SIGKILL and restart of the server")
+        assert run_client("write", server.url, "1001") is None, "writes must resume once the server restarted"
     finally:
         server.stop()
