@@ -204,6 +204,9 @@ class Checkpointer:
 
     def _run(self) -> CheckpointReport:
         started, t0 = time.time(), time.monotonic()
+        # On a nearly full disk, or after the engine failed to write, a checkpoint writes nothing: StorageFull
+        # (tique/storage.py; the engine's log must keep what is acknowledged)
+        self.conn.execute("SELECT tique.storage_ok()")
         settled = self._settle_dead_clients()
         self._hook("settled")
         horizon, oldest, sts, last_cts, last_txid = (
