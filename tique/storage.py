@@ -2,12 +2,13 @@
 
 Measured on MonetDB 11.41 (tests/adversarial/test_disk_full.py, a 30 MB tmpfs): once a log append fails for
 want of space, the engine reports "concurrency conflicts" or "Append failed", then acknowledges later commits
-it does not keep, and after a restart the database may not open at all. So tique keeps a minimum free
-(``TIQUE_MIN_FREE_MB``, default 64 MB) on the database's file system and refuses writes under it:
+it does not keep (lost after a restart), and the database does not open again until space is freed. So tique
+keeps a minimum free (``TIQUE_MIN_FREE_MB``, default 64 MB) on the database's file system and refuses writes
+under it:
 
 - the C module refuses commit timestamps (SQLSTATE 53100) under the minimum, for every client of the kernel
   (embedded or over MAPI): no commit record, so no acknowledged commit, is written on a nearly full disk;
-- the process that opened the kernel also checks before any buffered row is sent (one statvfs, about 1 us);
+- the process that opened the kernel also checks before any buffered row is sent (one statvfs, about 3 us);
 - this process stops sending writes (fail-stop) after a StorageFull until a check finds space again: remote
   clients ask the C module (``tique.storage_ok()``, one round trip, only while stopped);
 - an engine error that is a failed write (for want of space) becomes StorageFull too, and then the engine's log
