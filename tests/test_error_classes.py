@@ -22,6 +22,7 @@ Connect = Callable[..., tique.Connection]
         ("42000", tique.ProgrammingError),
         ("42S02", tique.ProgrammingError),
         ("40001", tique.SerializationFailure),
+        ("53100", tique.StorageFull),
         ("08006", tique.OperationalError),
         ("0A000", tique.NotSupportedError),
         ("0A001", tique.NotSupportedError),

@@ -12,6 +12,7 @@ from tique.errors import (
     OperationalError,
     ProgrammingError,
     SerializationFailure,
+    StorageFull,
     Warning,  # noqa: A004 - PEP 249 requires the name
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "OperationalError",
     "ProgrammingError",
     "SerializationFailure",
+    "StorageFull",
     "Warning",
 ]
 

@@ -127,7 +127,7 @@ def check_database(conn: RawConnection) -> None:
         conn.execute("SELECT tique.horizon()")
     except DatabaseError as exc:
         raise NotATiqueDatabase(
-            f"the engine has no tique.horizon(): tique's C module (ABI 7) is not loaded ({exc}); "
+            f"the engine has no tique.horizon(): tique's C module (ABI 8) is not loaded ({exc}); "
             "checkpoint through 'tique serve' or an embedded URL"
         ) from exc
 
@@ -205,6 +205,9 @@ class Checkpointer:
 
     def _run(self) -> CheckpointReport:
         started, t0 = time.time(), time.monotonic()
+        # On a nearly full disk, or after the engine failed to write, a checkpoint writes nothing: StorageFull
+        # (tique/storage.py; the engine's log must keep what is acknowledged)
+        self.conn.execute("SELECT tique.storage_ok()")
         settled = self._settle_dead_clients()
         self._hook("settled")
         horizon, oldest, sts, last_cts, last_txid = (

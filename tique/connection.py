@@ -223,6 +223,7 @@ class Connection:
 
         def send() -> None:
             if chunk:
+                self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
                 self._raw.execute(f"INSERT INTO {target} VALUES {', '.join(chunk)}")
                 chunk.clear()
 
@@ -265,6 +266,7 @@ class Connection:
         source = os.path.abspath(path)
         if not os.path.exists(source):
             raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
+        self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
         before = int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar())
         options = f"USING DELIMITERS '{delimiter}', E'\\n', '\"' NULL AS '{null}'"
         cols = ", ".join(f'"{c}"' for c in info.column_names)

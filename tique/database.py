@@ -20,6 +20,7 @@ from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
 from tique.sequencer import Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS
+from tique.storage import StorageGuard
 
 _registry: dict[tuple[str, str], Database] = {}
 _registry_lock = threading.Lock()
@@ -64,6 +65,8 @@ class Database:
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)
         self._connections = 0  # open tique connections (see get and release_connection)
         self._held = False  # taken by something other than a connection: closed only by close()
+        # embedded: this process opened the kernel and checks its directory itself; over MAPI the server does
+        self.storage = StorageGuard(url.path if url.kind == "embedded" else None, remote=url.kind == "server")
         conn = self.engine.connect()
         try:
             catalog.install(conn)

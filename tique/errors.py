@@ -71,6 +71,18 @@ class CommitOutcomeUnknown(OperationalError):
     """
 
 
+class StorageFull(OperationalError):
+    """The disk holding the database is full (or under tique's free-space minimum), or the engine failed to write
+    for want of space. Nothing of the failed transaction was committed.
+
+    Fail-stop: writes are refused (reads are still served) until space returns; free space on that disk (or grow
+    it), then run the transaction again. Not a conflict: retrying at once fails the same way.
+    """
+
+    def __init__(self, message: str = "", sqlstate: str | None = "53100") -> None:
+        super().__init__(message, sqlstate)
+
+
 _SQLSTATE_IN_MESSAGE = re.compile(r"^(?:[A-Za-z_ ]*(?:Exception|Error)?:[\w.]*:)?\s*([0-9A-Z]{5})!(.*)$", re.S)
 
 
@@ -99,6 +111,8 @@ def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[Database
         return OperationalError
     if sqlstate == "40001":
         return SerializationFailure
+    if sqlstate.startswith("53"):  # insufficient resources: 53100 disk full (tique's C module)
+        return StorageFull
     if sqlstate == "40000" and "concurrency conflicts" in message:
         # MonetDB's own optimistic transactions lost a conflict: also safe to retry.
         return SerializationFailure
@@ -139,8 +153,8 @@ def from_monetdb(raw: str, context: str | None = None) -> DatabaseError:
     cls = class_for_sqlstate(sqlstate, message)
     if context:
         message = f"{message} ({context})"
-    if cls is SerializationFailure:
-        return SerializationFailure(message, sqlstate)
+    if cls in (SerializationFailure, StorageFull):
+        return cls(message, sqlstate)
     return cls(message, sqlstate)
 
 

@@ -23,6 +23,7 @@ from tique.errors import (
     InterfaceError,
     OperationalError,
     SerializationFailure,
+    StorageFull,
 )
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
@@ -484,6 +485,8 @@ class Transaction:
                 raise
             for entry in entries:  # only once checked: a check that failed otherwise must run again
                 entry.unchecked = set()
+        if entries:
+            self.db.storage.check(self.conn)  # a nearly full disk: StorageFull before any row is sent
         sent = False
         for entry in entries:
             info = entry.table
@@ -497,6 +500,10 @@ class Transaction:
                     self.conn.execute(f"INSERT INTO {info.cache} ({cols}) VALUES {values}")
                     sent = True
             except DatabaseError as exc:
+                full = self._storage_full(exc)
+                if full is not None:  # the engine could not write for want of space (tique/storage.py)
+                    self.failed = f"writing buffered rows of {info.name!r} failed: {full}"
+                    raise full from exc
                 if self._dropped(info):
                     self.failed = f"table {info.name!r} was dropped by another session"
                     raise SerializationFailure(
@@ -563,11 +570,18 @@ class Transaction:
         conn = self.conn
         values = ", ".join(f"({h})" for h in hashes)
         # 1. take a commit timestamp and write the commit record with the write-set, in one statement (which
-        # fails whole: no record to settle; a timestamp it took is abandoned after the lease)
-        conn.execute(
-            f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
-            f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
-        )
+        # fails whole: no record to settle; a timestamp it took is abandoned after the lease). On a nearly full
+        # disk next_cts_for refuses (StorageFull): no commit is acknowledged that the engine's log cannot keep.
+        try:
+            conn.execute(
+                f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
+                f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
+            )
+        except DatabaseError as exc:
+            full = self._storage_full(exc)
+            if full is None:
+                raise
+            raise full from exc
         cts: int | None = None
         deciding = False
         try:
@@ -606,6 +620,9 @@ class Transaction:
             if settled is True and cts is not None:
                 self.committed_cts = cts  # decided committed, and that outcome is recorded now
                 return CommitResult(True, cts, self._become_visible(cts, True))
+            full = self._storage_full(exc) if isinstance(exc, DatabaseError) else None
+            if full is not None:
+                raise full from exc  # a failed write for want of space is no conflict to retry
             raise
         if ok:
             self.committed_cts = cts  # the commit point
@@ -613,6 +630,12 @@ class Transaction:
         if not ok:
             raise SerializationFailure(self._failure_message())
         return CommitResult(True, cts, visible)
+
+    def _storage_full(self, exc: DatabaseError) -> StorageFull | None:
+        """``exc`` was raised by a write: the StorageFull to raise instead when the engine failed it for want of
+        space (tique/storage.py; this process then stops writing until space returns), else None."""
+        classified = self.db.storage.classify(exc, self.conn)
+        return classified if isinstance(classified, StorageFull) and classified is not exc else None
 
     def _become_visible(self, cts: int, ok: bool) -> bool:
         """Step 5: settle ``cts`` and (if committed) wait until it is visible, in commit order. The outcome is
@@ -768,6 +791,9 @@ class Transaction:
                     "recovery settles it; reconnect and check before running it again"
                 ) from exc
             self._abort_recorded(cts)
+            full = self._storage_full(exc) if isinstance(exc, DatabaseError) else None
+            if full is not None:
+                raise full from exc
             raise
         if ok:
             self.committed_cts = cts  # the commit point: from here only success

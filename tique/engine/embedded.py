@@ -24,7 +24,7 @@ from typing import Any
 
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
-from tique.errors import InterfaceError, OperationalError, from_monetdb
+from tique.errors import InterfaceError, OperationalError, StorageFull, from_monetdb
 
 
 class _Worker:
@@ -124,6 +124,10 @@ class EmbeddedEngine:
             from tique.engine import udf
 
             udf.load()
+            if self.path is not None:  # commits are refused while this directory's disk is nearly full
+                from tique.storage import min_free_bytes
+
+                udf.watch_storage(self.path, min_free_bytes())
         self._closed = False
         self._own: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
         self._keeper: EmbeddedConnection | None = None
@@ -226,7 +230,23 @@ def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
         )
     if engine.mapi_port is not None and ("bind" in detail.lower() or "port" in detail.lower()):
         return OperationalError(f"cannot listen on port {engine.mapi_port}: {detail}. Choose another --port")
+    full = _disk_full(engine)
+    if full:
+        return StorageFull(
+            f"cannot open {engine.describe()}: {full}; opening replays the engine's log, which needs space: free "
+            f"space on that disk or grow it, then open it again (nothing committed is lost). Engine said: {detail}"
+        )
     return OperationalError(f"cannot open {engine.describe()}: {detail}")
+
+
+def _disk_full(engine: EmbeddedEngine) -> str | None:
+    """Why an open may have failed for want of space, or None (MonetDB then says "Catalogue not available")."""
+    from tique.storage import free_bytes, min_free_bytes
+
+    free = free_bytes(engine.path) if engine.path is not None else None
+    if free is None or free >= min_free_bytes():
+        return None
+    return f"the disk holding it has {free >> 20} MB free, under the {min_free_bytes() >> 20} MB tique keeps free"
 
 
 STORE_MANAGER_SLEEP_S = 0.1  # the kernel's store manager wakes up every 100 ms

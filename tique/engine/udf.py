@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tique.errors import OperationalError
 
-ABI = 7  # must match TIQUE_UDF_ABI in tique/udf/tique_udf.c
+ABI = 8  # must match TIQUE_UDF_ABI in tique/udf/tique_udf.c
 SUPPORTED_KERNEL = "11.41"  # the structure layouts declared in the C source are this kernel's
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -33,6 +33,7 @@ LIBRARY = PACKAGE_DIR / "_lib" / "tique_udf.so"
 
 _lock = threading.Lock()
 _loaded = False
+_module: ctypes.CDLL | None = None  # the loaded module, for the calls made from C (watch_storage)
 
 
 def monetdbe_libdir() -> Path:
@@ -117,7 +118,7 @@ def build(force: bool = False) -> Path:
 
 def load() -> None:
     """Load the module into this process once, checking the kernel version first."""
-    global _loaded
+    global _loaded, _module
     with _lock:
         if _loaded:
             return
@@ -133,8 +134,16 @@ def load() -> None:
                 "cannot find libmonetdb5 in the monetdbe wheel; reinstall it: pip install monetdbe==0.11"
             )
         ctypes.CDLL(libmonetdb5[0], mode=ctypes.RTLD_GLOBAL)
-        ctypes.CDLL(str(build()), mode=ctypes.RTLD_GLOBAL)
+        _module = ctypes.CDLL(str(build()), mode=ctypes.RTLD_GLOBAL)
         _loaded = True
+
+
+def watch_storage(directory: str, min_free_bytes: int) -> None:
+    """Make the module refuse commits (SQLSTATE 53100) while ``directory``'s file system has less than
+    ``min_free_bytes`` free; called by the process that opened the kernel on that directory."""
+    if _module is None:
+        return
+    _module.tique_watch_storage(os.fsencode(directory), ctypes.c_int64(min_free_bytes))
 
 
 def is_loaded() -> bool:

@@ -44,6 +44,17 @@
  *
  * It starts at the wall-clock time in ms when the module loads, so it never repeats across restarts.
  *
+ * Free space, so a full disk never breaks the engine's write-ahead log (MonetDB 11.41 then acknowledges commits
+ * it loses, or cannot open the database again):
+ *
+ *   tique_watch_storage(dir, min_free)  C only, called by the process that opened the kernel: watch dir's file
+ *                          system; min_free bytes must stay free (0: no watch)
+ *   storage_ok()           1, or the error below when the free space is under the minimum (for remote clients)
+ *   storage_failed()       a client saw the engine fail a write for want of space: its log may have lost that
+ *                          write, so commits are refused until the kernel is opened again (recovery replays the
+ *                          log); tique_watch_storage at the next open clears it
+ *   next_cts_for(txid)     refuses a commit with SQLSTATE 53100 while the free space is under the minimum
+ *
  * A client that dies between next_cts and decide would leave a hole that blocks every later commit. A waiter
  * therefore abandons a predecessor that has stayed TAKEN or PUBLISHED for longer than the lease (1 s by
  * default; never while its owner waits inside publish, and counted from when that wait ended): the slot
@@ -63,11 +74,13 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 7
+#define TIQUE_UDF_ABI 8
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -143,6 +156,66 @@ still_recovering(const char *fcn)
 {
 	return createException(TQ_MAL, fcn, "40001!tique: the database is still running recovery; retry");
 } /* set from the wall clock at load: never repeats across restarts */
+
+static char storage_dir[4096]; /* the database directory, set once by tique_watch_storage */
+static tq_lng storage_min_free = 0;
+static bool storage_broken = false; /* the engine failed a write: refuse commits until the next open */
+
+void
+tique_watch_storage(const char *dir, int64_t min_free)
+{
+	pthread_mutex_lock(&lock);
+	snprintf(storage_dir, sizeof(storage_dir), "%s", dir);
+	storage_min_free = min_free;
+	storage_broken = false;
+	pthread_mutex_unlock(&lock);
+}
+
+/* NULL while the database's file system has the minimum free, else a StorageFull error (SQLSTATE 53100).
+ * One statvfs call (about a microsecond): cheap enough for every commit. */
+static char *
+storage_refusal(const char *fcn)
+{
+	char dir[sizeof(storage_dir)];
+	pthread_mutex_lock(&lock);
+	tq_lng min_free = storage_min_free;
+	memcpy(dir, storage_dir, sizeof(dir));
+	bool broken = storage_broken;
+	pthread_mutex_unlock(&lock);
+	if (broken)
+		return createException(TQ_MAL, fcn, "53100!tique: the engine failed to write for want of disk space, so "
+				       "its log may miss that write: writes are refused (reads are still served) until the "
+				       "database is opened again; free space on its disk, then restart it (recovery replays "
+				       "the log)");
+	struct statvfs fs;
+	if (min_free <= 0 || !dir[0] || statvfs(dir, &fs) != 0)
+		return NULL;
+	tq_lng free_bytes = (tq_lng) fs.f_bavail * (tq_lng) fs.f_frsize;
+	if (free_bytes >= min_free)
+		return NULL;
+	return createException(TQ_MAL, fcn, "53100!tique: the disk holding the database is full: %lld MB free in %s, "
+			       "under the %lld MB tique keeps free so the engine's log stays intact; writes are refused "
+			       "(reads are still served) until space returns: free space on that disk or grow it, then "
+			       "run the transaction again",
+			       (long long) (free_bytes >> 20), dir, (long long) (min_free >> 20));
+}
+
+static char *
+TQstorage_failed(int *ret)
+{
+	pthread_mutex_lock(&lock);
+	storage_broken = true;
+	pthread_mutex_unlock(&lock);
+	*ret = 1;
+	return NULL;
+}
+
+static char *
+TQstorage_ok(int *ret)
+{
+	*ret = 1;
+	return storage_refusal("tique.storage_ok");
+}
 
 static int64_t
 now_ms(void)
@@ -550,7 +623,9 @@ static char *
 TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
 {
 	const char *fcn = "tique.next_cts_for";
-	char *err;
+	char *err = storage_refusal(fcn); /* before a commit record: a full disk refuses it */
+	if (err)
+		return err;
 	pthread_mutex_lock(&lock);
 	if (!recovering && !pin_live(pin_find(*txid), now_ms()))
 		err = createException(TQ_MAL, fcn, "40001!tique: transaction %lld holds no snapshot (its lease ran out, "
@@ -925,6 +1000,8 @@ static mel_func tique_functions[] = {
 	FN("next_ids", TQnext_ids, 1, 4, LNG, LNG, INT, LNG),
 	FN("catalog_version", TQcatalog_version, 1, 2, LNG, LNG),
 	FN("bump_catalog", TQbump_catalog, 1, 1, LNG),
+	FN("storage_ok", TQstorage_ok, 1, 1, INT),
+	FN("storage_failed", TQstorage_failed, 1, 1, INT),
 	{.mod = ""},
 };
 

@@ -1,0 +1,133 @@
+"""Free space: a full disk must stop writes before the engine's write-ahead log breaks.
+
+Measured on MonetDB 11.41 (tests/adversarial/test_disk_full.py, a 30 MB tmpfs): once a log append fails for
+want of space, the engine reports "concurrency conflicts" or "Append failed", then acknowledges later commits
+it does not keep (lost after a restart), and the database does not open again until space is freed. So tique
+keeps a minimum free (``TIQUE_MIN_FREE_MB``, default 64 MB) on the database's file system and refuses writes
+under it:
+
+- the C module refuses commit timestamps (SQLSTATE 53100) under the minimum, for every client of the kernel
+  (embedded or over MAPI): no commit record, so no acknowledged commit, is written on a nearly full disk;
+- the process that opened the kernel also checks before any buffered row is sent (one statvfs, about 3 us);
+- this process stops sending writes (fail-stop) after a StorageFull until a check finds space again: remote
+  clients ask the C module (``tique.storage_ok()``, one round trip, only while stopped);
+- an engine error that is a failed write (for want of space) becomes StorageFull too, and then the engine's log
+  may miss a write it acknowledged: commits are refused by every client until the database is opened again
+  (``tique.storage_failed()`` tells the C module; recovery at the next open replays the log).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from tique.engine.base import RawConnection
+from tique.errors import DatabaseError, SerializationFailure, StorageFull
+
+MIN_FREE_ENV = "TIQUE_MIN_FREE_MB"
+DEFAULT_MIN_FREE_MB = 64
+LOW_FLOOR = 1 << 20  # the least minimum: under 1 MB free a failed write is taken for a full disk
+
+# MonetDB's words when a write failed for want of space (a failed log append surfaces as "Append failed")
+_WRITE_FAILED = re.compile(r"append failed|no space left|disk (is )?full|could not extend", re.I)
+
+
+def min_free_bytes() -> int:
+    """The free space tique keeps on the database's file system: TIQUE_MIN_FREE_MB, at least LOW_FLOOR."""
+    raw = os.environ.get(MIN_FREE_ENV, "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_MIN_FREE_MB
+    except ValueError:
+        mb = DEFAULT_MIN_FREE_MB
+    return max(LOW_FLOOR, int(mb * (1 << 20)))
+
+
+def free_bytes(directory: str) -> int | None:
+    """Free space for unprivileged writers on ``directory``'s file system (None if it cannot be asked)."""
+    try:
+        fs = os.statvfs(directory)
+    except OSError:
+        return None
+    return fs.f_bavail * fs.f_frsize
+
+
+def full_message(directory: str, free: int, min_free: int) -> str:
+    return (
+        f"the disk holding the database is full: {free >> 20} MB free in {directory}, under the {min_free >> 20} MB "
+        "tique keeps free so the engine's log stays intact; writes are refused (reads are still served) until "
+        "space returns: free space on that disk or grow it, then run the transaction again"
+    )
+
+
+BROKEN = (
+    "the engine failed to write for want of disk space ({error}), so its log may miss that write: writes are "
+    "refused (reads are still served) until the database is opened again; free space on its disk, then restart "
+    "it (close every connection, or restart tique serve): recovery replays the log"
+)
+
+
+class StorageGuard:
+    """Per database and process: is there room to write? Fail-stop once a write failed for want of space."""
+
+    def __init__(self, directory: str | None, remote: bool) -> None:
+        self.directory = directory  # the kernel's directory when this process opened it: checked here
+        self.remote = remote  # over MAPI: the C module in the server checks
+        self.min_free = min_free_bytes()
+        self.stopped: str | None = None  # why writes stopped; cleared by a check that finds space
+        self.broken: str | None = None  # the engine itself failed a write: stopped until the database reopens
+
+    def check(self, conn: RawConnection, ask: bool = False) -> None:
+        """Before writes reach the engine: raise StorageFull while there is no room. A remote client asks the
+        engine only while stopped (or when ``ask``): its commits are checked there anyway."""
+        if self.broken is not None and not self.remote:
+            raise StorageFull(self.broken)
+        if self.directory is not None:
+            free = free_bytes(self.directory)
+            if free is not None and free < self.min_free:
+                raise self.stop(StorageFull(full_message(self.directory, free, self.min_free)))
+            self.stopped = None
+        elif self.remote and (ask or self.stopped is not None):
+            self._ask_engine(conn)
+            self.stopped = None
+
+    def _ask_engine(self, conn: RawConnection) -> None:
+        try:
+            conn.execute("SELECT tique.storage_ok()")
+        except StorageFull as exc:
+            raise self.stop(exc) from None
+        except DatabaseError:
+            pass  # no C module (sequencer='sql'): the engine's own errors are all there is
+
+    def stop(self, exc: StorageFull) -> StorageFull:
+        self.stopped = str(exc)
+        return exc
+
+    def _low(self, conn: RawConnection) -> bool:
+        """Is the disk under the minimum free now?"""
+        if self.directory is not None:
+            free = free_bytes(self.directory)
+            return free is not None and free < self.min_free
+        try:
+            self.check(conn, ask=True)
+        except StorageFull:
+            return True
+        except DatabaseError:
+            pass  # the engine cannot even answer: judge by its first error
+        return False
+
+    def classify(self, exc: DatabaseError, conn: RawConnection) -> DatabaseError:
+        """An engine error raised by a write: StorageFull when the write failed for want of space. MonetDB's
+        "concurrency conflicts" is ambiguous (tique's appends never conflict, but a failed log write reads the
+        same): it is a storage failure when the disk is (nearly) full. Then the engine's log may miss the write,
+        so writes stop until the database is opened again (every client of it: the C module refuses commits)."""
+        if isinstance(exc, StorageFull):
+            return self.stop(exc)
+        conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
+        if _WRITE_FAILED.search(str(exc)) is None and not (conflict and self._low(conn)):
+            return exc
+        self.broken = BROKEN.format(error=exc)
+        try:
+            conn.execute("SELECT tique.storage_failed()")  # every other client of the kernel stops too
+        except DatabaseError:
+            pass  # no C module, or the engine cannot answer: this process stops at least
+        return self.stop(StorageFull(self.broken))
