@@ -19,6 +19,7 @@ COMMANDS = {
     "soak": "benchmarks.soak",
     "report": "benchmarks.report",
     "differential": "benchmarks.differential",
+    "faults": "benchmarks.faults",
 }
 
 

@@ -66,6 +66,7 @@ class Server:
     log: Path
     checkpoint_interval: float
     password: str = "monetdb"
+    args: tuple[str, ...] = ()  # more options of tique serve
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -77,7 +78,7 @@ class Server:
         began = time.monotonic()
         offset = self.log.stat().st_size if self.log.exists() else 0
         command = [sys.executable, "-m", "tique.cli", "serve", str(self.directory), "--port", str(self.port)]
-        command += ["--password", self.password, "--checkpoint-interval", str(self.checkpoint_interval)]
+        command += ["--password", self.password, "--checkpoint-interval", str(self.checkpoint_interval), *self.args]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
         while time.monotonic() - began < timeout:
