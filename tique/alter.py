@@ -93,6 +93,7 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
             "send them one by one"
         )
     action = actions[0]
+    _check_constraints(db, info, action)
     if isinstance(action, exp.ColumnDef):
         change = _add_column(conn, info, action)
     elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "COLUMN").upper() == "COLUMN":
@@ -123,6 +124,27 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
     ids: list[int] = []
     versioned(db, conn, names, apply, ids)  # a transaction that used the table meanwhile fails at COMMIT
     return Result(rowcount=-1, ddl_txids=tuple(ids))
+
+
+def _check_constraints(db: Database, info: TableInfo, action: exp.Expression) -> None:
+    """UNIQUE and FOREIGN KEY constraints name columns and tables: an ALTER that would leave one dangling is
+    refused (tique keeps the constraints in its catalog, not in MonetDB's)."""
+    column = ""
+    if isinstance(action, exp.Drop):
+        targets = action.args.get("tables") or [action.this]
+        column = ident(targets[0]) if targets and targets[0] is not None else ""
+    elif isinstance(action, exp.RenameColumn):
+        column = ident(action.this)
+    if column and column in info.constrained:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ... COLUMN {column!r}: the column is in a UNIQUE or FOREIGN KEY constraint; "
+            "create a new table with the constraints you want and copy the rows (INSERT ... SELECT) instead"
+        )
+    if isinstance(action, exp.AlterRename) and (info.foreign_keys or db.catalog.children(info)):
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} RENAME TO: FOREIGN KEYs link it to other tables, which name it; create a new "
+            "table and copy the rows (INSERT ... SELECT) instead"
+        )
 
 
 _UNPARSED = re.compile(r'^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)', re.I)

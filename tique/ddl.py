@@ -149,6 +149,7 @@ def dropped_table(tree: exp.Expression, default_schema: str) -> str | None:
 def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
     info = catalog.table_from_create(tree, db.default_schema, 0, sql)
     db.catalog.refresh(conn)  # another process may have created or dropped it
+    info = catalog.resolve_foreign_keys(info, db.catalog.get)
     if db.catalog.get(info.schema, info.name) is not None or _physical_exists(conn, info.schema, info.name):
         if tree.args.get("exists"):
             return Result(rowcount=-1)
@@ -240,6 +241,11 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
 
     if info.kind == ddl_views.VIEW:
         raise ProgrammingError(f"DROP TABLE {info.name}: {info.name!r} is a view; use DROP VIEW", "42000")
+    children = sorted({c.name for c, _ in db.catalog.children(info) if c.table_id != info.table_id})
+    if children:
+        raise ProgrammingError(
+            f"DROP TABLE {info.name}: FOREIGN KEYs of {children} reference it; drop those tables first", "2BM37"
+        )
 
     def drop() -> None:
         physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]

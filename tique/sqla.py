@@ -13,9 +13,8 @@ What differs from sqlalchemy-monetdb (each because of what tique is):
   (MonetDB's catalog shows it as a view of its latest committed state, tique/views.py), with the columns,
   NOT NULLs, defaults, primary key and indexes of its Storage table; tique's own Storage and Cache tables are
   not listed;
-- FOREIGN KEY constraints are left out of CREATE TABLE: tique does not enforce them yet, and refuses to
-  pretend it does. ``ForeignKey`` in a model still drives the ORM's joins and relationships; referential
-  integrity is the application's until tique enforces it;
+- FOREIGN KEY and UNIQUE constraints are created as tique's (enforced under Snapshot Isolation, see
+  tests/test_foreign_keys.py); a FOREIGN KEY must reference its parent's primary key, with NO ACTION;
 - an autoincrement integer primary key is created as ``AUTO_INCREMENT``, which tique generates itself (never
   through a MonetDB SEQUENCE, which is unsafe under concurrency on MonetDB 11.41); the generated key comes back
   as ``cursor.lastrowid``;
@@ -64,9 +63,6 @@ class TiqueDDLCompiler(MonetDDLCompiler):
         if isinstance(column.type.dialect_impl(self.dialect), BigInteger):  # sqlalchemy-monetdb says INT for all
             spec = spec.replace(" INT AUTO_INCREMENT", " BIGINT AUTO_INCREMENT")
         return spec
-
-    def visit_foreign_key_constraint(self, constraint: Any, **kw: Any) -> None:
-        return None  # not enforced by tique yet: see the module's docstring
 
 
 class TiqueDialect(MonetDialect):
