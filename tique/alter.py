@@ -225,6 +225,11 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
             not_null = True
         elif isinstance(kind, exp.DefaultColumnConstraint):
             default = catalog._default_value(kind.this)
+            if isinstance(default, catalog.SequenceDefault):
+                raise NotSupportedError(
+                    f"ALTER TABLE {info.name} ADD COLUMN {name!r} DEFAULT NEXT VALUE FOR is not supported by tique "
+                    "(existing rows would each need a value): add the column, then UPDATE it"
+                )
         elif isinstance(kind, exp.NotNullColumnConstraint):
             pass  # NULL: the default
         else:

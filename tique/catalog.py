@@ -68,6 +68,17 @@ class SqlDefault(str):
     Stored in the spec as {"sql": text}; rewrite/writes.py puts it into the INSERT's rows."""
 
 
+class SequenceDefault(SqlDefault):
+    """DEFAULT NEXT VALUE FOR s: one value of the application's SEQUENCE s per row that takes the default, fetched
+    when the INSERT is buffered (tique/transaction.py). Its SQL text is "NEXT VALUE FOR s"."""
+
+    @property
+    def sequence(self) -> str:
+        return self[len("NEXT VALUE FOR ") :]
+
+
+_NEXT_VALUE_MARKER = "tq_next_value_for"  # how statements.py hands NEXT VALUE FOR s to the parser
+
 _SQL_DEFAULTS = {
     exp.CurrentTimestamp: "CURRENT_TIMESTAMP",
     exp.CurrentDate: "CURRENT_DATE",
@@ -89,7 +100,10 @@ def _spec_default(value: Any) -> Any:
 
 
 def _read_default(value: Any) -> Any:
-    return SqlDefault(value["sql"]) if isinstance(value, dict) else value
+    if not isinstance(value, dict):
+        return value
+    text = str(value["sql"])
+    return SequenceDefault(text) if text.startswith("NEXT VALUE FOR ") else SqlDefault(text)
 
 
 @dataclass(frozen=True)
@@ -340,12 +354,14 @@ def _default_value(node: exp.Expression) -> Any:
     for kind, text in _SQL_DEFAULTS.items():
         if type(node) is kind:
             return SqlDefault(text)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == _NEXT_VALUE_MARKER and node.expressions:
+        return SequenceDefault("NEXT VALUE FOR " + str(node.expressions[0].this).replace("''", "'"))
     try:
         return python_value(node)
     except NotSupportedError:
         raise NotSupportedError(
-            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults and CURRENT_TIMESTAMP, "
-            "CURRENT_DATE, CURRENT_TIME, LOCALTIMESTAMP, LOCALTIME are)"
+            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults, NEXT VALUE FOR a sequence, "
+            "and CURRENT_TIMESTAMP, CURRENT_DATE, CURRENT_TIME, LOCALTIMESTAMP, LOCALTIME are)"
         ) from None
 
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tique.catalog import ROWID, TableInfo, schema_hash
+from tique.catalog import ROWID, SequenceDefault, TableInfo, schema_hash
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -22,6 +22,7 @@ from tique.errors import (
     IntegrityError,
     InterfaceError,
     OperationalError,
+    ProgrammingError,
     SerializationFailure,
 )
 from tique.params import literal
@@ -307,6 +308,7 @@ class Transaction:
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
         ids = self._generated_ids(info, positions, source)
+        numbers = self._sequence_values(info, positions, source)
         for raw in source:
             full = []
             for col in info.columns:
@@ -315,6 +317,8 @@ class Transaction:
                     value = col.default
                 if value is None and col.name in info.generated:
                     value = next(ids)
+                if isinstance(value, SequenceDefault):
+                    value = next(numbers[col.name])
                 value = coerce(value, col.sql_type, col.name)
                 if value is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
@@ -332,6 +336,26 @@ class Transaction:
                 entry.live[key] = True
             _mark(entry, marks)
         return len(rows)
+
+    def _sequence_values(
+        self, info: TableInfo, positions: dict[str, int], source: Sequence[tuple[Any, ...]]
+    ) -> dict[str, Iterator[int]]:
+        """Per column with DEFAULT NEXT VALUE FOR s: the sequence's next values, one per row taking the default,
+        fetched in one statement per 1000 (the engine evaluates NEXT VALUE FOR once per row)."""
+        numbers: dict[str, Iterator[int]] = {}
+        for col in info.columns:
+            if not isinstance(col.default, SequenceDefault):
+                continue
+            at = positions.get(col.name)
+            wanted = sum(1 for raw in source if at is None or raw[at] is DEFAULT)
+            values: list[int] = []
+            for start in range(0, wanted, 1000):
+                rows = ", ".join("(0)" for _ in range(min(1000, wanted - start)))
+                values += [
+                    int(r[0]) for r in self.conn.execute(f"SELECT {col.default} FROM (VALUES {rows}) AS tq_n(x)").rows
+                ]
+            numbers[col.name] = iter(values)
+        return numbers
 
     def _generated_ids(self, info: TableInfo, positions: dict[str, int], source: Sequence[tuple[Any, ...]]) -> Any:
         """Values for the rows that leave the table's generated column out or NULL, from one counter call;
@@ -353,11 +377,30 @@ class Transaction:
         self.last_generated = ids[0]
         return iter(ids)
 
+    def copy(self, plan: Any) -> int:
+        """COPY INTO a transactional table (statements.CopyPlan): the engine loads a staging table of this
+        session, whose rows are then inserted as this transaction's, all or none."""
+        self.check_usable()
+        self.conn.execute(plan.create)
+        try:
+            self.conn.execute(plan.copy)
+            return self.insert(plan.insert, {}, {})
+        finally:
+            self.conn.execute(f"DROP TABLE {plan.staging}")
+
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
         result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
+        matched = [typed_key(info, raw[:nkey]) for raw in result.rows]
+        if len(set(matched)) != len(matched):  # UPDATE ... FROM joined a target row to several rows
+            twice = next(k for k in matched if matched.count(k) > 1)
+            raise ProgrammingError(
+                f"UPDATE ... FROM: row {_show(info, twice)} of {info.name!r} matches several rows of the FROM tables, "
+                "so its new value is ambiguous (MonetDB refuses such an UPDATE too); make the join match one row",
+                "21000",
+            )
         # every new row is built and checked before any is buffered: a statement is all or nothing
         in_place: list[tuple[Key, tuple[Any, ...]]] = []
         moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
