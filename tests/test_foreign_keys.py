@@ -10,6 +10,8 @@ from collections.abc import Callable
 import pytest
 
 import tique
+from tests.adversarial.clients import Client
+from tests.conftest import ServeProcess
 
 
 def _schema(conn: tique.Connection, parent: str, child: str) -> tique.Cursor:
@@ -101,3 +103,26 @@ def test_actions_other_than_no_action_refused(connect: Callable[..., tique.Conne
         cur.execute(f"DROP TABLE {p}")  # a table other tables reference stays until they go
     cur.execute(f"DROP TABLE {c}")
     cur.execute(f"DROP TABLE {p}")
+
+
+def test_new_child_table_fails_a_concurrent_parent_writer(server: ServeProcess, unique_name) -> None:
+    """A transaction in another process that deleted a parent row before a child table referencing it existed
+    (its catalog knew no FOREIGN KEY) cannot commit over a child row inserted meanwhile: creating the child table
+    counts as DDL of the parent."""
+    p, c = unique_name("fk_p"), unique_name("fk_c")
+    a, b = tique.connect(server.url), Client(server.url)
+    try:
+        cur = a.cursor()
+        cur.execute(f"CREATE TABLE {p} (id INT PRIMARY KEY)")
+        cur.execute(f"INSERT INTO {p} VALUES (1)")
+        a.commit()
+        b.ok(f"DELETE FROM {p} WHERE id = 1")
+        cur.execute(f"CREATE TABLE {c} (id INT PRIMARY KEY, pid INT REFERENCES {p})")
+        cur.execute(f"INSERT INTO {c} VALUES (1, 1)")
+        a.commit()
+        assert b.commit().get("error") == "SerializationFailure"
+        cur.execute(f"SELECT COUNT(*) FROM {p}")
+        assert cur.fetchone()[0] == 1
+    finally:
+        b.close()
+        a.close()

@@ -175,12 +175,19 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
 
     # No commit record: a transaction that began before the table existed and writes it afterwards is not
     # wrong (it was empty), and a re-created name is covered by its DROP's record. The version tells processes.
+    parents = sorted({(f.schema, f.table) for f in info.foreign_keys} - {(info.schema, info.name)})
+    ids: list[int] = []
     try:
-        _create_view(conn, create(db.sequencer.next_txid(conn)))
+        if parents and info.kind == "tx":
+            # A new child table changes what deleting a parent row means: as DDL of the parents, so a transaction
+            # that used a parent meanwhile (planned without the child's FOREIGN KEY) fails at COMMIT
+            versioned(db, conn, parents, lambda: _create_view(conn, create(db.sequencer.next_txid(conn))), ids)
+        else:
+            _create_view(conn, create(db.sequencer.next_txid(conn)))
     finally:
         db.sequencer.bump_catalog(conn)
         db.catalog.refresh(conn)
-    return Result(rowcount=-1)
+    return Result(rowcount=-1, ddl_txids=tuple(ids))
 
 
 def _create_view(conn: RawConnection, info: catalog.TableInfo) -> None:
