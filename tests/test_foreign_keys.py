@@ -126,3 +126,29 @@ def test_new_child_table_fails_a_concurrent_parent_writer(server: ServeProcess, 
     finally:
         b.close()
         a.close()
+
+
+def test_self_reference_and_composite_keys(connect: Callable[..., tique.Connection], unique_name) -> None:
+    emp, line, order = unique_name("fk_emp"), unique_name("fk_line"), unique_name("fk_order")
+    a = connect()
+    cur = a.cursor()
+    cur.execute(f"CREATE TABLE {emp} (id INT PRIMARY KEY, boss INT REFERENCES {emp} (id))")
+    cur.execute(f"INSERT INTO {emp} VALUES (1, NULL), (2, 1), (3, 2)")  # rows of one statement reference each other
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"DELETE FROM {emp} WHERE id = 2")  # 3 reports to 2
+    cur.execute(f"DELETE FROM {emp} WHERE id IN (2, 3)")  # the whole chain below 1 at once
+    cur.execute(f"CREATE TABLE {order} (w INT, o INT, PRIMARY KEY (w, o))")
+    cur.execute(
+        f"CREATE TABLE {line} (id INT PRIMARY KEY, o INT, w INT, CONSTRAINT fk FOREIGN KEY (o, w) "
+        f"REFERENCES {order} (o, w))"
+    )
+    cur.execute(f"INSERT INTO {order} VALUES (1, 7)")
+    cur.execute(f"INSERT INTO {line} VALUES (1, 7, 1), (2, NULL, 5)")  # columns matched by name, not position
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"INSERT INTO {line} VALUES (3, 1, 7)")
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"UPDATE {order} SET o = 8")
+    cur.execute(f"UPDATE {line} SET id = 10 WHERE id = 1")  # its reference unchanged: no parent query needed
+    a.commit()
+    cur.execute(f"SELECT id FROM {line} ORDER BY id")
+    assert cur.fetchall() == [(2,), (10,)]

@@ -423,7 +423,7 @@ class Transaction:
             raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
         touched = [k for k, _ in in_place] + list(leaving) + arriving
         written = in_place + [(new_key, row) for _, new_key, row in moved]
-        marks = self._constrain(info, written, touched, sorted(leaving - set(arriving), key=repr))
+        marks = self._constrain(info, written, touched, sorted(leaving - set(arriving), key=repr), plan.assigned)
         with self._statement(info, touched) as entry:
             self._check_new_keys(info, [k for k in arriving if k not in leaving])
             seq = self._next_seq()
@@ -553,16 +553,24 @@ class Transaction:
     # ---- UNIQUE and FOREIGN KEY ----------------------------------------------------------------------------
 
     def _constrain(
-        self, info: TableInfo, rows: Sequence[tuple[Key, tuple[Any, ...]]], touched: Sequence[Key], gone: Sequence[Key]
+        self,
+        info: TableInfo,
+        rows: Sequence[tuple[Key, tuple[Any, ...]]],
+        touched: Sequence[Key],
+        gone: Sequence[Key],
+        assigned: frozenset[str] | None = None,
     ) -> dict[Key, RowMarks]:
         """Check one statement's effect on ``info`` against its UNIQUE and FOREIGN KEY constraints: ``rows`` are
-        the versions it writes, ``touched`` every key it changes, ``gone`` the keys it deletes or re-keys. Raises
-        IntegrityError before anything is buffered; returns each written row's marks for the write-set."""
+        the versions it writes, ``touched`` every key it changes, ``gone`` the keys it deletes or re-keys,
+        ``assigned`` the columns an UPDATE sets (None: an INSERT; a constraint on columns it keeps needs no
+        query: those values were checked when written). Raises IntegrityError before anything is buffered;
+        returns each written row's marks for the write-set."""
         children = self.db.catalog.children(info) if gone else []
         if not rows and not children:
             return {}
-        claims = self._check_unique(info, rows, set(touched))
-        refs = self._check_references(info, rows, set(touched), set(gone))
+        changed = (lambda cols: True) if assigned is None else (lambda cols: bool(assigned & set(cols)))
+        claims = self._check_unique(info, rows, set(touched), changed)
+        refs = self._check_references(info, rows, set(touched), set(gone), changed)
         if children:
             self._check_unreferenced(info, children, set(touched), set(gone))
         return {key: RowMarks(tuple(claims.get(key, ())), tuple(refs.get(key, ()))) for key, _ in rows}
@@ -577,8 +585,6 @@ class Transaction:
         """Rows of the snapshot, this transaction's writes included, whose ``columns`` may hold one of the given
         values (per (columns, values) pair; an over-approximation, filtered exactly by the caller): their key
         and those columns' values."""
-        if info.qualified in self.writes and self.writes[info.qualified].pending:
-            self.flush([info.qualified])  # its own earlier rows count too
         columns = list(dict.fromkeys(c for cols, vals in wanted if vals for c in cols))
         alternatives = []
         for cols, vals in wanted:
@@ -591,6 +597,8 @@ class Transaction:
                 )
         if not alternatives:
             return []
+        if info.qualified in self.writes and self.writes[info.qualified].pending:
+            self.flush([info.qualified])  # its own earlier rows count too
         own = info.qualified in self.in_cache()
         # not a key predicate: it may filter Storage and the newest versions only, never below the ranking (an
         # older version holding the value must not win over a newer one that changed it)
@@ -607,7 +615,11 @@ class Transaction:
         return found
 
     def _check_unique(
-        self, info: TableInfo, rows: Sequence[tuple[Key, tuple[Any, ...]]], touched: set[Key]
+        self,
+        info: TableInfo,
+        rows: Sequence[tuple[Key, tuple[Any, ...]]],
+        touched: set[Key],
+        changed: Callable[[Sequence[str]], bool],
     ) -> dict[Key, list[int]]:
         """No written row's UNIQUE value (all columns non-NULL) is held by another row: one of the statement's, or
         one the snapshot and this transaction's writes show outside the keys the statement changes."""
@@ -627,7 +639,8 @@ class Transaction:
                     raise IntegrityError(_unique_message(info, cols, value, "the rows this statement writes"), "23505")
                 seen[value] = key
                 claims.setdefault(key, []).append(unique_hash(info, cols, value))
-            wanted.append((cols, set(seen)))
+            if changed(cols):
+                wanted.append((cols, set(seen)))
         for key, held in self._visible_rows(info, wanted):
             if key in touched:
                 continue  # the statement replaces or deletes this row
@@ -638,7 +651,12 @@ class Transaction:
         return claims
 
     def _check_references(
-        self, info: TableInfo, rows: Sequence[tuple[Key, tuple[Any, ...]]], touched: set[Key], gone: set[Key]
+        self,
+        info: TableInfo,
+        rows: Sequence[tuple[Key, tuple[Any, ...]]],
+        touched: set[Key],
+        gone: set[Key],
+        changed: Callable[[Sequence[str]], bool],
     ) -> dict[Key, list[tuple[str, Key]]]:
         """Each written row's non-NULL foreign key names a parent row that exists for this transaction."""
         refs: dict[Key, list[tuple[str, Key]]] = {}
@@ -656,8 +674,9 @@ class Transaction:
                 if any(v is None for v in raw):
                     continue
                 pkey = typed_key(parent, raw)
-                needed.setdefault(pkey, key)
                 refs.setdefault(key, []).append((parent.identity, pkey))
+                if changed(fk.columns) or (parent is info and pkey in gone):
+                    needed.setdefault(pkey, key)
             entry = self.writes.get(parent.qualified)
             state: dict[Key, bool | None] = {k: entry.live.get(k) if entry else None for k in needed}
             if parent is info:  # a self-reference: the statement's own rows count as they will be

@@ -58,6 +58,7 @@ class UpdatePlan:
     point_keys: PointKeys = ()
     decode: Decode = NOTHING
     stored_slots: frozenset[str] = frozenset()  # parameters in SET: stored, so sent exactly (-0.0 stays -0.0)
+    assigned: frozenset[str] = frozenset()  # the columns SET assigns (others keep their values)
 
 
 @dataclass(frozen=True)
@@ -327,7 +328,14 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
     key_changes = any(k in assignments for k in info.key)
     return UpdatePlan(
-        info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys, decode, stored
+        info,
+        Template.from_tree(found.tree),
+        key_changes,
+        frozenset(found.reads),
+        found.point_keys,
+        decode,
+        stored,
+        frozenset(assignments),
     )
 
 
