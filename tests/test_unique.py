@@ -94,3 +94,16 @@ def test_concurrent_different_values_both_commit(connect: Callable[..., tique.Co
     cur = a.cursor()
     cur.execute(f"SELECT COUNT(*) FROM {t}")
     assert cur.fetchone()[0] == 2
+
+
+def test_constrained_columns_keep_their_names(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t = unique_name("uq_alter")
+    a = connect()
+    cur = _table(a, t, "id INT PRIMARY KEY, email VARCHAR(20) UNIQUE, v INT")
+    for action in ("DROP COLUMN email", "RENAME COLUMN email TO mail"):
+        with pytest.raises(tique.NotSupportedError, match="UNIQUE"):
+            cur.execute(f"ALTER TABLE {t} {action}")
+    cur.execute(f"ALTER TABLE {t} RENAME COLUMN v TO w")  # other columns are free
+    cur.execute(f"INSERT INTO {t} VALUES (1, 'a', 1)")
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"INSERT INTO {t} VALUES (2, 'a', 2)")

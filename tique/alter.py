@@ -114,8 +114,8 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
     else:
         raise NotSupportedError(
             f"ALTER TABLE ... {action.sql(dialect='postgres')[:60]!r} on the transactional table {info.name!r} is not "
-            "supported by tique: it runs ADD COLUMN, DROP COLUMN, RENAME COLUMN and RENAME TO (constraints other "
-            "than the primary key are not enforced; recreate the table and copy the rows to change a type)"
+            "supported by tique: it runs ADD COLUMN, DROP COLUMN, RENAME COLUMN and RENAME TO (constraints are "
+            "declared at CREATE TABLE; to add one or change a type, create a new table and copy the rows)"
         )
     new, apply = change
     if not isinstance(action, exp.AlterColumn):  # these replace the view T: refuse before anything is recorded
