@@ -107,3 +107,17 @@ def test_constrained_columns_keep_their_names(connect: Callable[..., tique.Conne
     cur.execute(f"INSERT INTO {t} VALUES (1, 'a', 1)")
     with pytest.raises(tique.IntegrityError):
         cur.execute(f"INSERT INTO {t} VALUES (2, 'a', 2)")
+
+
+def test_many_rows_checked_in_batches(connect: Callable[..., tique.Connection], unique_name) -> None:
+    t = unique_name("uq_many")
+    a = connect()
+    cur = _table(a, t, "id INT PRIMARY KEY, code INT UNIQUE")
+    a.commit()
+    a.bulk_load(t, [(i, i) for i in range(2500)])  # stable rows
+    cur.execute(f"INSERT INTO {t} SELECT id + 10000, id + 10000 FROM {t}")  # 2500 new values: several queries
+    with pytest.raises(tique.IntegrityError, match="2499"):
+        cur.execute(f"INSERT INTO {t} SELECT id + 20000, code FROM {t} WHERE id >= 2499 AND id < 10000")
+    a.commit()
+    cur.execute(f"SELECT COUNT(*), COUNT(DISTINCT code) FROM {t}")
+    assert cur.fetchone() == (5000, 5000)

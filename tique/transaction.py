@@ -38,6 +38,7 @@ from tique.settings import Settings
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
+CHECK_BATCH = 1000  # values per query checking UNIQUE and FOREIGN KEY constraints
 
 # Called at each step of COMMIT with (step, transaction): "recorded", "published", "decided", "advanced".
 # Tests pause or kill a committer here to force every interleaving of the protocol.
@@ -584,7 +585,15 @@ class Transaction:
     ) -> list[tuple[Key, dict[str, Any]]]:
         """Rows of the snapshot, this transaction's writes included, whose ``columns`` may hold one of the given
         values (per (columns, values) pair; an over-approximation, filtered exactly by the caller): their key
-        and those columns' values."""
+        and those columns' values (only the columns of the pairs one query asked about: at most
+        ``CHECK_BATCH`` values go into one query)."""
+        if sum(len(vals) for _, vals in wanted) > CHECK_BATCH:
+            found: list[tuple[Key, dict[str, Any]]] = []
+            for cols, vals in wanted:
+                ordered = sorted(vals, key=repr)
+                for start in range(0, len(ordered), CHECK_BATCH):
+                    found += self._visible_rows(info, [(cols, set(ordered[start : start + CHECK_BATCH]))])
+            return found
         columns = list(dict.fromkeys(c for cols, vals in wanted if vals for c in cols))
         alternatives = []
         for cols, vals in wanted:
@@ -645,6 +654,8 @@ class Transaction:
             if key in touched:
                 continue  # the statement replaces or deletes this row
             for cols, values in wanted:
+                if any(c not in held for c in cols):
+                    continue  # the row came from a query about another constraint
                 value = self._values(info, cols, [held[c] for c in cols])
                 if value in values:
                     raise IntegrityError(_unique_message(info, cols, value, f"row {_show(info, key)}"), "23505")
