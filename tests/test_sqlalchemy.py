@@ -161,6 +161,10 @@ def test_orm_foreign_key_and_unique_enforced(sa_engine: sa.Engine, unique_name: 
         owner: Mapped[Owner] = relationship(back_populates="pets")
 
     Base.metadata.create_all(sa_engine)
+    inspector = sa.inspect(sa_engine)
+    [fk] = inspector.get_foreign_keys(pets)
+    assert (fk["constrained_columns"], fk["referred_table"], fk["referred_columns"]) == (["owner_id"], owners, ["id"])
+    assert [u["column_names"] for u in inspector.get_unique_constraints(owners)] == [["email"]]
     with Session(sa_engine) as session:
         session.add(Owner(email="a@x", pets=[Pet()]))
         session.commit()
