@@ -567,7 +567,7 @@ class Transaction:
         query: those values were checked when written). Raises IntegrityError before anything is buffered;
         returns each written row's marks for the write-set."""
         children = self.db.catalog.children(info) if gone else []
-        if not rows and not children:
+        if not children and (not rows or not (info.uniques or info.foreign_keys)):
             return {}
         changed = (lambda cols: True) if assigned is None else (lambda cols: bool(assigned & set(cols)))
         claims = self._check_unique(info, rows, set(touched), changed)
@@ -731,7 +731,8 @@ class Transaction:
         both commit, while concurrent children of one parent never conflict (references match only probes)."""
         refs: set[int] = set()
         probes: set[int] = set()
-        referenced = {(f.schema, f.table) for t in self.db.catalog.all() for f in t.foreign_keys}
+        deleted = any(not live for e in self.writes.values() for live in e.live.values())
+        referenced = {(f.schema, f.table) for t in self.db.catalog.all() for f in t.foreign_keys} if deleted else set()
         for e in self.writes.values():
             for key, marks in e.marks.items():
                 if e.live.get(key):
