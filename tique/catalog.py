@@ -493,8 +493,14 @@ def resolve_foreign_keys(info: TableInfo, lookup: Any) -> TableInfo:
     resolved = []
     for fk in info.foreign_keys:
         parent = info if (fk.schema, fk.table) == (info.schema, info.name) else lookup(fk.schema, fk.table)
-        if parent is None or (parent.kind not in ("tx", "plain")):
-            raise ProgrammingError(f"FOREIGN KEY of {info.name!r}: no table {fk.schema}.{fk.table}", "42S02")
+        if info.kind == "plain" and parent is None:
+            resolved.append(fk)  # a table of MonetDB's own: MonetDB checks the reference
+            continue
+        if parent is None or parent.kind not in ("tx", "plain"):
+            raise ProgrammingError(
+                f"FOREIGN KEY of {info.name!r}: {fk.schema}.{fk.table} is not a table of tique's; create it first",
+                "42S02",
+            )
         if parent.kind != info.kind:
             raise NotSupportedError(
                 f"FOREIGN KEY of {info.name!r} references {fk.table!r}: a transactional table and a plain one cannot "

@@ -149,11 +149,11 @@ def dropped_table(tree: exp.Expression, default_schema: str) -> str | None:
 def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
     info = catalog.table_from_create(tree, db.default_schema, 0, sql)
     db.catalog.refresh(conn)  # another process may have created or dropped it
-    info = catalog.resolve_foreign_keys(info, db.catalog.get)
     if db.catalog.get(info.schema, info.name) is not None or _physical_exists(conn, info.schema, info.name):
         if tree.args.get("exists"):
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {info.name!r} already in use", "42S01")
+    info = catalog.resolve_foreign_keys(info, db.catalog.get)
 
     def create(table_id: int) -> catalog.TableInfo:
         made = catalog.placed(conn, replace(info, table_id=table_id))
