@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tique.catalog import ROWID, SequenceDefault, TableInfo, schema_hash
 from tique.database import Database
@@ -35,6 +35,10 @@ from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DEFAULT, DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import Settings
+
+if TYPE_CHECKING:
+    from tique.catalog import ForeignKey
+    from tique.statements import CopyPlan
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
@@ -378,7 +382,7 @@ class Transaction:
         self.last_generated = ids[0]
         return iter(ids)
 
-    def copy(self, plan: Any) -> int:
+    def copy(self, plan: CopyPlan) -> int:
         """COPY INTO a transactional table (statements.CopyPlan): the engine loads a staging table of this
         session, whose rows are then inserted as this transaction's, all or none."""
         self.check_usable()
@@ -706,7 +710,7 @@ class Transaction:
         return refs
 
     def _check_unreferenced(
-        self, info: TableInfo, children: Sequence[tuple[TableInfo, Any]], touched: set[Key], gone: set[Key]
+        self, info: TableInfo, children: Sequence[tuple[TableInfo, ForeignKey]], touched: set[Key], gone: set[Key]
     ) -> None:
         """No row (of the snapshot and this transaction's writes) references a key the statement deletes or
         re-keys: NO ACTION."""
