@@ -198,16 +198,20 @@ def test_next_value_for_in_a_query(twins: Twins) -> None:
         cur.execute(f"INSERT INTO {prefix}_ta VALUES (NEXT VALUE FOR {prefix}_seq, 1)")
 
 
-def test_copy_into_a_transactional_table_is_refused_with_the_alternative(
+def test_copy_into_a_transactional_table_runs_in_the_transaction(
     embedded_url: str, unique_name: Callable[[str], str]
 ) -> None:
     name, conn = unique_name("copy"), tique.connect(embedded_url)
     try:
         cur = conn.cursor()
         cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT)")
-        with pytest.raises(tique.NotSupportedError, match="bulk_load_csv"):
+        conn.commit()
+        with pytest.raises(tique.DatabaseError, match="nonexistent"):
             cur.execute(f"COPY INTO {name} FROM '/nonexistent.csv'")
-        with pytest.raises(tique.NotSupportedError, match="bulk_load_csv"):
-            cur.execute(f'COPY 5 RECORDS INTO "sys".{name} FROM STDIN')
+        cur.execute(f'COPY 2 RECORDS INTO "sys".{name} FROM STDIN;\n1|10\n2|20\n')
+        assert cur.rowcount == 2
+        conn.rollback()
+        cur.execute(f"SELECT COUNT(*) FROM {name}")
+        assert cur.fetchone()[0] == 0  # the rows were the transaction's
     finally:
         conn.close()

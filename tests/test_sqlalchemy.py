@@ -141,6 +141,52 @@ def test_orm_relationship(sa_engine: sa.Engine, unique_name: Callable[[str], str
     assert not sa.inspect(sa_engine).has_table(books)
 
 
+def test_orm_foreign_key_and_unique_enforced(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """The dialect creates FOREIGN KEY and UNIQUE constraints, and tique enforces them."""
+    owners, pets = unique_name("owner"), unique_name("pet")
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Owner(Base):
+        __tablename__ = owners
+        id: Mapped[int] = mapped_column(primary_key=True)
+        email: Mapped[str] = mapped_column(sa.String(30), unique=True)
+        pets: Mapped[list[Pet]] = relationship(back_populates="owner")
+
+    class Pet(Base):
+        __tablename__ = pets
+        id: Mapped[int] = mapped_column(primary_key=True)
+        owner_id: Mapped[int] = mapped_column(sa.ForeignKey(f"{owners}.id"))
+        owner: Mapped[Owner] = relationship(back_populates="pets")
+
+    Base.metadata.create_all(sa_engine)
+    inspector = sa.inspect(sa_engine)
+    [fk] = inspector.get_foreign_keys(pets)
+    assert (fk["constrained_columns"], fk["referred_table"], fk["referred_columns"]) == (["owner_id"], owners, ["id"])
+    assert [u["column_names"] for u in inspector.get_unique_constraints(owners)] == [["email"]]
+    with Session(sa_engine) as session:
+        session.add(Owner(email="a@x", pets=[Pet()]))
+        session.commit()
+        owner_id = session.scalars(sa.select(Owner.id)).one()
+    with Session(sa_engine) as session, pytest.raises(exc.IntegrityError):
+        session.add(Owner(email="a@x"))
+        session.commit()
+    with Session(sa_engine) as session, pytest.raises(exc.IntegrityError):
+        session.add(Pet(owner_id=owner_id + 1000))
+        session.commit()
+    with Session(sa_engine) as session, pytest.raises(exc.IntegrityError):
+        session.execute(sa.delete(Owner).where(Owner.id == owner_id))  # its pet references it
+    with Session(sa_engine) as session:
+        owner = session.get(Owner, owner_id)
+        assert owner is not None
+        for pet in owner.pets:
+            session.delete(pet)
+        session.delete(owner)
+        session.commit()
+    Base.metadata.drop_all(sa_engine)
+
+
 def test_conflict_is_operational_error(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
     md = sa.MetaData()
     t = sa.Table(

@@ -93,6 +93,7 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
             "send them one by one"
         )
     action = actions[0]
+    _check_constraints(db, info, action)
     if isinstance(action, exp.ColumnDef):
         change = _add_column(conn, info, action)
     elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "COLUMN").upper() == "COLUMN":
@@ -113,8 +114,8 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
     else:
         raise NotSupportedError(
             f"ALTER TABLE ... {action.sql(dialect='postgres')[:60]!r} on the transactional table {info.name!r} is not "
-            "supported by tique: it runs ADD COLUMN, DROP COLUMN, RENAME COLUMN and RENAME TO (constraints other "
-            "than the primary key are not enforced; recreate the table and copy the rows to change a type)"
+            "supported by tique: it runs ADD COLUMN, DROP COLUMN, RENAME COLUMN and RENAME TO (constraints are "
+            "declared at CREATE TABLE; to add one or change a type, create a new table and copy the rows)"
         )
     new, apply = change
     if not isinstance(action, exp.AlterColumn):  # these replace the view T: refuse before anything is recorded
@@ -123,6 +124,27 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
     ids: list[int] = []
     versioned(db, conn, names, apply, ids)  # a transaction that used the table meanwhile fails at COMMIT
     return Result(rowcount=-1, ddl_txids=tuple(ids))
+
+
+def _check_constraints(db: Database, info: TableInfo, action: exp.Expression) -> None:
+    """UNIQUE and FOREIGN KEY constraints name columns and tables: an ALTER that would leave one dangling is
+    refused (tique keeps the constraints in its catalog, not in MonetDB's)."""
+    column = ""
+    if isinstance(action, exp.Drop):
+        targets = action.args.get("tables") or [action.this]
+        column = ident(targets[0]) if targets and targets[0] is not None else ""
+    elif isinstance(action, exp.RenameColumn):
+        column = ident(action.this)
+    if column and column in info.constrained:
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} ... COLUMN {column!r}: the column is in a UNIQUE or FOREIGN KEY constraint; "
+            "create a new table with the constraints you want and copy the rows (INSERT ... SELECT) instead"
+        )
+    if isinstance(action, exp.AlterRename) and (info.foreign_keys or db.catalog.children(info)):
+        raise NotSupportedError(
+            f"ALTER TABLE {info.name} RENAME TO: FOREIGN KEYs link it to other tables, which name it; create a new "
+            "table and copy the rows (INSERT ... SELECT) instead"
+        )
 
 
 _UNPARSED = re.compile(r'^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)', re.I)
@@ -203,6 +225,11 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
             not_null = True
         elif isinstance(kind, exp.DefaultColumnConstraint):
             default = catalog._default_value(kind.this)
+            if isinstance(default, catalog.SequenceDefault):
+                raise NotSupportedError(
+                    f"ALTER TABLE {info.name} ADD COLUMN {name!r} DEFAULT NEXT VALUE FOR is not supported by tique "
+                    "(existing rows would each need a value): add the column, then UPDATE it"
+                )
         elif isinstance(kind, exp.NotNullColumnConstraint):
             pass  # NULL: the default
         else:

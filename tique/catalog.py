@@ -68,6 +68,17 @@ class SqlDefault(str):
     Stored in the spec as {"sql": text}; rewrite/writes.py puts it into the INSERT's rows."""
 
 
+class SequenceDefault(SqlDefault):
+    """DEFAULT NEXT VALUE FOR s: one value of the application's SEQUENCE s per row that takes the default, fetched
+    when the INSERT is buffered (tique/transaction.py). Its SQL text is "NEXT VALUE FOR s"."""
+
+    @property
+    def sequence(self) -> str:
+        return self[len("NEXT VALUE FOR ") :]
+
+
+_NEXT_VALUE_MARKER = "tq_next_value_for"  # how statements.py hands NEXT VALUE FOR s to the parser
+
 _SQL_DEFAULTS = {
     exp.CurrentTimestamp: "CURRENT_TIMESTAMP",
     exp.CurrentDate: "CURRENT_DATE",
@@ -89,7 +100,10 @@ def _spec_default(value: Any) -> Any:
 
 
 def _read_default(value: Any) -> Any:
-    return SqlDefault(value["sql"]) if isinstance(value, dict) else value
+    if not isinstance(value, dict):
+        return value
+    text = str(value["sql"])
+    return SequenceDefault(text) if text.startswith("NEXT VALUE FOR ") else SqlDefault(text)
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,17 @@ class ColumnSpec:
     sql_type: str  # as MonetDB accepts it, e.g. "INT", "VARCHAR(16)", "DECIMAL(12,2)"
     not_null: bool = False
     default: Any = None  # a Python value, or a SqlDefault the engine evaluates at INSERT
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    """A FOREIGN KEY of a transactional table: ``columns`` reference the primary key of ``schema.table``, in that
+    key's column order. Enforced by tique (tique/transaction.py), with NO ACTION semantics."""
+
+    columns: tuple[str, ...]
+    schema: str
+    table: str
+    target: tuple[str, ...] = ()  # the referenced columns as written (checked against the parent's key at CREATE)
 
 
 @dataclass(frozen=True)
@@ -113,6 +138,17 @@ class TableInfo:
     generated: tuple[str, ...] = ()  # AUTO_INCREMENT / SERIAL / IDENTITY columns (tique/generated.py)
     data_schema: str = ""  # where Storage and Cache live; "" = beside T (a table made by an older tique)
     data_base: str = ""  # their name without the __storage / __cache suffix
+    uniques: tuple[tuple[str, ...], ...] = ()  # UNIQUE column sets, enforced by tique (tique/transaction.py)
+    foreign_keys: tuple[ForeignKey, ...] = ()
+
+    def references(self, schema: str, name: str) -> tuple[ForeignKey, ...]:
+        """This table's foreign keys to table schema.name."""
+        return tuple(f for f in self.foreign_keys if (f.schema, f.table) == (schema, name))
+
+    @property
+    def constrained(self) -> set[str]:
+        """Columns in a UNIQUE or FOREIGN KEY constraint of this table."""
+        return {c for u in self.uniques for c in u} | {c for f in self.foreign_keys for c in f.columns}
 
     @property
     def has_rowid(self) -> bool:
@@ -176,6 +212,12 @@ class TableInfo:
                 **({"generated": list(self.generated)} if self.generated else {}),
                 **({"sql": self.storage_ddl} if self.kind == "view" else {}),  # a view's SELECT (ddl_views.py)
                 **({"data": [self.data_schema, self.data_base]} if self.data_schema else {}),
+                **({"unique": [list(u) for u in self.uniques]} if self.uniques else {}),
+                **(
+                    {"fks": [[list(f.columns), f.schema, f.table] for f in self.foreign_keys]}
+                    if self.foreign_keys
+                    else {}
+                ),
             }
         )
 
@@ -195,6 +237,8 @@ class TableInfo:
             storage_ddl=str(data.get("sql", "")),
             data_schema=str(data.get("data", ["", ""])[0]),
             data_base=str(data.get("data", ["", ""])[1]),
+            uniques=tuple(tuple(u) for u in data.get("unique", ())),
+            foreign_keys=tuple(ForeignKey(tuple(c), str(s), str(t)) for c, s, t in data.get("fks", ())),
         )
 
 
@@ -290,6 +334,10 @@ class Catalog:
     def all(self) -> list[TableInfo]:
         return list(self._tables.values())
 
+    def children(self, info: TableInfo) -> list[tuple[TableInfo, ForeignKey]]:
+        """The foreign keys of transactional tables that reference ``info`` (self-references included)."""
+        return [(t, f) for t in self.all() if t.kind == "tx" for f in t.references(info.schema, info.name)]
+
 
 # ---- DDL ---------------------------------------------------------------------------------------------------
 
@@ -306,12 +354,14 @@ def _default_value(node: exp.Expression) -> Any:
     for kind, text in _SQL_DEFAULTS.items():
         if type(node) is kind:
             return SqlDefault(text)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == _NEXT_VALUE_MARKER and node.expressions:
+        return SequenceDefault("NEXT VALUE FOR " + str(node.expressions[0].this).replace("''", "'"))
     try:
         return python_value(node)
     except NotSupportedError:
         raise NotSupportedError(
-            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults and CURRENT_TIMESTAMP, "
-            "CURRENT_DATE, CURRENT_TIME, LOCALTIMESTAMP, LOCALTIME are)"
+            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults, NEXT VALUE FOR a sequence, "
+            "and CURRENT_TIMESTAMP, CURRENT_DATE, CURRENT_TIME, LOCALTIMESTAMP, LOCALTIME are)"
         ) from None
 
 
@@ -330,7 +380,9 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
     columns: list[ColumnSpec] = []
     key: list[str] = []
     generated: list[str] = []
-    for item in schema_node.expressions:
+    uniques: list[tuple[str, ...]] = []
+    fks: list[ForeignKey] = []
+    for item in _elements(schema_node):
         if isinstance(item, exp.ColumnDef):
             col_name = ident(item.this)
             if col_name.lower() in (ROWID, *META_COLUMNS):
@@ -355,13 +407,9 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
                     generated.append(col_name)
                     not_null = True
                 elif isinstance(kind, exp.UniqueColumnConstraint):
-                    raise NotSupportedError(
-                        f"UNIQUE on column {col_name!r} is not supported by tique (only the primary key is enforced)"
-                    )
+                    uniques.append((col_name,))
                 elif isinstance(kind, exp.Reference):
-                    raise NotSupportedError(
-                        f"FOREIGN KEY (REFERENCES on column {col_name!r}) is not supported by tique"
-                    )
+                    fks.append(_foreign_key((col_name,), kind, schema, name))
                 else:
                     raise NotSupportedError(
                         f"column constraint {constraint.sql(dialect='postgres')!r} on {col_name!r} is not supported "
@@ -372,10 +420,12 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
             columns.append(ColumnSpec(col_name, serial or _type_sql(item.args["kind"]), not_null, default))
         elif isinstance(item, exp.PrimaryKey):
             key.extend(ident(e.this if isinstance(e, exp.Ordered) else e) for e in item.expressions)
-        elif isinstance(item, (exp.ForeignKey, exp.Reference)):
-            raise NotSupportedError("FOREIGN KEY constraints are not supported by tique")
+        elif isinstance(item, exp.ForeignKey):
+            cols = tuple(ident(e) for e in item.expressions)
+            fks.append(_foreign_key(cols, item.args["reference"], schema, name))
         elif isinstance(item, exp.UniqueColumnConstraint):
-            raise NotSupportedError("UNIQUE table constraints are not supported by tique (only the primary key is)")
+            target = item.this
+            uniques.append(tuple(ident(e) for e in (target.expressions if isinstance(target, exp.Schema) else [])))
         else:
             raise NotSupportedError(f"table element {item.sql()!r} is not supported by tique")
     if not columns:
@@ -392,12 +442,82 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
         columns = [ColumnSpec(c.name, c.sql_type, True, c.default) if c.name in key else c for c in columns]
     kind = "plain" if PLAIN_HINT.search(raw_sql) else "tx"
     key = list(dict.fromkeys(key))
+    uniques = list(dict.fromkeys(u for u in uniques if set(u) != set(key)))  # the primary key is unique already
+    for cols in [*uniques, *(f.columns for f in fks)]:
+        if not cols or any(c not in names for c in cols):
+            raise ProgrammingError(f"constraint on {list(cols)} of {name!r}: not columns of the table", "42S22")
     if kind == "tx":
         for c in columns:
             _check_type(name, c)
     return TableInfo(
-        table_id, schema, name, kind, tuple(columns), tuple(key) if key else (ROWID,), generated=tuple(generated)
+        table_id,
+        schema,
+        name,
+        kind,
+        tuple(columns),
+        tuple(key) if key else (ROWID,),
+        generated=tuple(generated),
+        uniques=tuple(uniques),
+        foreign_keys=tuple(fks),
     )
+
+
+def _elements(schema_node: exp.Schema) -> list[exp.Expression]:
+    """The columns and table constraints of a CREATE TABLE; a named constraint (CONSTRAINT c ...) as its body."""
+    items: list[exp.Expression] = []
+    for item in schema_node.expressions:
+        items.extend(item.expressions if isinstance(item, exp.Constraint) else [item])
+    return items
+
+
+def _foreign_key(columns: tuple[str, ...], ref: exp.Reference, schema: str, table: str) -> ForeignKey:
+    """A REFERENCES clause read; referential actions other than NO ACTION / RESTRICT are refused."""
+    from tique.rewrite.writes import ident
+
+    for option in ref.args.get("options") or []:
+        text = str(option).upper()
+        if not re.search(r"\b(NO ACTION|RESTRICT)$", text):
+            raise NotSupportedError(
+                f"FOREIGN KEY ({', '.join(columns)}) of {table!r}: {text} is not supported by tique (it enforces NO "
+                "ACTION / RESTRICT); delete or update the referencing rows in the same transaction instead"
+            )
+    target = ref.this
+    parent = target.this if isinstance(target, exp.Schema) else target
+    ref_cols = tuple(ident(e) for e in target.expressions) if isinstance(target, exp.Schema) else ()
+    return ForeignKey(columns, ident(parent.args.get("db")) or schema, ident(parent), ref_cols)
+
+
+def resolve_foreign_keys(info: TableInfo, lookup: Any) -> TableInfo:
+    """Check each foreign key against its parent (``lookup(schema, name)`` gives its TableInfo or None): a
+    transactional table's primary key, columns ordered as that key. Plain tables keep MonetDB's own."""
+    resolved = []
+    for fk in info.foreign_keys:
+        parent = info if (fk.schema, fk.table) == (info.schema, info.name) else lookup(fk.schema, fk.table)
+        if info.kind == "plain" and parent is None:
+            resolved.append(fk)  # a table of MonetDB's own: MonetDB checks the reference
+            continue
+        if parent is None or parent.kind not in ("tx", "plain"):
+            raise ProgrammingError(
+                f"FOREIGN KEY of {info.name!r}: {fk.schema}.{fk.table} is not a table of tique's; create it first",
+                "42S02",
+            )
+        if parent.kind != info.kind:
+            raise NotSupportedError(
+                f"FOREIGN KEY of {info.name!r} references {fk.table!r}: a transactional table and a plain one cannot "
+                "reference each other; make both transactional (or both '-- tique: plain')"
+            )
+        if info.kind == "plain":
+            resolved.append(fk)
+            continue
+        target = fk.target or parent.key
+        if parent.has_rowid or len(target) != len(fk.columns) or set(target) != set(parent.key):
+            raise NotSupportedError(
+                f"FOREIGN KEY ({', '.join(fk.columns)}) of {info.name!r} references {list(target)} of "
+                f"{fk.table!r}: tique enforces foreign keys to a table's primary key only; reference the primary key"
+            )
+        by_target = dict(zip(target, fk.columns))
+        resolved.append(ForeignKey(tuple(by_target[k] for k in parent.key), fk.schema, fk.table, parent.key))
+    return replace(info, foreign_keys=tuple(resolved))
 
 
 _SERIALS = {
@@ -470,6 +590,13 @@ def _storage_create(info: TableInfo, physical: str) -> str:
         cols.append(f"{ROWID} BIGINT")
     elif not info.has_rowid:
         cols.append("PRIMARY KEY (" + ", ".join(f'"{k}"' for k in info.key) + ")")
+    if info.kind == "plain":  # MonetDB enforces a plain table's constraints (tique, a transactional table's)
+        cols += ["UNIQUE (" + ", ".join(quote(c) for c in u) + ")" for u in info.uniques]
+        cols += [
+            f"FOREIGN KEY ({', '.join(map(quote, f.columns))}) REFERENCES {quote(f.schema)}.{quote(f.table)}"
+            + (f" ({', '.join(map(quote, f.target))})" if f.target else "")
+            for f in info.foreign_keys
+        ]
     return f"CREATE TABLE {physical} ({', '.join(cols)})"
 
 

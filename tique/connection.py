@@ -212,7 +212,8 @@ class Connection:
 
         For initial loads (and benchmarks) into tables that are not being written concurrently: the rows
         become visible to every snapshot at once, and keys already present are refused by Storage's primary
-        key. Rows give every column of the table, in order. Returns the number of rows loaded.
+        key; UNIQUE and FOREIGN KEY constraints are not checked (the loader's duty, as for any initial load).
+        Rows give every column of the table, in order. Returns the number of rows loaded.
         """
         from tique.params import literal
         from tique.rewrite.values import coerce

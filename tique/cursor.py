@@ -12,7 +12,7 @@ from tique.errors import InterfaceError, ProgrammingError, restated
 from tique.params import Params, check, inline, literal, normalize, resolve, value
 from tique.rewrite.exact import decode
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
-from tique.statements import DDL, Control, PassThrough, ReadPlan
+from tique.statements import DDL, Control, CopyPlan, PassThrough, ReadPlan
 
 if TYPE_CHECKING:
     from tique.connection import Connection
@@ -98,6 +98,8 @@ class Cursor:
                 self.rowcount = txn.update(
                     plan, self._rendered(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots)
                 )
+            elif isinstance(plan, CopyPlan):
+                self.rowcount = txn.copy(plan)
             elif isinstance(plan, DeletePlan):
                 self.rowcount = txn.delete(plan, self._rendered(plan.select.param_slots, parameters, probe=True))
             else:  # pragma: no cover

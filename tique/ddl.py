@@ -153,6 +153,7 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
         if tree.args.get("exists"):
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {info.name!r} already in use", "42S01")
+    info = catalog.resolve_foreign_keys(info, db.catalog.get)
 
     def create(table_id: int) -> catalog.TableInfo:
         made = catalog.placed(conn, replace(info, table_id=table_id))
@@ -174,12 +175,19 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
 
     # No commit record: a transaction that began before the table existed and writes it afterwards is not
     # wrong (it was empty), and a re-created name is covered by its DROP's record. The version tells processes.
+    parents = sorted({(f.schema, f.table) for f in info.foreign_keys} - {(info.schema, info.name)})
+    ids: list[int] = []
     try:
-        _create_view(conn, create(db.sequencer.next_txid(conn)))
+        if parents and info.kind == "tx":
+            # A new child table changes what deleting a parent row means: as DDL of the parents, so a transaction
+            # that used a parent meanwhile (planned without the child's FOREIGN KEY) fails at COMMIT
+            versioned(db, conn, parents, lambda: _create_view(conn, create(db.sequencer.next_txid(conn))), ids)
+        else:
+            _create_view(conn, create(db.sequencer.next_txid(conn)))
     finally:
         db.sequencer.bump_catalog(conn)
         db.catalog.refresh(conn)
-    return Result(rowcount=-1)
+    return Result(rowcount=-1, ddl_txids=tuple(ids))
 
 
 def _create_view(conn: RawConnection, info: catalog.TableInfo) -> None:
@@ -240,6 +248,11 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
 
     if info.kind == ddl_views.VIEW:
         raise ProgrammingError(f"DROP TABLE {info.name}: {info.name!r} is a view; use DROP VIEW", "42000")
+    children = sorted({c.name for c, _ in db.catalog.children(info) if c.table_id != info.table_id})
+    if children:
+        raise ProgrammingError(
+            f"DROP TABLE {info.name}: FOREIGN KEYs of {children} reference it; drop those tables first", "2BM37"
+        )
 
     def drop() -> None:
         physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]

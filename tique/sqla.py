@@ -13,9 +13,9 @@ What differs from sqlalchemy-monetdb (each because of what tique is):
   (MonetDB's catalog shows it as a view of its latest committed state, tique/views.py), with the columns,
   NOT NULLs, defaults, primary key and indexes of its Storage table; tique's own Storage and Cache tables are
   not listed;
-- FOREIGN KEY constraints are left out of CREATE TABLE: tique does not enforce them yet, and refuses to
-  pretend it does. ``ForeignKey`` in a model still drives the ORM's joins and relationships; referential
-  integrity is the application's until tique enforces it;
+- FOREIGN KEY and UNIQUE constraints are created as tique's (enforced under Snapshot Isolation, see
+  tests/test_foreign_keys.py) and reflected from tique's catalog; a FOREIGN KEY must reference its parent's
+  primary key, with NO ACTION;
 - an autoincrement integer primary key is created as ``AUTO_INCREMENT``, which tique generates itself (never
   through a MonetDB SEQUENCE, which is unsafe under concurrency on MonetDB 11.41); the generated key comes back
   as ``cursor.lastrowid``;
@@ -64,9 +64,6 @@ class TiqueDDLCompiler(MonetDDLCompiler):
         if isinstance(column.type.dialect_impl(self.dialect), BigInteger):  # sqlalchemy-monetdb says INT for all
             spec = spec.replace(" INT AUTO_INCREMENT", " BIGINT AUTO_INCREMENT")
         return spec
-
-    def visit_foreign_key_constraint(self, constraint: Any, **kw: Any) -> None:
-        return None  # not enforced by tique yet: see the module's docstring
 
 
 class TiqueDialect(MonetDialect):
@@ -221,7 +218,33 @@ class TiqueDialect(MonetDialect):
         return self._renamed(connection, super()._get_indexes, filter_names, schema, **kw)
 
     def _get_foreign_keys(self, connection: Any, schema: str | None = None, filter_names: Any = (), **kw: Any) -> Any:
-        return self._renamed(connection, super()._get_foreign_keys, filter_names, schema, **kw)
+        """A transactional table's FOREIGN KEYs are in tique's catalog (its Storage has none); a plain table's in
+        MonetDB's."""
+        infos = self._tique_infos(connection, schema)
+        out = []
+        for key, value in self._renamed(connection, super()._get_foreign_keys, filter_names, schema, **kw):
+            info = infos.get(key[1])
+            if info is not None and info.kind == "tx":
+                value = [self._foreign_key(connection, info, fk, schema) for fk in info.foreign_keys]
+            out.append((key, value))
+        return out
+
+    def _foreign_key(self, connection: Any, info: TableInfo, fk: Any, schema: str | None) -> dict[str, Any]:
+        parent = self._tique_infos(connection, fk.schema).get(fk.table)
+        return {
+            "name": f"{info.name}_{'_'.join(fk.columns)}_fkey",
+            "constrained_columns": list(fk.columns),
+            "referred_schema": fk.schema if schema or fk.schema != info.schema else None,
+            "referred_table": fk.table,
+            "referred_columns": list(parent.key) if parent is not None else [],
+            "options": {},
+        }
+
+    def get_unique_constraints(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> Any:
+        info = self._tique_infos(connection, schema).get(table_name)
+        if info is not None and info.kind == "tx":
+            return [{"name": f"{table_name}_{'_'.join(u)}_unique", "column_names": list(u)} for u in info.uniques]
+        return super().get_unique_constraints(connection, table_name, schema, **kw)
 
 
 def _register() -> None:

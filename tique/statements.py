@@ -49,7 +49,19 @@ class DDL:
     sql: str
 
 
-Plan = ReadPlan | PassThrough | Control | DDL | InsertPlan | UpdatePlan | DeletePlan
+@dataclass(frozen=True)
+class CopyPlan:
+    """COPY INTO a transactional table, as part of the transaction: the engine loads the rows into a temporary
+    table of the session (the application's COPY, pointed there), and an INSERT ... SELECT from it writes them
+    to the Cache as this transaction's rows, with every key, UNIQUE and FOREIGN KEY check of an INSERT."""
+
+    staging: str  # the temporary table, e.g. tmp.tq_copy_42
+    create: str
+    copy: str
+    insert: InsertPlan
+
+
+Plan = ReadPlan | PassThrough | Control | DDL | InsertPlan | UpdatePlan | DeletePlan | CopyPlan
 
 _TX_WORDS = {
     "START": "begin",
@@ -160,7 +172,10 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return _wrapped(inner, "", f" {sampled.group(1)}", "SAMPLE")
     if _NEXT_VALUE.search(sql):
         marked = _NEXT_VALUE.sub(lambda m: "tq_next_value_for('" + m.group(1).replace("'", "''") + "')", sql)
-        return _with_sequences(_plan(db, conn, marked, with_params, options))
+        planned = _plan(db, conn, marked, with_params, options)
+        if isinstance(planned, DDL):  # DEFAULT NEXT VALUE FOR s (catalog.SequenceDefault); sent as written
+            return DDL(planned.tree, sql)
+        return _with_sequences(planned)
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
         return db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
@@ -170,11 +185,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         parts = [p.strip('"') if p.startswith('"') else p.lower() for p in copied.group(1).split(".")]
         info = lookup(parts[0] if len(parts) == 2 else None, parts[-1])
         if info is not None and info.kind == "tx":
-            raise NotSupportedError(
-                f"COPY INTO the transactional table {info.name!r} is not supported by tique inside a transaction: "
-                "load stable rows with conn.bulk_load_csv(table, path) (MonetDB's COPY INTO into Storage, committed "
-                "by itself), or INSERT the rows in a transaction"
-            )
+            return _plan_copy(sql, copied, info, lookup, options)
 
     try:
         trees = parse(sql, with_params)
@@ -205,9 +216,20 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     except LookupError:
         return PassThrough(Template.from_tree(tree))  # a write to a table tique does not manage
     if isinstance(tree, exp.Merge):
-        raise NotSupportedError("MERGE is not supported by tique")
+        if not any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
+            return PassThrough(Template.from_tree(tree))  # MonetDB's own MERGE on its own tables
+        raise NotSupportedError(
+            "MERGE on a tique table is not supported by tique: run its parts as statements in one transaction "
+            "(UPDATE t SET ... FROM s WHERE ..., then INSERT INTO t SELECT ... FROM s WHERE NOT EXISTS (...)); the "
+            "transaction is atomic and snapshot isolated as the MERGE would be"
+        )
     if isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With)) or tree.find(exp.Select):
         decode = exact_read(tree, lookup)  # typed from the catalog before tables become snapshots
+        if tree.find(exp.TableSample) and any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
+            raise NotSupportedError(
+                "TABLESAMPLE is not supported by tique (nor by MonetDB 11.41): sample with MonetDB's SAMPLE clause "
+                "at the end of the query (SELECT ... FROM t SAMPLE 100, or SAMPLE 0.1 for a fraction)"
+            )
         found = snapshot_reads(tree, lookup, options)
         if not found.reads:
             return PassThrough(Template.from_tree(tree), decode)
@@ -215,6 +237,46 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode
         )
     return PassThrough(Template.from_tree(tree))
+
+
+_COLUMN_LIST = re.compile(r"\s*\(([^()]*)\)")
+
+
+def _plan_copy(
+    sql: str,
+    copied: re.Match[str],
+    info: TableInfo,
+    lookup: Callable[[str | None, str], TableInfo | None],
+    options: ReadOptions,
+) -> CopyPlan:
+    """COPY [n RECORDS] INTO t [(columns)] FROM ...: the engine reads the source as it would for t (file, STDIN
+    data, delimiters, NULL marker unchanged), into a staging table with t's column types."""
+    from tique.catalog import quote
+
+    listed = _COLUMN_LIST.match(sql, copied.end())
+    names = (
+        [n.strip()[1:-1] if n.strip().startswith('"') else n.strip().lower() for n in listed.group(1).split(",")]
+        if listed
+        else list(info.column_names)
+    )
+    columns = [info.column(n) for n in names]  # an unknown column says which
+    staging = f"tq_copy_{info.table_id}"
+    typed = ", ".join(f"{quote(c.name)} {c.sql_type}" for c in columns)
+    cols = ", ".join(quote(c.name) for c in columns)
+    create = f"CREATE LOCAL TEMPORARY TABLE {staging} ({typed}) ON COMMIT PRESERVE ROWS"
+    copy = sql[: copied.start(1)] + f"tmp.{staging}" + sql[copied.end(1) :]
+    insert_sql = f"INSERT INTO {quote(info.schema)}.{quote(info.name)} ({cols}) SELECT {cols} FROM tmp.{staging}"
+    tree = parse(insert_sql, False)[0]
+    assert isinstance(tree, exp.Insert)
+    return CopyPlan(f"tmp.{staging}", create, copy, plan_insert(tree, lookup, options))
+
+
+def _managed(lookup: Callable[[str | None, str], TableInfo | None], table: exp.Table) -> bool:
+    """Is ``table`` one of tique's (a transactional table or a view of tique's)?"""
+    from tique.rewrite.writes import ident
+
+    info = lookup(ident(table.args.get("db")) or None, ident(table))
+    return info is not None and info.kind != "plain"
 
 
 def truncate_as_delete(

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tique.catalog import ROWID, TableInfo, schema_hash
+from tique.catalog import ROWID, SequenceDefault, TableInfo, schema_hash
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
@@ -22,6 +22,7 @@ from tique.errors import (
     IntegrityError,
     InterfaceError,
     OperationalError,
+    ProgrammingError,
     SerializationFailure,
     StorageFull,
 )
@@ -37,12 +38,46 @@ from tique.rewrite.writes import DEFAULT, DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import COMMIT_LEASE_MS, Settings
 
+if TYPE_CHECKING:
+    from tique.catalog import ForeignKey
+    from tique.statements import CopyPlan
+
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
+CHECK_BATCH = 1000  # values per query checking UNIQUE and FOREIGN KEY constraints
 
 # Called at each step of COMMIT with (step, transaction): "recorded", "published", "decided", "advanced".
 # Tests pause or kill a committer here to force every interleaving of the protocol.
 step_hooks: list[Callable[[str, Transaction], None]] = []
+
+
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+def unique_hash(table: TableInfo, columns: tuple[str, ...], values: tuple[Any, ...]) -> int:
+    """The write-set entry of a UNIQUE value: namespaced by table and constraint (a prefix no key hash has), so two
+    transactions claiming one value conflict at certification as two writers of one key do."""
+    return _hash64(f"\x02unique\x00{table.identity}\x00{columns!r}\x00{values!r}")
+
+
+def ref_hash(parent: str, key: Key) -> int:
+    """Recorded by a transaction that wrote a row referencing parent key ``key`` (``parent`` a table identity)."""
+    return _hash64(f"\x03ref\x00{parent}\x00{key!r}")
+
+
+def gone_hash(parent: str, key: Key) -> int:
+    """Recorded by a transaction that deleted (or re-keyed) key ``key`` of a table foreign keys reference."""
+    return _hash64(f"\x04gone\x00{parent}\x00{key!r}")
+
+
+@dataclass(frozen=True)
+class RowMarks:
+    """What a written row claims besides its key: its UNIQUE values' hashes and the parent keys it references
+    (as (parent table identity, key))."""
+
+    claims: tuple[int, ...] = ()
+    refs: tuple[tuple[str, Key], ...] = ()
 
 
 def key_hash(table: TableInfo, key: Key) -> int:
@@ -60,6 +95,7 @@ class TableWrites:
     live: dict[Key, bool] = field(default_factory=dict)  # every key written: does it exist for this txn now?
     flushed: bool = False  # some rows already reached the Cache
     unchecked: set[Key] = field(default_factory=set)  # inserted keys not yet checked against the snapshot
+    marks: dict[Key, RowMarks] = field(default_factory=dict)  # live rows' UNIQUE claims and references
 
 
 @dataclass
@@ -90,6 +126,8 @@ class Transaction:
         self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
         self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
+        self._refs: set[int] = set()  # foreign-key entries of the commit record (record_set)
+        self._probes: set[int] = set()
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     # ---- begin ---------------------------------------------------------------------------------------------
@@ -277,6 +315,7 @@ class Transaction:
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
         ids = self._generated_ids(info, positions, source)
+        numbers = self._sequence_values(info, positions, source)
         for raw in source:
             full = []
             for col in info.columns:
@@ -285,6 +324,8 @@ class Transaction:
                     value = col.default
                 if value is None and col.name in info.generated:
                     value = next(ids)
+                if isinstance(value, SequenceDefault):
+                    value = next(numbers[col.name])
                 value = coerce(value, col.sql_type, col.name)
                 if value is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
@@ -293,13 +334,35 @@ class Transaction:
                 full.append((self.txid << 24) | next(self._rowids) & 0xFFFFFF)
             row = _stored_key(info, tuple(full))
             rows.append((self._key(info, row), row))
+        marks = self._constrain(info, rows, [k for k, _ in rows], [])
         with self._statement(info, [k for k, _ in rows]) as entry:
             self._check_new_keys(info, [k for k, _ in rows])
             seq = self._next_seq()
             for key, row in rows:
                 entry.pending[key] = (row, seq)
                 entry.live[key] = True
+            _mark(entry, marks)
         return len(rows)
+
+    def _sequence_values(
+        self, info: TableInfo, positions: dict[str, int], source: Sequence[tuple[Any, ...]]
+    ) -> dict[str, Iterator[int]]:
+        """Per column with DEFAULT NEXT VALUE FOR s: the sequence's next values, one per row taking the default,
+        fetched in one statement per 1000 (the engine evaluates NEXT VALUE FOR once per row)."""
+        numbers: dict[str, Iterator[int]] = {}
+        for col in info.columns:
+            if not isinstance(col.default, SequenceDefault):
+                continue
+            at = positions.get(col.name)
+            wanted = sum(1 for raw in source if at is None or raw[at] is DEFAULT)
+            values: list[int] = []
+            for start in range(0, wanted, 1000):
+                rows = ", ".join("(0)" for _ in range(min(1000, wanted - start)))
+                values += [
+                    int(r[0]) for r in self.conn.execute(f"SELECT {col.default} FROM (VALUES {rows}) AS tq_n(x)").rows
+                ]
+            numbers[col.name] = iter(values)
+        return numbers
 
     def _generated_ids(self, info: TableInfo, positions: dict[str, int], source: Sequence[tuple[Any, ...]]) -> Any:
         """Values for the rows that leave the table's generated column out or NULL, from one counter call;
@@ -321,11 +384,30 @@ class Transaction:
         self.last_generated = ids[0]
         return iter(ids)
 
+    def copy(self, plan: CopyPlan) -> int:
+        """COPY INTO a transactional table (statements.CopyPlan): the engine loads a staging table of this
+        session, whose rows are then inserted as this transaction's, all or none."""
+        self.check_usable()
+        self.conn.execute(plan.create)
+        try:
+            self.conn.execute(plan.copy)
+            return self.insert(plan.insert, {}, {})
+        finally:
+            self.conn.execute(f"DROP TABLE {plan.staging}")
+
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
         result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
+        matched = [typed_key(info, raw[:nkey]) for raw in result.rows]
+        if len(set(matched)) != len(matched):  # UPDATE ... FROM joined a target row to several rows
+            twice = next(k for k in matched if matched.count(k) > 1)
+            raise ProgrammingError(
+                f"UPDATE ... FROM: row {_show(info, twice)} of {info.name!r} matches several rows of the FROM tables, "
+                "so its new value is ambiguous (MonetDB refuses such an UPDATE too); make the join match one row",
+                "21000",
+            )
         # every new row is built and checked before any is buffered: a statement is all or nothing
         in_place: list[tuple[Key, tuple[Any, ...]]] = []
         moved: list[tuple[Key, Key, tuple[Any, ...]]] = []
@@ -347,6 +429,8 @@ class Transaction:
         if len(set(arriving)) != len(arriving):
             raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
         touched = [k for k, _ in in_place] + list(leaving) + arriving
+        written = in_place + [(new_key, row) for _, new_key, row in moved]
+        marks = self._constrain(info, written, touched, sorted(leaving - set(arriving), key=repr), plan.assigned)
         with self._statement(info, touched) as entry:
             self._check_new_keys(info, [k for k in arriving if k not in leaving])
             seq = self._next_seq()
@@ -356,9 +440,11 @@ class Transaction:
             for old, _, _ in moved:
                 entry.pending[old] = (None, seq)
                 entry.live[old] = False
+                entry.marks.pop(old, None)
             for _, new_key, row in moved:
                 entry.pending[new_key] = (row, seq)
                 entry.live[new_key] = True
+            _mark(entry, marks)
         return len(result.rows)
 
     def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
@@ -366,11 +452,13 @@ class Transaction:
         info = plan.table
         result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         keys = [typed_key(info, raw) for raw in result.rows]
+        self._constrain(info, [], keys, keys)
         with self._statement(info, keys) as entry:
             seq = self._next_seq()
             for key in keys:
                 entry.pending[key] = (None, seq)
                 entry.live[key] = False
+                entry.marks.pop(key, None)
         return len(result.rows)
 
     @contextmanager
@@ -382,7 +470,7 @@ class Transaction:
         transaction can then only roll back."""
         existed = info.qualified in self.writes
         entry = self.write_entry(info)
-        before = {k: (entry.pending.get(k), entry.live.get(k)) for k in keys}
+        before = {k: (entry.pending.get(k), entry.live.get(k), entry.marks.get(k)) for k in keys}
         fresh = {k for k in keys if k not in entry.unchecked}
         try:
             yield entry
@@ -391,9 +479,10 @@ class Transaction:
         except BaseException:
             if self.failed:
                 raise
-            for key, (pending, live) in before.items():
+            for key, (pending, live, marks) in before.items():
                 _restore(entry.pending, key, pending)
                 _restore(entry.live, key, live)
+                _restore(entry.marks, key, marks)
             entry.unchecked -= fresh
             if not existed and not entry.live and not entry.flushed:
                 del self.writes[info.qualified]
@@ -436,11 +525,16 @@ class Transaction:
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
-    def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
-        """None of ``keys`` exists in the snapshot (Python filters the over-approximation exactly)."""
+    def _found(self, info: TableInfo, keys: Sequence[Key]) -> set[Key]:
+        """Which of ``keys`` (none of which this transaction wrote) exist in the snapshot."""
         sql = self._present(info, keys, as_text=True)
         rows = self.conn.execute(Template.from_sql(sql).render(self.slots())).rows
         found = {typed_key(info, [read_value(v, _key_type(info, k)) for v, k in zip(r, info.key)]) for r in rows}
+        return found & set(keys)
+
+    def _check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
+        """None of ``keys`` exists in the snapshot (Python filters the over-approximation exactly)."""
+        found = self._found(info, keys)
         clash = [k for k in keys if k in found]
         if clash:
             raise IntegrityError(f"duplicate key {_show(info, clash[0])} in table {info.name!r}", "23505")
@@ -462,6 +556,200 @@ class Transaction:
         for i, n in counts:
             if n:
                 self._check_absent(*checks[int(i)])
+
+    # ---- UNIQUE and FOREIGN KEY ----------------------------------------------------------------------------
+
+    def _constrain(
+        self,
+        info: TableInfo,
+        rows: Sequence[tuple[Key, tuple[Any, ...]]],
+        touched: Sequence[Key],
+        gone: Sequence[Key],
+        assigned: frozenset[str] | None = None,
+    ) -> dict[Key, RowMarks]:
+        """Check one statement's effect on ``info`` against its UNIQUE and FOREIGN KEY constraints: ``rows`` are
+        the versions it writes, ``touched`` every key it changes, ``gone`` the keys it deletes or re-keys,
+        ``assigned`` the columns an UPDATE sets (None: an INSERT; a constraint on columns it keeps needs no
+        query: those values were checked when written). Raises IntegrityError before anything is buffered;
+        returns each written row's marks for the write-set."""
+        children = self.db.catalog.children(info) if gone else []
+        if not children and (not rows or not (info.uniques or info.foreign_keys)):
+            return {}
+        changed = (lambda cols: True) if assigned is None else (lambda cols: bool(assigned & set(cols)))
+        claims = self._check_unique(info, rows, set(touched), changed)
+        refs = self._check_references(info, rows, set(touched), set(gone), changed)
+        if children:
+            self._check_unreferenced(info, children, set(touched), set(gone))
+        return {key: RowMarks(tuple(claims.get(key, ())), tuple(refs.get(key, ()))) for key, _ in rows}
+
+    def _values(self, info: TableInfo, columns: Sequence[str], values: Sequence[Any]) -> tuple[Any, ...]:
+        """Column values as the engine compares them (see typed_key)."""
+        return tuple(key_value(coerce(v, _key_type(info, c), c)) for v, c in zip(values, columns))
+
+    def _visible_rows(
+        self, info: TableInfo, wanted: Sequence[tuple[tuple[str, ...], set[tuple[Any, ...]]]]
+    ) -> list[tuple[Key, dict[str, Any]]]:
+        """Rows of the snapshot, this transaction's writes included, whose ``columns`` may hold one of the given
+        values (per (columns, values) pair; an over-approximation, filtered exactly by the caller): their key
+        and those columns' values (only the columns of the pairs one query asked about: at most
+        ``CHECK_BATCH`` values go into one query)."""
+        if sum(len(vals) for _, vals in wanted) > CHECK_BATCH:
+            found: list[tuple[Key, dict[str, Any]]] = []
+            for cols, vals in wanted:
+                ordered = sorted(vals, key=repr)
+                for start in range(0, len(ordered), CHECK_BATCH):
+                    found += self._visible_rows(info, [(cols, set(ordered[start : start + CHECK_BATCH]))])
+            return found
+        columns = list(dict.fromkeys(c for cols, vals in wanted if vals for c in cols))
+        alternatives = []
+        for cols, vals in wanted:
+            if vals:
+                alternatives.append(
+                    " AND ".join(
+                        f'{{t}}"{c}" IN ({", ".join(literal(v) for v in sorted({t[i] for t in vals}, key=repr))})'
+                        for i, c in enumerate(cols)
+                    )
+                )
+        if not alternatives:
+            return []
+        if info.qualified in self.writes and self.writes[info.qualified].pending:
+            self.flush([info.qualified])  # its own earlier rows count too
+        own = info.qualified in self.in_cache()
+        # not a key predicate: it may filter Storage and the newest versions only, never below the ranking (an
+        # older version holding the value must not win over a newer one that changed it)
+        where = "(" + " OR ".join(alternatives) + ")"
+        snapshot = snapshot_sql(info, "analytical", row_preds=[where], own=own, columns=columns, expose_rowid=True)  # type: ignore[list-item]
+        names = list(info.key) + columns
+        outputs = ", ".join(text_sql(f'"{c}"', _key_type(info, c)) for c in names)
+        sql = f"SELECT {outputs} FROM ({snapshot}) AS tq_uq"
+        found = []
+        for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows:
+            values = [read_value(v, _key_type(info, c)) for v, c in zip(r, names)]
+            key = typed_key(info, values[: len(info.key)])
+            found.append((key, dict(zip(columns, values[len(info.key) :]))))
+        return found
+
+    def _check_unique(
+        self,
+        info: TableInfo,
+        rows: Sequence[tuple[Key, tuple[Any, ...]]],
+        touched: set[Key],
+        changed: Callable[[Sequence[str]], bool],
+    ) -> dict[Key, list[int]]:
+        """No written row's UNIQUE value (all columns non-NULL) is held by another row: one of the statement's, or
+        one the snapshot and this transaction's writes show outside the keys the statement changes."""
+        if not info.uniques or not rows:
+            return {}
+        names = info.stored_names
+        claims: dict[Key, list[int]] = {}
+        wanted: list[tuple[tuple[str, ...], set[tuple[Any, ...]]]] = []
+        for cols in info.uniques:
+            seen: dict[tuple[Any, ...], Key] = {}
+            for key, row in rows:
+                raw = [row[names.index(c)] for c in cols]
+                if any(v is None for v in raw):
+                    continue  # NULL is never equal to anything: no conflict (as MonetDB)
+                value = self._values(info, cols, raw)
+                if value in seen:
+                    raise IntegrityError(_unique_message(info, cols, value, "the rows this statement writes"), "23505")
+                seen[value] = key
+                claims.setdefault(key, []).append(unique_hash(info, cols, value))
+            if changed(cols):
+                wanted.append((cols, set(seen)))
+        for key, held in self._visible_rows(info, wanted):
+            if key in touched:
+                continue  # the statement replaces or deletes this row
+            for cols, values in wanted:
+                if any(c not in held for c in cols):
+                    continue  # the row came from a query about another constraint
+                value = self._values(info, cols, [held[c] for c in cols])
+                if value in values:
+                    raise IntegrityError(_unique_message(info, cols, value, f"row {_show(info, key)}"), "23505")
+        return claims
+
+    def _check_references(
+        self,
+        info: TableInfo,
+        rows: Sequence[tuple[Key, tuple[Any, ...]]],
+        touched: set[Key],
+        gone: set[Key],
+        changed: Callable[[Sequence[str]], bool],
+    ) -> dict[Key, list[tuple[str, Key]]]:
+        """Each written row's non-NULL foreign key names a parent row that exists for this transaction."""
+        refs: dict[Key, list[tuple[str, Key]]] = {}
+        if not info.foreign_keys or not rows:
+            return refs
+        names = info.stored_names
+        for fk in info.foreign_keys:
+            own = (fk.schema, fk.table) == (info.schema, info.name)
+            parent = info if own else self.db.catalog.get(fk.schema, fk.table)
+            if parent is None:
+                raise IntegrityError(f"FOREIGN KEY of {info.name!r}: table {fk.schema}.{fk.table} is gone", "23503")
+            needed: dict[Key, Key] = {}
+            for key, row in rows:
+                raw = [row[names.index(c)] for c in fk.columns]
+                if any(v is None for v in raw):
+                    continue
+                pkey = typed_key(parent, raw)
+                refs.setdefault(key, []).append((parent.identity, pkey))
+                if changed(fk.columns) or (parent is info and pkey in gone):
+                    needed.setdefault(pkey, key)
+            entry = self.writes.get(parent.qualified)
+            state: dict[Key, bool | None] = {k: entry.live.get(k) if entry else None for k in needed}
+            if parent is info:  # a self-reference: the statement's own rows count as they will be
+                state.update({k: True for k, _ in rows if k in state})
+                state.update({k: False for k in gone if k in state})
+            unknown = [k for k, v in state.items() if v is None]
+            found = self._found(parent, unknown) if unknown else set()
+            missing = [k for k, v in state.items() if v is False or (v is None and k not in found)]
+            if missing:
+                raise IntegrityError(
+                    f"FOREIGN KEY ({', '.join(fk.columns)}) of {info.name!r}: no row {_show(parent, missing[0])} in "
+                    f"{parent.name!r} (the row referencing it is {_show(info, needed[missing[0]])}); insert the "
+                    "referenced row first",
+                    "23503",
+                )
+        return refs
+
+    def _check_unreferenced(
+        self, info: TableInfo, children: Sequence[tuple[TableInfo, ForeignKey]], touched: set[Key], gone: set[Key]
+    ) -> None:
+        """No row (of the snapshot and this transaction's writes) references a key the statement deletes or
+        re-keys: NO ACTION."""
+        for child, fk in children:
+            wanted = [(fk.columns, set(gone))]
+            for key, held in self._visible_rows(child, wanted):
+                if child is info and key in touched:
+                    continue  # this very statement rewrites or deletes the referencing row (checked as a child)
+                pkey = typed_key(info, [held[c] for c in fk.columns])
+                if pkey in gone:
+                    raise IntegrityError(
+                        f"cannot delete or change the key of row {_show(info, pkey)} of {info.name!r}: row "
+                        f"{_show(child, key)} of {child.name!r} references it (FOREIGN KEY ({', '.join(fk.columns)})); "
+                        "delete or change the referencing rows first",
+                        "23503",
+                    )
+
+    def reference_sets(self) -> tuple[set[int], set[int]]:
+        """The foreign-key entries of the commit record: (references, probes). A writer of a child row records
+        ref_hash(parent key) and looks for gone_hash(parent key) in concurrent records; a deleter of a referenced
+        key records gone_hash and looks for ref_hash. So a child insert and a concurrent parent delete cannot
+        both commit, while concurrent children of one parent never conflict (references match only probes)."""
+        refs: set[int] = set()
+        probes: set[int] = set()
+        deleted = any(not live for e in self.writes.values() for live in e.live.values())
+        referenced = {(f.schema, f.table) for t in self.db.catalog.all() for f in t.foreign_keys} if deleted else set()
+        for e in self.writes.values():
+            for key, marks in e.marks.items():
+                if e.live.get(key):
+                    refs.update(ref_hash(p, k) for p, k in marks.refs)
+                    probes.update(gone_hash(p, k) for p, k in marks.refs)
+            if (e.table.schema, e.table.name) in referenced:
+                for key, live in e.live.items():
+                    if not live:
+                        refs.add(gone_hash(e.table.identity, key))
+                        probes.add(ref_hash(e.table.identity, key))
+        return refs, probes
 
     # ---- flushing ------------------------------------------------------------------------------------------
 
@@ -541,7 +829,17 @@ class Transaction:
         return "(" + ", ".join(literal(v) for v in values) + f", {self.txid}, {seq}, {deleted})"
 
     def write_set(self) -> list[int]:
-        return sorted({key_hash(e.table, k) for e in self.writes.values() for k in e.live})
+        """Every written key's hash and every live written row's UNIQUE claims (what a priority retry reserves)."""
+        hashes = {key_hash(e.table, k) for e in self.writes.values() for k in e.live}
+        hashes.update(h for e in self.writes.values() for k, m in e.marks.items() if e.live.get(k) for h in m.claims)
+        return sorted(hashes)
+
+    def record_set(self) -> list[int]:
+        """The hashes the commit record holds: the write-set and the foreign-key entries (reference_sets)."""
+        refs, self._probes = self.reference_sets()
+        written = set(self.write_set())
+        self._refs = refs - written  # recorded, but matched against others' probes only
+        return sorted(written | refs)
 
     # ---- commit --------------------------------------------------------------------------------------------
 
@@ -563,7 +861,7 @@ class Transaction:
         if self.read_only:
             return CommitResult(True, None)  # read-only transactions write no metadata
         self.flush()
-        hashes = self.write_set()
+        hashes = self.record_set()
         if not isinstance(self.db.sequencer, CSequencer):
             return self._commit_generic(hashes)
         s = self.settings
@@ -749,9 +1047,15 @@ class Transaction:
             if schema
             else ""
         )
+        mine = f"SELECT h FROM tique.commits WHERE txid = {self.txid}"
+        if self._refs:  # references conflict with probes only: children of one parent do not conflict
+            mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(self._refs))})"
+        if self._probes:
+            mine += " UNION ALL SELECT h FROM (VALUES " + ", ".join(f"({h})" for h in sorted(self._probes))
+            mine += ") AS tq_p(h)"
         return (
             f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
-            f"AND o.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {self.db.sequencer.live_sql('o.cts')} "
+            f"AND o.h IN ({mine}) {self.db.sequencer.live_sql('o.cts')} "
             f"AND o.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} "
             f"AND cts < {cts}) "
             f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {self.txid} "
@@ -808,6 +1112,19 @@ class Transaction:
 
 
 _STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
+
+
+def _mark(entry: TableWrites, marks: dict[Key, RowMarks]) -> None:
+    for key, row_marks in marks.items():
+        if row_marks.claims or row_marks.refs:
+            entry.marks[key] = row_marks
+        else:
+            entry.marks.pop(key, None)
+
+
+def _unique_message(info: TableInfo, columns: tuple[str, ...], value: tuple[Any, ...], holder: str) -> str:
+    shown = ", ".join(f"{c}={v!r}" for c, v in zip(columns, value))
+    return f"duplicate value ({shown}) for UNIQUE ({', '.join(columns)}) of table {info.name!r}: {holder} holds it"
 
 
 def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:

@@ -34,11 +34,17 @@ COMPARE = ("=", "<>", "<", "<=", ">", ">=")
 class Table:
     name: str  # the placeholder name: t0, t1, ...
     key: tuple[str, ...]
+    unique: tuple[str, ...] = ()  # a UNIQUE column set
+    references: str = ""  # the placeholder name of a table with a single key its column i references
 
-    def create(self, real: str, plain: bool) -> str:
+    def create(self, real: str, plain: bool, names: dict[str, str]) -> str:
         cols = [f"{c} {t}" + (" NOT NULL" if c in self.key else "") for c, (t, _) in COLUMNS.items()]
         if self.key:
             cols.append(f"PRIMARY KEY ({', '.join(self.key)})")
+        if self.unique:
+            cols.append(f"UNIQUE ({', '.join(self.unique)})")
+        if self.references:
+            cols.append(f"FOREIGN KEY (i) REFERENCES {names[self.references]} (k0)")
         return f"CREATE TABLE {real} ({', '.join(cols)})" + (" -- tique: plain" if plain else "")
 
 
@@ -66,9 +72,18 @@ def literal(rng: random.Random, kind: str, null_rate: float = 0.2) -> str:
 
 
 def make_schema(rng: random.Random, tables: int = 3) -> Schema:
+    """Tables with each kind of key; the keyless one has a UNIQUE column (s: few values, so clashes happen), and
+    the composite-keyed one a FOREIGN KEY (i) to the single-keyed one (listed after it: created after it)."""
     kinds = ["single", "composite", "none"]
     rng.shuffle(kinds)
-    return Schema([Table(f"t{n}", KEYS[kinds[n % 3]]) for n in range(tables)])
+    made = [Table(f"t{n}", KEYS[kinds[n % 3]]) for n in range(tables)]
+    single = next(t.name for t in made if t.key == KEYS["single"])
+    for t in made:
+        if t.key == KEYS["none"]:
+            t.unique = ("s",)
+        elif t.key == KEYS["composite"]:
+            t.references = single
+    return Schema(sorted(made, key=lambda t: bool(t.references)))
 
 
 def row_values(rng: random.Random, table: Table, key: int) -> str:

@@ -108,6 +108,8 @@ class Case:
             error_p = exc
         if (error_t is None) != (error_p is None):
             self.fail("dml", sql, f"tique: {error_t!r}; MonetDB: {error_p!r}")
+        if isinstance(error_t, tique.IntegrityError) and error_p is not None:
+            self.stats.shapes["constraint_refused"] += 1  # a key, UNIQUE or FOREIGN KEY both refused
         return error_t is None and error_p is None
 
     def fail(self, kind: str, sql: str, detail: str) -> None:
@@ -115,8 +117,8 @@ class Case:
 
     def setup(self) -> None:
         for table in self.schema.tables:
-            self.cur.execute(table.create(self.names(False)[table.name], plain=False))
-            self.raw.execute(table.create(self.names(True)[table.name], plain=True))
+            self.cur.execute(table.create(self.names(False)[table.name], plain=False, names=self.names(False)))
+            self.raw.execute(table.create(self.names(True)[table.name], plain=True, names=self.names(True)))
         self.conn.commit()
         for table in self.schema.tables:  # stable rows: committed, then checkpointed
             for _ in range(self.rng.randint(3, 8)):

@@ -14,8 +14,9 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from tique.catalog import ROWID, ColumnSpec, SqlDefault, TableInfo
+from tique.catalog import ROWID, ColumnSpec, SequenceDefault, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
@@ -57,6 +58,7 @@ class UpdatePlan:
     point_keys: PointKeys = ()
     decode: Decode = NOTHING
     stored_slots: frozenset[str] = frozenset()  # parameters in SET: stored, so sent exactly (-0.0 stays -0.0)
+    assigned: frozenset[str] = frozenset()  # the columns SET assigns (others keep their values)
 
 
 @dataclass(frozen=True)
@@ -118,13 +120,23 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
     target = tree.this
     columns_node = target.expressions if isinstance(target, exp.Schema) else []
     info, _ = _target(target.this if isinstance(target, exp.Schema) else target, lookup, "INSERT")
-    if tree.args.get("conflict") or tree.args.get("returning"):
-        raise NotSupportedError("INSERT ... ON CONFLICT / RETURNING is not supported by tique")
+    if tree.args.get("returning"):
+        raise NotSupportedError(
+            _RETURNING.format(
+                verb="INSERT", then="read a generated key from cursor.lastrowid, or SELECT the rows after"
+            )
+        )
+    if tree.args.get("conflict"):
+        raise NotSupportedError(
+            "INSERT ... ON CONFLICT is not supported by tique (nor by MonetDB 11.41): SELECT the key first, then "
+            "INSERT or UPDATE in the same transaction (its snapshot is stable; a concurrent insert of the key fails "
+            "one of the two at COMMIT)"
+        )
     columns = tuple(ident(c) for c in columns_node) or info.column_names
     for name in columns:
         info.column(name)  # unknown columns say which
     source = tree.expression
-    if any(isinstance(c.default, SqlDefault) for c in info.columns):
+    if any(_engine_default(c) for c in info.columns):
         columns, source = _with_sql_defaults(info, columns, source)
     if source is None and tree.args.get("default"):  # INSERT INTO t DEFAULT VALUES: one row of defaults
         return InsertPlan(info, (), ((),), None, frozenset())
@@ -186,6 +198,12 @@ def _default_expr(column: ColumnSpec) -> exp.Expression:
     )
 
 
+def _engine_default(column: ColumnSpec) -> bool:
+    """A default the engine evaluates once per statement (CURRENT_TIMESTAMP...); a sequence's value is per row,
+    fetched by the transaction instead."""
+    return isinstance(column.default, SqlDefault) and not isinstance(column.default, SequenceDefault)
+
+
 def _with_sql_defaults(
     info: TableInfo, columns: tuple[str, ...], source: exp.Expression | None
 ) -> tuple[tuple[str, ...], exp.Expression]:
@@ -193,7 +211,7 @@ def _with_sql_defaults(
     out, or gives as DEFAULT, come from a one-row subquery joined to the INSERT's own SELECT, so the engine
     evaluates each once when the statement runs (every row of the statement gets the same moment; MonetDB
     evaluates CURRENT_TIMESTAMP in each VALUES row anew). The INSERT then takes the SELECT path."""
-    exprs = {c.name: c for c in info.columns if isinstance(c.default, SqlDefault)}
+    exprs = {c.name: c for c in info.columns if _engine_default(c)}
     missing = [n for n in exprs if n not in columns]
     now = exp.Subquery(
         this=exp.select(*[exp.alias_(_default_expr(c), f"d{i}") for i, c in enumerate(exprs.values())]),
@@ -207,7 +225,7 @@ def _with_sql_defaults(
     if source is None:  # DEFAULT VALUES
         return tuple(exprs), exp.select(*[default(n) for n in exprs]).from_(now)
     if isinstance(source, exp.Values):
-        return _values_with_defaults(columns, source, exprs, missing, now, default)
+        return _values_with_defaults(info, columns, source, exprs, missing, now, default)
     if not missing or not isinstance(source, (exp.Select, exp.Union)):
         return columns, source
     inner = exp.Subquery(this=source.copy(), alias=exp.TableAlias(this=exp.to_identifier("tq_i")))
@@ -215,7 +233,19 @@ def _with_sql_defaults(
     return (*columns, *missing), wrapped.from_(inner).join(now, join_type="CROSS")
 
 
+def _default_item(column: ColumnSpec) -> exp.Expression:
+    """A column's default as a VALUES item: its literal, NEXT VALUE FOR its sequence (per row), or NULL (a
+    generated column: the transaction gives it its value)."""
+    to = exp.DataType.build(column.sql_type, dialect=MonetDB)
+    if isinstance(column.default, SequenceDefault):
+        return exp.Cast(this=exp.Var(this=str(column.default)), to=to)
+    if column.default is None:
+        return exp.Cast(this=exp.null(), to=to)
+    return exp.Cast(this=sqlglot.parse_one(literal(column.default), read=MonetDB), to=to)
+
+
 def _values_with_defaults(
+    info: TableInfo,
     columns: tuple[str, ...],
     source: exp.Values,
     exprs: dict[str, ColumnSpec],
@@ -230,6 +260,9 @@ def _values_with_defaults(
         values = [v.copy() for v in (tup.expressions if isinstance(tup, exp.Tuple) else [tup])]
         if len(values) != len(columns):
             raise ProgrammingError(f"INSERT has {len(values)} values for {len(columns)} columns")
+        for i, name in enumerate(columns):  # DEFAULT for a column the engine does not evaluate here
+            if i not in flagged and isinstance(values[i], exp.Var) and values[i].name.upper() == "DEFAULT":
+                values[i] = _default_item(info.column(name))
         flags = []
         for i in flagged:
             is_default = isinstance(values[i], exp.Var) and values[i].name.upper() == "DEFAULT"
@@ -252,10 +285,16 @@ def _values_with_defaults(
     return (*columns, *missing), select.join(now, join_type="CROSS")
 
 
+_RETURNING = (
+    "{verb} ... RETURNING is not supported by tique (MonetDB 11.41 has no RETURNING clause): {then} in the same "
+    "transaction (it reads its own writes, and its snapshot does not change under it)"
+)
+
+
 def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> UpdatePlan:
     info, table = _target(tree.this, lookup, "UPDATE")
-    if tree.args.get("from") or tree.args.get("from_") or tree.args.get("returning"):
-        raise NotSupportedError("UPDATE ... FROM / RETURNING is not supported by tique: use a subquery in SET or WHERE")
+    if tree.args.get("returning"):
+        raise NotSupportedError(_RETURNING.format(verb="UPDATE", then="SELECT the updated rows after the UPDATE"))
     assignments: dict[str, exp.Expression] = {}
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
@@ -276,6 +315,12 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         for i, c in enumerate(info.stored_names)
     ]
     select = exp.select(*old_keys, *new_values).from_(table.copy())
+    source = tree.args.get("from_") or tree.args.get("from")
+    if source is not None:  # UPDATE ... FROM u: the target joined to u; the transaction refuses a row matched twice
+        first = source.this.copy()
+        joins = list(first.args.get("joins") or [])  # sqlglot hangs FROM u, x JOIN y's joins on u
+        first.set("joins", None)
+        select.set("joins", [exp.Join(this=first), *(j.copy() for j in joins)])
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
     types = [stored_type(info, k) for k in info.key] + [stored_type(info, c) for c in info.stored_names]
@@ -283,14 +328,26 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
     key_changes = any(k in assignments for k in info.key)
     return UpdatePlan(
-        info, Template.from_tree(found.tree), key_changes, frozenset(found.reads), found.point_keys, decode, stored
+        info,
+        Template.from_tree(found.tree),
+        key_changes,
+        frozenset(found.reads),
+        found.point_keys,
+        decode,
+        stored,
+        frozenset(assignments),
     )
 
 
 def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> DeletePlan:
     info, table = _target(tree.this, lookup, "DELETE")
-    if tree.args.get("using") or tree.args.get("returning"):
-        raise NotSupportedError("DELETE ... USING / RETURNING is not supported by tique")
+    if tree.args.get("returning"):
+        raise NotSupportedError(_RETURNING.format(verb="DELETE", then="SELECT the rows before the DELETE"))
+    if tree.args.get("using"):
+        raise NotSupportedError(
+            "DELETE ... USING is not supported by tique (nor by MonetDB 11.41): name the other table in a subquery "
+            "of the WHERE clause (DELETE FROM t WHERE EXISTS (SELECT 1 FROM u WHERE ...))"
+        )
     alias = table.alias_or_name
     select = exp.select(*[exp.column(k, table=alias) for k in info.key]).from_(table.copy())
     if tree.args.get("where") is not None:
