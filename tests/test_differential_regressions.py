@@ -155,6 +155,43 @@ def test_set_schema_resolves_unqualified_names_to_the_snapshot(
         conn.close()
 
 
+def test_ddl_after_set_schema_uses_the_session_schema(embedded_url: str, unique_name: Callable[[str], str]) -> None:
+    """Unqualified names in DDL resolve in the schema SET SCHEMA chose, as MonetDB resolves them: the table is
+    created there (not in the connection's first schema, where its view would then shadow nothing), a FOREIGN
+    KEY finds its parent there, and a view's body keeps meaning that schema's table when read from another."""
+    schema, conn = unique_name("dsch"), tique.connect(embedded_url)
+    try:
+        cur = conn.cursor()
+        cur.execute(f"CREATE SCHEMA {schema}")
+        conn.commit()
+        cur.execute(f"SET SCHEMA {schema}")
+        cur.execute("CREATE TABLE par (id INT PRIMARY KEY, v INT)")
+        cur.execute("CREATE TABLE kid (id INT PRIMARY KEY, par_id INT REFERENCES par (id))")
+        conn.commit()
+        cur.execute("INSERT INTO par VALUES (1, 10)")
+        cur.execute("INSERT INTO kid VALUES (5, 1)")
+        conn.commit()
+        cur.execute("CREATE INDEX par_v ON par (v)")
+        cur.execute("ALTER TABLE par ADD COLUMN w INT")
+        cur.execute("CREATE VIEW pv AS WITH x AS (SELECT v FROM par) SELECT v FROM x")
+        conn.commit()
+        cur.execute("SET SCHEMA sys")
+        cur.execute(f"SELECT id, v, w FROM {schema}.par")
+        assert cur.fetchall() == [(1, 10, None)]
+        cur.execute(f"SELECT v FROM {schema}.pv")
+        assert cur.fetchall() == [(10,)]
+        with pytest.raises(tique.IntegrityError):
+            cur.execute(f"DELETE FROM {schema}.par WHERE id = 1")  # the child's FOREIGN KEY holds it
+        conn.rollback()
+    finally:
+        conn.close()
+    admin = tique.connect(embedded_url)
+    cur = admin.cursor()
+    cur.execute(f"SELECT COUNT(*) FROM tique.tables WHERE name IN ('par', 'kid', 'pv') AND schema_name = '{schema}'")
+    assert cur.fetchone() == (3,)
+    admin.close()
+
+
 def test_sample_reads_the_snapshot(twins: Twins) -> None:
     conn, raw, prefix = twins
     both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, v INT)", ROWS, prefix)

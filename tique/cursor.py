@@ -66,9 +66,10 @@ class Cursor:
                 conn.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
             return self
         if isinstance(plan, DDL):
-            result = run_ddl(conn.db, conn._raw, plan.tree, plan.sql, conn)
+            schema = conn.read_options.schema or conn.db.default_schema
+            result = run_ddl(conn.db, conn._raw, plan.tree, plan.sql, conn, schema)
             self._set(result)
-            dropped = dropped_table(plan.tree, conn.db.default_schema)
+            dropped = dropped_table(plan.tree, schema)
             if dropped and conn._txn is not None:
                 conn._txn.forget_table(dropped, result.ddl_txids)
             elif conn._txn is not None:  # this session's own ALTER does not fail its transaction (alter.py)

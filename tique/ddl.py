@@ -38,8 +38,12 @@ def _plain(sql: str) -> bool:
     return bool(catalog.PLAIN_HINT.search(sql))
 
 
-def run_ddl(db: Database, conn: RawConnection, tree: exp.Expression, sql: str, session: Any = None) -> Result:
-    """``session``: the tique connection running the statement (CREATE TABLE AS reads its snapshot)."""
+def run_ddl(
+    db: Database, conn: RawConnection, tree: exp.Expression, sql: str, session: Any = None, schema: str | None = None
+) -> Result:
+    """``session``: the tique connection running the statement (CREATE TABLE AS reads its snapshot); ``schema``:
+    its current schema (SET SCHEMA), where unqualified names are resolved."""
+    tree = qualify_names(tree, schema or db.default_schema, lambda s, n: db.catalog.lookup(conn, s, n) is not None)
     kind = str(tree.args.get("kind") or "").upper()
     if isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is not None and not _plain(sql):
         return ddl_views.create_table_as(db, conn, tree, session)
@@ -135,6 +139,22 @@ def _abort(db: Database, conn: RawConnection, txid: int, cts: int) -> None:
             conn.execute(f"SELECT tique.end_txn({txid})")
     except DatabaseError:
         pass  # recovery settles it; the caller reports the original error
+
+
+def qualify_names(tree: exp.Expression, schema: str, known: Callable[[str, str], bool]) -> exp.Expression:
+    """The statement with its unqualified table names put in ``schema``, the session's current one (as MonetDB
+    resolves them): the table the statement creates, drops or alters always; any other (a view's body, a FOREIGN
+    KEY's parent, a CREATE TABLE AS's source) when tique has that table there - so MonetDB's own tables, found
+    through sys, and a new name given by RENAME TO stay as written. CTE names are never tables."""
+    tree = tree.copy()
+    ctes = {ident(cte.args.get("alias")).lower() for cte in tree.find_all(exp.CTE) if cte.args.get("alias")}
+    target = tree.find(exp.Table)
+    for table in tree.find_all(exp.Table):
+        if table.args.get("db") or not table.name or table.name.lower() in ctes:
+            continue
+        if table is target or known(schema, ident(table)):
+            table.set("db", exp.to_identifier(schema, quoted=True))
+    return tree
 
 
 def dropped_table(tree: exp.Expression, default_schema: str) -> str | None:
