@@ -37,8 +37,8 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import ident
 from tique.params import literal
-from tique.rewrite.writes import ident
 
 # Called with each step's name before the step: tests make a step fail here.
 step_hook: Callable[[str], None] | None = None

@@ -49,6 +49,7 @@ from sqlglot import exp
 from tique import sqlfiles
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, NotSupportedError, ProgrammingError
+from tique.names import quote
 from tique.params import literal
 
 ROWID = "tq_rowid"
@@ -56,11 +57,6 @@ UNREGISTER_TRIES = 20
 META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
 DATA_SCHEMA = "tique_data"
-
-
-def quote(name: str) -> str:
-    """A MonetDB identifier, quoted."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 class SqlDefault(str):
@@ -322,7 +318,7 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
         raise NotSupportedError(
             "CREATE TABLE ... AS SELECT is not supported by tique yet: create the table, then INSERT ... SELECT"
         )
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     table = schema_node.this
     name = ident(table)

@@ -46,9 +46,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.catalog import ROWID, Catalog, TableInfo, quote
+from tique.catalog import ROWID, Catalog, TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError
+from tique.names import quote
 from tique.params import literal
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 

@@ -23,8 +23,8 @@ from tique import alter, catalog, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
+from tique.names import ident, quote
 from tique.rewrite.dialect import MonetDB
-from tique.rewrite.writes import ident
 from tique.sequencer import CSequencer
 
 T = TypeVar("T")
@@ -217,7 +217,7 @@ def _drop_index(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
     for index in hits:
         for physical in (index, f"{index}__cache"):
             if physical in found:
-                conn.execute(f"DROP INDEX {catalog.quote(catalog.DATA_SCHEMA)}.{catalog.quote(physical)}")
+                conn.execute(f"DROP INDEX {quote(catalog.DATA_SCHEMA)}.{quote(physical)}")
     return Result(rowcount=-1)
 
 
@@ -275,6 +275,6 @@ def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
     column_list = ", ".join(f'"{c}"' for c in cols)
     # index names are per schema: in tique_data, prefixed by the table's base name (two schemas may use one name)
     prefix = f"{info.data_base}__" if info.data_schema else ""
-    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name)} ON {info.storage} ({column_list})")
-    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
+    conn.execute(f"CREATE INDEX {quote(prefix + name)} ON {info.storage} ({column_list})")
+    conn.execute(f"CREATE INDEX {quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
     return Result(rowcount=-1)

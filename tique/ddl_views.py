@@ -32,9 +32,9 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import ident
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
-from tique.rewrite.writes import ident
 
 VIEW = "view"
 MAX_DEPTH = 32  # views over views: deeper than this is a cycle

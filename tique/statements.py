@@ -222,7 +222,7 @@ def truncate_as_delete(
 ) -> exp.Delete | None:
     """TRUNCATE of a transactional table is a DELETE of every row the transaction sees (tique/ddl_views.py);
     None when it names no table of tique's."""
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     tables = list(tree.expressions)
     infos = [lookup(ident(t.args.get("db")) or None, ident(t)) for t in tables]

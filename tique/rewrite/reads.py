@@ -36,7 +36,7 @@ class ReadOptions:
 
 
 def _ident(node: exp.Expression | None) -> str:
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     return ident(node)
 

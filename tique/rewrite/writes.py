@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from tique.catalog import ROWID, ColumnSpec, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import ident
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
@@ -71,20 +72,6 @@ class DeletePlan:
 def stored_type(info: TableInfo, name: str) -> str:
     """The SQL type of a stored column (the hidden row id included)."""
     return "BIGINT" if name == ROWID else info.column(name).sql_type
-
-
-def ident(node: exp.Expression | str | None) -> str:
-    """An identifier as MonetDB stores it: unquoted names fold to lower case."""
-    if node is None:
-        return ""
-    if isinstance(node, str):
-        return node.lower()
-    if isinstance(node, exp.Identifier):
-        return node.name if node.quoted else node.name.lower()
-    inner = node.this if isinstance(node, (exp.Table, exp.Column)) else None
-    if isinstance(inner, exp.Identifier):
-        return ident(inner)
-    return node.name.lower()
 
 
 def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo, exp.Table]:

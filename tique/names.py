@@ -1,0 +1,47 @@
+"""Identifiers in the SQL tique writes: every name goes through ``quote`` (text) or ``identifier`` (a sqlglot
+node), both sqlglot's quoting in MonetDB's spelling - double quotes, an embedded double quote doubled - so a
+table or column may be called anything (``"x"" INT"``, ``"order"``, ``"o'brien"``, ``"MixedCase"``) and no name
+can end the identifier early and inject SQL. ``ident`` reads a name the user wrote as MonetDB stores it."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from tique.rewrite.dialect import MonetDB
+
+
+def identifier(name: str) -> exp.Identifier:
+    """A name as a quoted sqlglot identifier: kept exactly as given (case, spaces, quotes, reserved words)."""
+    return exp.to_identifier(name, quoted=True)
+
+
+def quote(name: str) -> str:
+    """A name as a quoted MonetDB identifier, for SQL text."""
+    return identifier(name).sql(dialect=MonetDB)
+
+
+def qualified(schema: str, name: str) -> str:
+    """schema.name, both quoted."""
+    return f"{quote(schema)}.{quote(name)}"
+
+
+def column(name: str, table: str | exp.Identifier | None = None) -> exp.Column:
+    """A column reference by its exact name; ``table`` an exact name or the user's own identifier node (kept as
+    the user quoted it, so an alias ``Q`` still folds to q)."""
+    if isinstance(table, str):
+        table = identifier(table)
+    return exp.Column(this=identifier(name), table=table.copy() if table is not None else None)
+
+
+def ident(node: exp.Expression | str | None) -> str:
+    """An identifier as MonetDB stores it: unquoted names fold to lower case."""
+    if node is None:
+        return ""
+    if isinstance(node, str):
+        return node.lower()
+    if isinstance(node, exp.Identifier):
+        return node.name if node.quoted else node.name.lower()
+    inner = node.this if isinstance(node, (exp.Table, exp.Column)) else None
+    if isinstance(inner, exp.Identifier):
+        return ident(inner)
+    return node.name.lower()
