@@ -37,7 +37,7 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident
+from tique.names import ident, quote
 from tique.params import literal
 
 # Called with each step's name before the step: tests make a step fail here.
@@ -47,10 +47,6 @@ step_hook: Callable[[str], None] | None = None
 def _step(name: str) -> None:
     if step_hook is not None:
         step_hook(name)
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class _Undo:
@@ -217,17 +213,17 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         )
     column = ColumnSpec(name, catalog._type_sql(node.args["kind"]), not_null, default)
     new = replace(info, columns=(*info.columns, column))
-    typed = f"{_q(name)} {column.sql_type}"
+    typed = f"{quote(name)} {column.sql_type}"
     filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
 
     def apply() -> None:
         with _undoing(conn) as undo:
             _step("storage")
             conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
-            undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {_q(name)}")
+            undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {quote(name)}")
             _step("cache")
             conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
-            undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
+            undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {quote(name)}")
             _swap_view(conn, info, new, undo)
             _write_spec(conn, new)
 
@@ -239,7 +235,7 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     them for writers with an older catalog, see above); Storage's NOT NULL. No row changes."""
     name = ident(node.this)
     column = info.column(name)
-    alter = f"ALTER TABLE {{table}} ALTER COLUMN {_q(name)} "
+    alter = f"ALTER TABLE {{table}} ALTER COLUMN {quote(name)} "
     if node.args.get("default") is not None or (node.args.get("drop") and node.args.get("allow_null") is None):
         default = catalog._default_value(node.args["default"]) if node.args.get("default") is not None else None
         changed = ColumnSpec(name, column.sql_type, column.not_null, default)
@@ -302,15 +298,15 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
         with _undoing(conn) as undo:
             _step("storage")
             if dropped.not_null:  # the checkpointer stops writing it from the commit point on
-                conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NULL")
-                undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NOT NULL")
+                conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NULL")
+                undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NOT NULL")
             _swap_view(conn, info, new, undo)
             _write_spec(conn, new)
         # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
         for table in (info.storage, info.cache):
             try:
                 _step("cleanup")
-                conn.execute(f"ALTER TABLE {table} DROP COLUMN {_q(name)}")
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
             except Exception as exc:
                 warnings.warn(
                     f"ALTER TABLE {info.name} DROP COLUMN {name!r} took effect, but the unused column stays in {table} "
@@ -346,8 +342,8 @@ def _rename_column(
             _drop_view(conn, info, undo)
             for table, step in ((info.storage, "storage"), (info.cache, "cache")):
                 _step(step)
-                conn.execute(f"ALTER TABLE {table} RENAME COLUMN {_q(old)} TO {_q(new_name)}")
-                undo.did(f"ALTER TABLE {table} RENAME COLUMN {_q(new_name)} TO {_q(old)}")
+                conn.execute(f"ALTER TABLE {table} RENAME COLUMN {quote(old)} TO {quote(new_name)}")
+                undo.did(f"ALTER TABLE {table} RENAME COLUMN {quote(new_name)} TO {quote(old)}")
             conn.execute(views.create_sql(new))
             undo.did(views.drop_sql(new))
             _write_spec(conn, new)
@@ -375,8 +371,8 @@ def _rename_table(
             )
             for old_t, old_name, new_t, new_physical, step in renames:
                 _step(step)
-                conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_physical)}")
-                undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_name)}")
+                conn.execute(f"ALTER TABLE {old_t} RENAME TO {quote(new_physical)}")
+                undo.did(f"ALTER TABLE {new_t} RENAME TO {quote(old_name)}")
             conn.execute(views.create_sql(new))
             undo.did(views.drop_sql(new))
             _write_spec(conn, new)

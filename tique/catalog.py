@@ -49,7 +49,7 @@ from sqlglot import exp
 from tique import sqlfiles
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, NotSupportedError, ProgrammingError
-from tique.names import quote
+from tique.names import qualified, quote
 from tique.params import literal
 
 ROWID = "tq_rowid"
@@ -442,11 +442,16 @@ def _check_type(table: str, column: ColumnSpec) -> None:
         ) from None
 
 
+def physical_tables(info: TableInfo) -> list[str]:
+    """A table's physical tables, quoted, in the order ``create_ddl`` creates them."""
+    return [qualified(info.schema, info.name)] if info.kind == "plain" else [info.storage, info.cache]
+
+
 def create_ddl(info: TableInfo) -> list[str]:
-    """The statements that create a table's physical tables."""
+    """The statements that create a table's physical tables (one per ``physical_tables`` entry)."""
     if info.kind == "plain":
-        return [_storage_create(info, f'"{info.schema}"."{info.name}"')]
-    cache_cols = [f'"{c.name}" {c.sql_type}' for c in info.columns]
+        return [_storage_create(info, qualified(info.schema, info.name))]
+    cache_cols = [f"{quote(c.name)} {c.sql_type}" for c in info.columns]
     if info.has_rowid:
         cache_cols.append(f"{ROWID} BIGINT")
     cache_cols += ["tq_txid BIGINT", "tq_seq INT", "tq_deleted BOOLEAN"]
@@ -456,7 +461,7 @@ def create_ddl(info: TableInfo) -> list[str]:
 def _storage_create(info: TableInfo, physical: str) -> str:
     cols = []
     for c in info.columns:
-        col = f'"{c.name}" {c.sql_type}'
+        col = f"{quote(c.name)} {c.sql_type}"
         if c.not_null:
             col += " NOT NULL"
         if c.default is not None:
@@ -465,7 +470,7 @@ def _storage_create(info: TableInfo, physical: str) -> str:
     if info.has_rowid and info.kind != "plain":
         cols.append(f"{ROWID} BIGINT")
     elif not info.has_rowid:
-        cols.append("PRIMARY KEY (" + ", ".join(f'"{k}"' for k in info.key) + ")")
+        cols.append("PRIMARY KEY (" + ", ".join(quote(k) for k in info.key) + ")")
     return f"CREATE TABLE {physical} ({', '.join(cols)})"
 
 

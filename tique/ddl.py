@@ -24,6 +24,7 @@ from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
 from tique.names import ident, quote
+from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.sequencer import CSequencer
 
@@ -158,13 +159,12 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
         made = catalog.placed(conn, replace(info, table_id=table_id))
         done: list[str] = []
         try:
-            for stmt in catalog.create_ddl(made):
+            for stmt, physical in zip(catalog.create_ddl(made), catalog.physical_tables(made)):
                 conn.execute(stmt)
-                done.append(stmt)
+                done.append(physical)
             catalog.register(conn, made)
         except Exception:
-            for stmt in done:  # leave nothing half-made behind
-                name = stmt.split("(")[0].replace("CREATE TABLE", "").strip()
+            for name in done:  # leave nothing half-made behind
                 try:
                     conn.execute(f"DROP TABLE {name}")
                 except Exception:
@@ -225,7 +225,7 @@ def _physical_exists(conn: RawConnection, schema: str, name: str) -> bool:
     return bool(
         conn.execute(
             "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-            f"WHERE s.name = '{schema}' AND t.name IN ('{name}', '{name}__storage')"
+            f"WHERE s.name = {literal(schema)} AND t.name IN ({literal(name)}, {literal(name + '__storage')})"
         ).scalar()
     )
 
@@ -242,7 +242,7 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
         raise ProgrammingError(f"DROP TABLE {info.name}: {info.name!r} is a view; use DROP VIEW", "42000")
 
     def drop() -> None:
-        physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]
+        physical = catalog.physical_tables(info)
         if info.kind == "tx":
             conn.execute(views.drop_sql(info))  # first: it depends on the tables
         for name in physical:
@@ -272,7 +272,7 @@ def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
     )
     if not cols:
         raise NotSupportedError(f"cannot read the columns of {tree.sql(dialect=MonetDB)!r}")
-    column_list = ", ".join(f'"{c}"' for c in cols)
+    column_list = ", ".join(quote(c) for c in cols)
     # index names are per schema: in tique_data, prefixed by the table's base name (two schemas may use one name)
     prefix = f"{info.data_base}__" if info.data_schema else ""
     conn.execute(f"CREATE INDEX {quote(prefix + name)} ON {info.storage} ({column_list})")

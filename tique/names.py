@@ -25,12 +25,20 @@ def qualified(schema: str, name: str) -> str:
     return f"{quote(schema)}.{quote(name)}"
 
 
-def column(name: str, table: str | exp.Identifier | None = None) -> exp.Column:
+def column_ref(name: str, table: str | exp.Identifier | None = None) -> exp.Column:
     """A column reference by its exact name; ``table`` an exact name or the user's own identifier node (kept as
     the user quoted it, so an alias ``Q`` still folds to q)."""
     if isinstance(table, str):
         table = identifier(table)
     return exp.Column(this=identifier(name), table=table.copy() if table is not None else None)
+
+
+def source_name(table: exp.Table) -> exp.Identifier:
+    """What the rest of a statement calls a table it reads: its alias, or else its name, as the user wrote it
+    (a quoted "MixedCase" stays quoted, an unquoted MixedCase folds), ready to name the subquery replacing it."""
+    given = table.args.get("alias")
+    node = given.this if given is not None and isinstance(given.this, exp.Identifier) else table.this
+    return node.copy() if isinstance(node, exp.Identifier) else exp.to_identifier(table.alias_or_name)
 
 
 def ident(node: exp.Expression | str | None) -> str:

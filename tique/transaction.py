@@ -24,6 +24,7 @@ from tique.errors import (
     OperationalError,
     SerializationFailure,
 )
+from tique.names import quote
 from tique.params import literal
 from tique.prepared import PreparingConnection
 from tique.rewrite.exact import decode, read_value, text_sql
@@ -428,9 +429,9 @@ class Transaction:
         preds = []
         for i, col in enumerate(info.key):
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
-            preds.append(f'{{t}}"{col}" IN ({values})')
+            preds.append(f"{{t}}{quote(col)} IN ({values})")
         # as_text: keys Python reads back, exactly (see exact.py); otherwise compared in SQL by the caller
-        cols = ", ".join(text_sql(f'"{k}"', _key_type(info, k)) if as_text else f'"{k}"' for k in info.key)
+        cols = ", ".join(text_sql(quote(k), _key_type(info, k)) if as_text else quote(k) for k in info.key)
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
@@ -452,7 +453,7 @@ class Transaction:
         branches = []
         for i, (info, keys) in enumerate(checks):
             exact = " OR ".join(
-                "(" + " AND ".join(f'"{c}" = {literal(v)}' for c, v in zip(info.key, key)) + ")" for key in keys
+                "(" + " AND ".join(f"{quote(c)} = {literal(v)}" for c, v in zip(info.key, key)) + ")" for key in keys
             )
             present = self._present(info, keys, f"_{i}")  # distinct aliases per snapshot (see snapshot_sql)
             branches.append(f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({present}) AS d{i} WHERE {exact}")
@@ -486,7 +487,7 @@ class Transaction:
         sent = False
         for entry in entries:
             info = entry.table
-            cols = ", ".join(f'"{c}"' for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
+            cols = ", ".join(quote(c) for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
             items = list(entry.pending.items())
             try:
                 for start in range(0, len(items), INSERT_BATCH):

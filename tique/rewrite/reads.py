@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from tique.catalog import TableInfo
+from tique.names import source_name
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
 
@@ -235,8 +236,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             tag=f"_{number}",
             left_anti_join=_in_subquery_predicate(table),
         )
-        given = table.args.get("alias")  # keep a quoted alias quoted ("Q" is not q)
-        name = given.this.copy() if given is not None and given.this else exp.to_identifier(alias)
+        name = source_name(table)  # kept as the user quoted it ("Q" is not q)
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=name)))
         read.add(info.qualified)
     keys = tuple((name, slots) for name, slots in point.items() if slots is not None)

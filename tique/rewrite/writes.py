@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from tique.catalog import ROWID, ColumnSpec, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident
+from tique.names import column_ref, ident, source_name
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
@@ -256,10 +256,10 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     stored = frozenset(
         slot for value in assignments.values() for node in value.find_all(exp.Placeholder) if (slot := slot_name(node))
     )
-    alias = table.alias_or_name
-    old_keys = [exp.alias_(exp.column(k, table=alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
+    alias = source_name(table)
+    old_keys = [exp.alias_(column_ref(k, alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
     new_values = [
-        exp.alias_(assignments[c].copy() if c in assignments else exp.column(c, table=alias), f"tq_new_{i}")
+        exp.alias_(assignments[c].copy() if c in assignments else column_ref(c, alias), f"tq_new_{i}")
         for i, c in enumerate(info.stored_names)
     ]
     select = exp.select(*old_keys, *new_values).from_(table.copy())
@@ -278,8 +278,8 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
     info, table = _target(tree.this, lookup, "DELETE")
     if tree.args.get("using") or tree.args.get("returning"):
         raise NotSupportedError("DELETE ... USING / RETURNING is not supported by tique")
-    alias = table.alias_or_name
-    select = exp.select(*[exp.column(k, table=alias) for k in info.key]).from_(table.copy())
+    alias = source_name(table)
+    select = exp.select(*[column_ref(k, alias) for k in info.key]).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
     decode = wrap_outputs(select, [stored_type(info, k) for k in info.key])
