@@ -77,6 +77,32 @@ def set_admin_password(conn: EmbeddedConnection, password: str) -> None:
     )
 
 
+DEFAULT_PASSWORD = "monetdb"  # MonetDB's well-known default: anyone who can reach the port can guess it
+
+
+def admin_password(given: str | None, path: str | None, environment: str | None) -> str:
+    """The admin password: from ``--password-file`` (its first line), ``--password``, or $TIQUE_PASSWORD (a file or
+    the environment keep it out of ``ps``), else the well-known default."""
+    if path is not None:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline().rstrip("\r\n")
+        if not first:
+            raise ValueError(f"--password-file {path} is empty: write the password on its first line")
+        return first
+    if given is not None:
+        return given
+    return environment or DEFAULT_PASSWORD
+
+
+def default_password_warning(password: str, port: int) -> str | None:
+    if password != DEFAULT_PASSWORD:
+        return None
+    return (
+        f"tique serve: warning: the admin password is MonetDB's well-known default {DEFAULT_PASSWORD!r}: anyone who "
+        f"can reach port {port} logs in as the superuser. Set another with --password-file FILE or $TIQUE_PASSWORD"
+    )
+
+
 class Server:
     """An open database with its MAPI listener; ``stop()`` closes it."""
 
@@ -140,6 +166,9 @@ def serve(
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
+    warning = default_password_warning(password, port)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     redacted = server.url.replace(f":{password}@", ":***@")
     print(
         f"tique serve: ready on {server.host}:{port}, database {server.database!r} in {server.directory} ({redacted})",
