@@ -387,6 +387,9 @@ def connect(
         else:
             from urllib.parse import quote
 
+            from tique.engine.url import check_database_name
+
+            check_database_name(database)
             url = f"monetdb://{quote(username, safe='')}:{quote(password, safe='')}@{hostname}:{port}/{database}"
     try:
         parsed_settings = Settings(**settings)
