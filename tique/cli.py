@@ -17,6 +17,13 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve a database directory over MAPI (MonetDB's protocol)")
     serve.add_argument("directory", help="database directory (created if missing, with its parent directories)")
     serve.add_argument("--port", type=int, default=50000, help="TCP port on 127.0.0.1 (default 50000)")
+    serve.add_argument(
+        "--max-clients",
+        type=int,
+        default=None,
+        help="client sessions the server admits at once (default 60: the embedded kernel's 64 less tique's own); "
+        "one more is refused with 'maximum concurrent client limit reached'",
+    )
     secret = serve.add_mutually_exclusive_group()
     secret.add_argument(
         "--password",
@@ -101,7 +108,13 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"tique serve: {exc}", file=sys.stderr)
             return 2
-        return run_serve(args.directory, args.port, password, checkpoint_interval=args.checkpoint_interval)
+        return run_serve(
+            args.directory,
+            args.port,
+            password,
+            checkpoint_interval=args.checkpoint_interval,
+            max_clients=args.max_clients,
+        )
     parser.error(f"unknown command {args.command}")
     return 2
 
