@@ -354,7 +354,8 @@ def _rename_column(
 def _rename_table(
     db: Database, conn: RawConnection, info: TableInfo, new_name: str
 ) -> tuple[TableInfo, Callable[[], None]]:
-    if db.catalog.lookup(conn, info.schema, new_name) is not None or _taken(conn, info.schema, new_name):
+    taken = _taken(conn, info.schema, new_name, beside=not info.data_schema)
+    if db.catalog.lookup(conn, info.schema, new_name) is not None or taken:
         raise ProgrammingError(
             f"ALTER TABLE {info.name} RENAME TO {new_name}: name {new_name!r} already in use", "42S01"
         )
@@ -380,8 +381,10 @@ def _rename_table(
     return new, apply
 
 
-def _taken(conn: RawConnection, schema: str, name: str) -> bool:
-    names = (name, f"{name}__storage", f"{name}__cache")
+def _taken(conn: RawConnection, schema: str, name: str, beside: bool) -> bool:
+    """Is ``name`` taken in the schema - with ``beside``, also the Storage and Cache names a table made by an older
+    tique keeps beside T (a table in tique_data gets free names there from ``catalog.placed``)."""
+    names = (name, f"{name}__storage", f"{name}__cache") if beside else (name,)
     listed = ", ".join(literal(n) for n in names)
     return bool(
         conn.execute(

@@ -222,10 +222,13 @@ def _drop_index(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
 
 
 def _physical_exists(conn: RawConnection, schema: str, name: str) -> bool:
+    """Is the name taken in the schema by something of MonetDB's (a table, a view)? A new table's Storage and
+    Cache go to tique_data under a name ``catalog.placed`` keeps free, so only the name itself counts: a table
+    of the application's called ``name__storage`` is no concern of tique's."""
     return bool(
         conn.execute(
             "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-            f"WHERE s.name = {literal(schema)} AND t.name IN ({literal(name)}, {literal(name + '__storage')})"
+            f"WHERE s.name = {literal(schema)} AND t.name = {literal(name)}"
         ).scalar()
     )
 

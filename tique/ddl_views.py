@@ -162,11 +162,11 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
 
 
 def _exists(conn: RawConnection, schema: str, name: str) -> bool:
-    names = ", ".join(literal(n) for n in (name, f"{name}__storage", f"{name}__cache"))
+    # a new table's Storage and Cache go to tique_data (catalog.placed): only the name itself can be taken here
     return bool(
         conn.execute(
             "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-            f"WHERE s.name = {literal(schema)} AND t.name IN ({names})"
+            f"WHERE s.name = {literal(schema)} AND t.name = {literal(name)}"
         ).scalar()
     )
 

@@ -89,3 +89,28 @@ def test_embedded_database_opens_with_foreign_tables(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[(1, 10), (2, 20)]"
+
+
+def test_foreign_tables_named_like_storage_and_cache_take_no_names(tmp_path: Path) -> None:
+    """An application's own ``orders__storage`` / ``orders__cache`` do not make the name ``orders`` taken (tique's
+    Storage and Cache live in tique_data, under names it keeps free itself)."""
+    server = start_serve(tmp_path / "db")
+    try:
+        raw = open_engine(server.url).connect()
+        for name in ("orders__storage", "orders__cache", "renamed__storage", "copied__cache"):
+            raw.execute(f'CREATE TABLE "{name}" (id INT)')
+        raw.close()
+        conn = tique.connect(server.url)
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE orders (k INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO orders VALUES (1, 1)")
+        conn.commit()
+        cur.execute("CREATE TABLE other (k INT PRIMARY KEY)")
+        cur.execute("ALTER TABLE other RENAME TO renamed")
+        cur.execute("CREATE TABLE copied AS SELECT k, v FROM orders")
+        conn.commit()
+        cur.execute("SELECT k, v FROM copied")
+        assert cur.fetchall() == [(1, 1)]
+        conn.close()
+    finally:
+        server.stop()
