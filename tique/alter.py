@@ -37,7 +37,7 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident, quote
+from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
 
 # Called with each step's name before the step: tests make a step fail here.
@@ -121,7 +121,7 @@ def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableI
     return Result(rowcount=-1, ddl_txids=tuple(ids))
 
 
-_UNPARSED = re.compile(r'^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)', re.I)
+_UNPARSED = re.compile(rf"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?({NAME}(?:\.{NAME})?)", re.I)
 
 
 def refuse_unparsed(db: Database, conn: RawConnection, sql: str) -> None:
@@ -130,7 +130,7 @@ def refuse_unparsed(db: Database, conn: RawConnection, sql: str) -> None:
     found = _UNPARSED.match(sql)
     if not found:
         return
-    parts = [p[1:-1] if p.startswith('"') else p.lower() for p in re.findall(r'"[^"]+"|\w+', found.group(1))]
+    parts = read_names(found.group(1))
     schema, name = (parts[0], parts[1]) if len(parts) == 2 else (db.default_schema, parts[0])
     info = db.catalog.lookup(conn, schema, name)
     if info is not None and info.kind in ("tx", "view"):

@@ -5,6 +5,8 @@ can end the identifier early and inject SQL. ``ident`` reads a name the user wro
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from tique.rewrite.dialect import MonetDB
@@ -53,3 +55,14 @@ def ident(node: exp.Expression | str | None) -> str:
     if isinstance(inner, exp.Identifier):
         return ident(inner)
     return node.name.lower()
+
+
+# One identifier as SQL text: quoted (a doubled quote inside stands for one) or a bare word; for the few
+# statements tique reads with a regular expression because its parser cannot (COPY INTO, ALTER ... SET READ ONLY)
+NAME = r'(?:"(?:[^"]|"")+"|\w+)'
+_ONE_NAME = re.compile(NAME)
+
+
+def read_names(text: str) -> list[str]:
+    """The names of a dotted SQL reference (``s."T"``) as MonetDB stores them: quoted kept exactly, bare folded."""
+    return [n[1:-1].replace('""', '"') if n.startswith('"') else n.lower() for n in _ONE_NAME.findall(text)]

@@ -12,6 +12,7 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import NAME, read_names
 from tique.params import scan
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
@@ -142,7 +143,7 @@ def _with_sequences(plan: Plan) -> Plan:
 
 
 _COPY_INTO = re.compile(
-    r"\s*COPY\s+(?:\d+\s+(?:OFFSET\s+\d+\s+)?RECORDS\s+)?(?:BINARY\s+)?INTO\s+((?:\"[^\"]+\"|\w+)(?:\.(?:\"[^\"]+\"|\w+))?)",
+    rf"\s*COPY\s+(?:\d+\s+(?:OFFSET\s+\d+\s+)?RECORDS\s+)?(?:BINARY\s+)?INTO\s+({NAME}(?:\.{NAME})?)",
     re.I,
 )
 
@@ -168,7 +169,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
 
     copied = _COPY_INTO.match(sql)
     if copied:
-        parts = [p.strip('"') if p.startswith('"') else p.lower() for p in copied.group(1).split(".")]
+        parts = read_names(copied.group(1))
         info = lookup(parts[0] if len(parts) == 2 else None, parts[-1])
         if info is not None and info.kind == "tx":
             raise NotSupportedError(
