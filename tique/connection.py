@@ -248,7 +248,10 @@ class Connection:
     def _load_target(self, table: str, what: str) -> tuple[TableInfo, str]:
         """The table a bulk load writes: a transactional table's Storage, or a plain table itself."""
         self._check_open()
-        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table.lower())
+        # the name as given (a quoted "MixedCase" table), else folded as an unquoted SQL name would be
+        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table) or self.db.catalog.lookup(
+            self._raw, self.db.default_schema, table.lower()
+        )
         if info is None:
             raise errors.ProgrammingError(f"{what}: {table!r} is not a table of tique's")
         return info, info.storage if info.kind == "tx" else qualified(info.schema, info.name)

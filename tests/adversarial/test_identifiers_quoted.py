@@ -194,3 +194,15 @@ def test_statements_tique_reads_by_pattern_find_quoted_names(served: ServeProces
         cur.execute(f"ALTER TABLE sys.{quote(name)} SET READ ONLY")
     conn.rollback()
     conn.close()
+
+
+@pytest.mark.parametrize("name", ['Bulk "Mixed" Case', "bulk o'brien", "bulk select"])
+def test_bulk_load_takes_any_name(served: ServeProcess, name: str) -> None:
+    conn = tique.connect(served.url)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {quote(name)} ({quote(name + ' k')} INT, {quote('v ' + name)} VARCHAR(20))")
+    conn.commit()
+    assert conn.bulk_load(name, [(1, name), (2, None)]) == 2
+    cur.execute(f"SELECT {quote(name + ' k')}, {quote('v ' + name)} FROM {quote(name)} ORDER BY 1")
+    assert cur.fetchall() == [(1, name), (2, None)]
+    conn.close()
