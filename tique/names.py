@@ -6,6 +6,7 @@ can end the identifier early and inject SQL. ``ident`` reads a name the user wro
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from sqlglot import exp
 
@@ -17,6 +18,7 @@ def identifier(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
 
 
+@lru_cache(maxsize=8192)  # on hot paths (every write's column list): sqlglot's printer costs tens of microseconds
 def quote(name: str) -> str:
     """A name as a quoted MonetDB identifier, for SQL text."""
     return identifier(name).sql(dialect=MonetDB)
