@@ -206,3 +206,45 @@ def test_bulk_load_takes_any_name(served: ServeProcess, name: str) -> None:
     cur.execute(f"SELECT {quote(name + ' k')}, {quote('v ' + name)} FROM {quote(name)} ORDER BY 1")
     assert cur.fetchall() == [(1, name), (2, None)]
     conn.close()
+
+
+@pytest.mark.parametrize("name", ['x" INT', "o'brien", "MixedCase", "a{t}b"])
+def test_ddl_takes_any_name(served: ServeProcess, name: str) -> None:
+    """Indexes, ALTER TABLE, views, aliases, TRUNCATE, CREATE TABLE AS and DROP on such names."""
+    conn = tique.connect(served.url)
+    cur = conn.cursor()
+    t, k, v, alias = quote("ddl " + name), quote(name + " k"), quote("v" + name), quote("Al " + name)
+    new, renamed, copied = quote("new " + name), quote("ddl " + name + " renamed"), quote("ddl " + name + " copy")
+    steps = [
+        f"CREATE TABLE {t} ({k} INT PRIMARY KEY, {v} INT)",
+        f"INSERT INTO {t} VALUES (1, 10), (2, 20)",
+        f"CREATE INDEX {quote('ix ' + name)} ON {t} ({v})",
+        f"ALTER TABLE {t} ADD COLUMN {new} INT DEFAULT 5",
+        f"CREATE VIEW {quote('view ' + name)} AS SELECT {k}, {v} FROM {t} WHERE {v} > 10",
+        f"UPDATE {t} AS {alias} SET {v} = {alias}.{v} + 1 WHERE {alias}.{k} = 1",
+    ]
+    for statement in steps:
+        cur.execute(statement)
+        conn.commit()
+    cur.execute(f"SELECT * FROM {quote('view ' + name)} ORDER BY 1")
+    assert cur.fetchall() == [(1, 11), (2, 20)]
+    cur.execute(f"SELECT {t}.{k}, {v}, {new} FROM {t} ORDER BY 1")
+    assert cur.fetchall() == [(1, 11, 5), (2, 20, 5)]
+    for statement in [
+        f"DROP VIEW {quote('view ' + name)}",
+        f"DROP INDEX {quote('ix ' + name)}",
+        f"ALTER TABLE {t} DROP COLUMN {new}",
+        f"ALTER TABLE {t} RENAME TO {renamed}",
+        f"CREATE TABLE {copied} AS SELECT * FROM {renamed}",
+        f"TRUNCATE TABLE {renamed}",
+    ]:
+        cur.execute(statement)
+        conn.commit()
+    cur.execute(f"SELECT COUNT(*) FROM {renamed}")
+    assert cur.fetchall() == [(0,)]
+    cur.execute(f"SELECT * FROM {copied} ORDER BY 1")
+    assert cur.fetchall() == [(1, 11), (2, 20)]
+    cur.execute(f"DROP TABLE {renamed}")
+    cur.execute(f"DROP TABLE {copied}")
+    conn.commit()
+    conn.close()
