@@ -67,9 +67,10 @@ def _source_checkout() -> bool:
     return (PACKAGE_DIR.parent / "pyproject.toml").is_file()
 
 
-def library_path(source: Path = SOURCE, packaged: Path = LIBRARY) -> Path:
-    """Where the compiled module lives: the package's ``_lib`` when it holds an up-to-date build or the package
-    is a (writable) source checkout, else the user cache."""
+def library_path(source: Path | None = None, packaged: Path | None = None) -> Path:
+    """Where the compiled module (or ``source``, packaged as ``packaged``) lives: the package's ``_lib`` when it
+    holds an up-to-date build or the package is a (writable) source checkout, else the user cache."""
+    source, packaged = source or SOURCE, packaged or LIBRARY
     if packaged.exists() and (not source.exists() or packaged.stat().st_mtime >= source.stat().st_mtime):
         return packaged
     if _source_checkout() and _writable(packaged.parent):
@@ -78,9 +79,10 @@ def library_path(source: Path = SOURCE, packaged: Path = LIBRARY) -> Path:
     return cache_dir() / f"{packaged.stem}-{digest}.so"
 
 
-def build(force: bool = False, source: Path = SOURCE, packaged: Path = LIBRARY) -> Path:
+def build(force: bool = False, source: Path | None = None, packaged: Path | None = None) -> Path:
     """Compile the module (or another of tique's C sources) with the system C compiler if it is missing or
     older than its source."""
+    source, packaged = source or SOURCE, packaged or LIBRARY
     library = library_path(source, packaged)
     fresh = library.exists() and (not source.exists() or library.stat().st_mtime >= source.stat().st_mtime)
     if fresh and not force:
