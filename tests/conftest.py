@@ -55,14 +55,29 @@ class ServeProcess:
 
 
 def start_serve(
-    directory: Path, port: int | None = None, password: str = "monetdb", timeout: float = 60, args: tuple[str, ...] = ()
+    directory: Path,
+    port: int | None = None,
+    password: str = "monetdb",
+    timeout: float = 60,
+    args: tuple[str, ...] = (),
+    password_via: str = "argv",
 ) -> ServeProcess:
-    """Start ``tique serve`` (with extra ``args``) and wait for its readiness line."""
+    """Start ``tique serve`` (with extra ``args``) and wait for its readiness line. ``password_via``: "argv"
+    (--password), "file" (--password-file, written beside the directory) or "env" ($TIQUE_PASSWORD)."""
     port = port or free_port()
     env = {**os.environ, "TIQUE_INSTALL_SQL_SEQUENCER": "1"}
+    env.pop("TIQUE_PASSWORD", None)
     command = [sys.executable, "-m", "tique.cli", "serve", str(directory), "--port", str(port)]
+    if password_via == "file":
+        secret = directory.parent / f"{directory.name}.password"
+        secret.write_text(password + "\n")
+        command += ["--password-file", str(secret)]
+    elif password_via == "env":
+        env["TIQUE_PASSWORD"] = password
+    else:
+        command += ["--password", password]
     proc = subprocess.Popen(
-        [*command, "--password", password, *args],
+        [*command, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

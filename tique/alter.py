@@ -37,8 +37,8 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
-from tique.rewrite.writes import ident
 
 # Called with each step's name before the step: tests make a step fail here.
 step_hook: Callable[[str], None] | None = None
@@ -47,10 +47,6 @@ step_hook: Callable[[str], None] | None = None
 def _step(name: str) -> None:
     if step_hook is not None:
         step_hook(name)
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class _Undo:
@@ -147,7 +143,7 @@ def _check_constraints(db: Database, info: TableInfo, action: exp.Expression) ->
         )
 
 
-_UNPARSED = re.compile(r'^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?((?:"[^"]+"|\w+)(?:\.(?:"[^"]+"|\w+))?)', re.I)
+_UNPARSED = re.compile(rf"^\s*ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?({NAME}(?:\.{NAME})?)", re.I)
 
 
 def refuse_unparsed(db: Database, conn: RawConnection, sql: str) -> None:
@@ -156,7 +152,7 @@ def refuse_unparsed(db: Database, conn: RawConnection, sql: str) -> None:
     found = _UNPARSED.match(sql)
     if not found:
         return
-    parts = [p[1:-1] if p.startswith('"') else p.lower() for p in re.findall(r'"[^"]+"|\w+', found.group(1))]
+    parts = read_names(found.group(1))
     schema, name = (parts[0], parts[1]) if len(parts) == 2 else (db.default_schema, parts[0])
     info = db.catalog.lookup(conn, schema, name)
     if info is not None and info.kind in ("tx", "view"):
@@ -244,17 +240,17 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         )
     column = ColumnSpec(name, catalog._type_sql(node.args["kind"]), not_null, default)
     new = replace(info, columns=(*info.columns, column))
-    typed = f"{_q(name)} {column.sql_type}"
+    typed = f"{quote(name)} {column.sql_type}"
     filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
 
     def apply() -> None:
         with _undoing(conn) as undo:
             _step("storage")
             conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
-            undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {_q(name)}")
+            undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {quote(name)}")
             _step("cache")
             conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
-            undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {_q(name)}")
+            undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {quote(name)}")
             _swap_view(conn, info, new, undo)
             _write_spec(conn, new)
 
@@ -266,7 +262,7 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     them for writers with an older catalog, see above); Storage's NOT NULL. No row changes."""
     name = ident(node.this)
     column = info.column(name)
-    alter = f"ALTER TABLE {{table}} ALTER COLUMN {_q(name)} "
+    alter = f"ALTER TABLE {{table}} ALTER COLUMN {quote(name)} "
     if node.args.get("default") is not None or (node.args.get("drop") and node.args.get("allow_null") is None):
         default = catalog._default_value(node.args["default"]) if node.args.get("default") is not None else None
         changed = ColumnSpec(name, column.sql_type, column.not_null, default)
@@ -329,15 +325,15 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
         with _undoing(conn) as undo:
             _step("storage")
             if dropped.not_null:  # the checkpointer stops writing it from the commit point on
-                conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NULL")
-                undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {_q(name)} SET NOT NULL")
+                conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NULL")
+                undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NOT NULL")
             _swap_view(conn, info, new, undo)
             _write_spec(conn, new)
         # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
         for table in (info.storage, info.cache):
             try:
                 _step("cleanup")
-                conn.execute(f"ALTER TABLE {table} DROP COLUMN {_q(name)}")
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
             except Exception as exc:
                 warnings.warn(
                     f"ALTER TABLE {info.name} DROP COLUMN {name!r} took effect, but the unused column stays in {table} "
@@ -373,8 +369,8 @@ def _rename_column(
             _drop_view(conn, info, undo)
             for table, step in ((info.storage, "storage"), (info.cache, "cache")):
                 _step(step)
-                conn.execute(f"ALTER TABLE {table} RENAME COLUMN {_q(old)} TO {_q(new_name)}")
-                undo.did(f"ALTER TABLE {table} RENAME COLUMN {_q(new_name)} TO {_q(old)}")
+                conn.execute(f"ALTER TABLE {table} RENAME COLUMN {quote(old)} TO {quote(new_name)}")
+                undo.did(f"ALTER TABLE {table} RENAME COLUMN {quote(new_name)} TO {quote(old)}")
             conn.execute(views.create_sql(new))
             undo.did(views.drop_sql(new))
             _write_spec(conn, new)
@@ -385,7 +381,8 @@ def _rename_column(
 def _rename_table(
     db: Database, conn: RawConnection, info: TableInfo, new_name: str
 ) -> tuple[TableInfo, Callable[[], None]]:
-    if db.catalog.lookup(conn, info.schema, new_name) is not None or _taken(conn, info.schema, new_name):
+    taken = _taken(conn, info.schema, new_name, beside=not info.data_schema)
+    if db.catalog.lookup(conn, info.schema, new_name) is not None or taken:
         raise ProgrammingError(
             f"ALTER TABLE {info.name} RENAME TO {new_name}: name {new_name!r} already in use", "42S01"
         )
@@ -402,8 +399,8 @@ def _rename_table(
             )
             for old_t, old_name, new_t, new_physical, step in renames:
                 _step(step)
-                conn.execute(f"ALTER TABLE {old_t} RENAME TO {_q(new_physical)}")
-                undo.did(f"ALTER TABLE {new_t} RENAME TO {_q(old_name)}")
+                conn.execute(f"ALTER TABLE {old_t} RENAME TO {quote(new_physical)}")
+                undo.did(f"ALTER TABLE {new_t} RENAME TO {quote(old_name)}")
             conn.execute(views.create_sql(new))
             undo.did(views.drop_sql(new))
             _write_spec(conn, new)
@@ -411,8 +408,10 @@ def _rename_table(
     return new, apply
 
 
-def _taken(conn: RawConnection, schema: str, name: str) -> bool:
-    names = (name, f"{name}__storage", f"{name}__cache")
+def _taken(conn: RawConnection, schema: str, name: str, beside: bool) -> bool:
+    """Is ``name`` taken in the schema - with ``beside``, also the Storage and Cache names a table made by an older
+    tique keeps beside T (a table in tique_data gets free names there from ``catalog.placed``)."""
+    names = (name, f"{name}__storage", f"{name}__cache") if beside else (name,)
     listed = ", ".join(literal(n) for n in names)
     return bool(
         conn.execute(

@@ -49,6 +49,7 @@ from sqlglot import exp
 from tique import sqlfiles
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, NotSupportedError, ProgrammingError
+from tique.names import qualified, quote
 from tique.params import literal
 
 ROWID = "tq_rowid"
@@ -56,11 +57,6 @@ UNREGISTER_TRIES = 20
 META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
 DATA_SCHEMA = "tique_data"
-
-
-def quote(name: str) -> str:
-    """A MonetDB identifier, quoted."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 class SqlDefault(str):
@@ -372,7 +368,7 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
         raise NotSupportedError(
             "CREATE TABLE ... AS SELECT is not supported by tique yet: create the table, then INSERT ... SELECT"
         )
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     table = schema_node.this
     name = ident(table)
@@ -566,11 +562,16 @@ def _check_type(table: str, column: ColumnSpec) -> None:
         ) from None
 
 
+def physical_tables(info: TableInfo) -> list[str]:
+    """A table's physical tables, quoted, in the order ``create_ddl`` creates them."""
+    return [qualified(info.schema, info.name)] if info.kind == "plain" else [info.storage, info.cache]
+
+
 def create_ddl(info: TableInfo) -> list[str]:
-    """The statements that create a table's physical tables."""
+    """The statements that create a table's physical tables (one per ``physical_tables`` entry)."""
     if info.kind == "plain":
-        return [_storage_create(info, f'"{info.schema}"."{info.name}"')]
-    cache_cols = [f'"{c.name}" {c.sql_type}' for c in info.columns]
+        return [_storage_create(info, qualified(info.schema, info.name))]
+    cache_cols = [f"{quote(c.name)} {c.sql_type}" for c in info.columns]
     if info.has_rowid:
         cache_cols.append(f"{ROWID} BIGINT")
     cache_cols += ["tq_txid BIGINT", "tq_seq INT", "tq_deleted BOOLEAN"]
@@ -580,7 +581,7 @@ def create_ddl(info: TableInfo) -> list[str]:
 def _storage_create(info: TableInfo, physical: str) -> str:
     cols = []
     for c in info.columns:
-        col = f'"{c.name}" {c.sql_type}'
+        col = f"{quote(c.name)} {c.sql_type}"
         if c.not_null:
             col += " NOT NULL"
         if c.default is not None:
@@ -589,7 +590,7 @@ def _storage_create(info: TableInfo, physical: str) -> str:
     if info.has_rowid and info.kind != "plain":
         cols.append(f"{ROWID} BIGINT")
     elif not info.has_rowid:
-        cols.append("PRIMARY KEY (" + ", ".join(f'"{k}"' for k in info.key) + ")")
+        cols.append("PRIMARY KEY (" + ", ".join(quote(k) for k in info.key) + ")")
     if info.kind == "plain":  # MonetDB enforces a plain table's constraints (tique, a transactional table's)
         cols += ["UNIQUE (" + ", ".join(quote(c) for c in u) + ")" for u in info.uniques]
         cols += [

@@ -46,9 +46,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.catalog import ROWID, Catalog, TableInfo, quote
+from tique.catalog import ROWID, Catalog, TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError
+from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
@@ -303,7 +304,7 @@ class Checkpointer:
         """The largest L_t <= low such that no key has a committed version from an id below L_t that is newer
         (commits later) than a version from an id at or above it. Deleting below L_t then never leaves an older
         version of a key in the Cache, where it would outrank the newer one moved to Storage."""
-        key = ", ".join(f'c."{k}"' for k in info.key)
+        key = ", ".join(f"c.{quote(k)}" for k in info.key)
         # per version: the largest id among the key's versions that committed before it
         inversions = [
             (int(w), int(p))
@@ -324,10 +325,10 @@ class Checkpointer:
         out = TableReport()
         cols = list(info.stored_names)
         types = column_types(info)
-        key = ", ".join(f'c."{k}"' for k in info.key)
-        ccols = ", ".join(f'c."{c}"' for c in cols)
-        plain = ", ".join(f'"{c}"' for c in cols)
-        texts = ", ".join(f'CAST("{c}" AS CLOB)' for c in cols)  # the engine's own text of every value
+        key = ", ".join(f"c.{quote(k)}" for k in info.key)
+        ccols = ", ".join(f"c.{quote(c)}" for c in cols)
+        plain = ", ".join(quote(c) for c in cols)
+        texts = ", ".join(f"CAST({quote(c)} AS CLOB)" for c in cols)  # the engine's own text of every value
         rows = self.conn.execute(
             f"SELECT {texts}, tq_deleted FROM (SELECT {ccols}, c.tq_deleted, ROW_NUMBER() OVER (PARTITION BY {key} "
             f"ORDER BY o.cts DESC, c.tq_seq DESC) AS tq_rk, MIN(c.tq_txid) OVER (PARTITION BY {key}) AS tq_lo "
@@ -363,14 +364,14 @@ class Checkpointer:
         types = column_types(info)
         if len(info.key) == 1:
             k = info.key[0]
-            where = f'"{k}" IN ({", ".join(from_text(v[0], types[k]) for v in keys)})'
+            where = f"{quote(k)} IN ({', '.join(from_text(v[0], types[k]) for v in keys)})"
         else:
             names = ", ".join(f"k{i}" for i in range(len(info.key)))
             values = ", ".join(
                 "(" + ", ".join(from_text(v, types[k]) for v, k in zip(row, info.key)) + ")" for row in keys
             )
             # MonetDB resolves at most table.column here, not schema.table.column
-            match = " AND ".join(f'v.k{i} = {quote(info.storage_name)}."{k}"' for i, k in enumerate(info.key))
+            match = " AND ".join(f"v.k{i} = {quote(info.storage_name)}.{quote(k)}" for i, k in enumerate(info.key))
             where = f"EXISTS (SELECT 1 FROM (VALUES {values}) AS v({names}) WHERE {match})"
         self.conn.execute(f"DELETE FROM {info.storage} WHERE {where}")
 

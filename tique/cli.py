@@ -18,10 +18,20 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("directory", help="database directory (created if missing, with its parent directories)")
     serve.add_argument("--port", type=int, default=50000, help="TCP port on 127.0.0.1 (default 50000)")
     serve.add_argument(
-        "--password",
-        default=os.environ.get("TIQUE_PASSWORD", "monetdb"),
-        help="password of the 'monetdb' admin user (default: $TIQUE_PASSWORD or 'monetdb')",
+        "--max-clients",
+        type=int,
+        default=None,
+        help="client sessions the server admits at once (default 60: the embedded kernel's 64 less tique's own); "
+        "one more is refused with 'maximum concurrent client limit reached'",
     )
+    secret = serve.add_mutually_exclusive_group()
+    secret.add_argument(
+        "--password",
+        default=None,
+        help="password of the 'monetdb' admin user (visible in ps: prefer --password-file or $TIQUE_PASSWORD; "
+        "default: $TIQUE_PASSWORD, else MonetDB's well-known 'monetdb', with a warning)",
+    )
+    secret.add_argument("--password-file", default=None, help="read the admin password from this file (first line)")
 
     ckpt = sub.add_parser(
         "checkpoint",
@@ -87,9 +97,24 @@ def main(argv: list[str] | None = None) -> int:
 
         return checkpoint_main(args)
     if args.command == "serve":
+        from tique.serve import admin_password
         from tique.serve import serve as run_serve
 
-        return run_serve(args.directory, args.port, args.password, checkpoint_interval=args.checkpoint_interval)
+        try:
+            password = admin_password(args.password, args.password_file, os.environ.get("TIQUE_PASSWORD"))
+        except OSError as exc:
+            print(f"tique serve: cannot read --password-file {args.password_file}: {exc.strerror}", file=sys.stderr)
+            return 2
+        except ValueError as exc:
+            print(f"tique serve: {exc}", file=sys.stderr)
+            return 2
+        return run_serve(
+            args.directory,
+            args.port,
+            password,
+            checkpoint_interval=args.checkpoint_interval,
+            max_clients=args.max_clients,
+        )
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -14,7 +14,8 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, SerializationFailure
-from tique.params import resolve
+from tique.names import qualified, quote
+from tique.params import literal, resolve
 from tique.prepared import PreparingConnection
 from tique.rewrite.reads import PointKeys, ReadOptions
 from tique.rewrite.template import Template
@@ -249,10 +250,13 @@ class Connection:
     def _load_target(self, table: str, what: str) -> tuple[TableInfo, str]:
         """The table a bulk load writes: a transactional table's Storage, or a plain table itself."""
         self._check_open()
-        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table.lower())
+        # the name as given (a quoted "MixedCase" table), else folded as an unquoted SQL name would be
+        info = self.db.catalog.lookup(self._raw, self.db.default_schema, table) or self.db.catalog.lookup(
+            self._raw, self.db.default_schema, table.lower()
+        )
         if info is None:
             raise errors.ProgrammingError(f"{what}: {table!r} is not a table of tique's")
-        return info, info.storage if info.kind == "tx" else f'"{info.schema}"."{info.name}"'
+        return info, info.storage if info.kind == "tx" else qualified(info.schema, info.name)
 
     def _lowest_rowid(self, target: str) -> int:
         """Hidden row ids of bulk-loaded rows count down from below any stored one: transactions use positive
@@ -269,15 +273,15 @@ class Connection:
             raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
         before = int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar())
-        options = f"USING DELIMITERS '{delimiter}', E'\\n', '\"' NULL AS '{null}'"
-        cols = ", ".join(f'"{c}"' for c in info.column_names)
+        options = f"USING DELIMITERS {literal(delimiter)}, E'\\n', '\"' NULL AS {literal(null)}"
+        cols = ", ".join(quote(c) for c in info.column_names)
         if info.has_rowid and info.kind == "tx":
             low = self._lowest_rowid(target)
             staging = f"tq_load_{info.table_id}"
-            columns = ", ".join(f'"{c.name}" {c.sql_type}' for c in info.columns)
+            columns = ", ".join(f"{quote(c.name)} {c.sql_type}" for c in info.columns)
             self._raw.execute(f"CREATE LOCAL TEMPORARY TABLE {staging} ({columns}) ON COMMIT PRESERVE ROWS")
             try:
-                self._raw.execute(f"COPY INTO tmp.{staging} FROM '{source}' {options}")
+                self._raw.execute(f"COPY INTO tmp.{staging} FROM {literal(source)} {options}")
                 self._raw.execute(
                     f"INSERT INTO {target} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () "
                     f"FROM tmp.{staging}"
@@ -285,7 +289,7 @@ class Connection:
             finally:
                 self._raw.execute(f"DROP TABLE tmp.{staging}")
         else:
-            self._raw.execute(f"COPY INTO {target} ({cols}) FROM '{source}' {options}")
+            self._raw.execute(f"COPY INTO {target} ({cols}) FROM {literal(source)} {options}")
         self._after_load(info)
         return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
 
@@ -389,6 +393,9 @@ def connect(
         else:
             from urllib.parse import quote
 
+            from tique.engine.url import check_database_name
+
+            check_database_name(database)
             url = f"monetdb://{quote(username, safe='')}:{quote(password, safe='')}@{hostname}:{port}/{database}"
     try:
         parsed_settings = Settings(**settings)

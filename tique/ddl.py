@@ -23,9 +23,10 @@ from tique import alter, catalog, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
+from tique.names import ident, quote
 from tique.outcomes import record_outcome
+from tique.params import literal
 from tique.rewrite.dialect import MonetDB
-from tique.rewrite.writes import ident
 from tique.sequencer import CSequencer
 
 T = TypeVar("T")
@@ -179,13 +180,12 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
         made = catalog.placed(conn, replace(info, table_id=table_id))
         done: list[str] = []
         try:
-            for stmt in catalog.create_ddl(made):
+            for stmt, physical in zip(catalog.create_ddl(made), catalog.physical_tables(made)):
                 conn.execute(stmt)
-                done.append(stmt)
+                done.append(physical)
             catalog.register(conn, made)
         except Exception:
-            for stmt in done:  # leave nothing half-made behind
-                name = stmt.split("(")[0].replace("CREATE TABLE", "").strip()
+            for name in done:  # leave nothing half-made behind
                 try:
                     conn.execute(f"DROP TABLE {name}")
                 except Exception:
@@ -245,15 +245,18 @@ def _drop_index(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
     for index in hits:
         for physical in (index, f"{index}__cache"):
             if physical in found:
-                conn.execute(f"DROP INDEX {catalog.quote(catalog.DATA_SCHEMA)}.{catalog.quote(physical)}")
+                conn.execute(f"DROP INDEX {quote(catalog.DATA_SCHEMA)}.{quote(physical)}")
     return Result(rowcount=-1)
 
 
 def _physical_exists(conn: RawConnection, schema: str, name: str) -> bool:
+    """Is the name taken in the schema by something of MonetDB's (a table, a view)? A new table's Storage and
+    Cache go to tique_data under a name ``catalog.placed`` keeps free, so only the name itself counts: a table
+    of the application's called ``name__storage`` is no concern of tique's."""
     return bool(
         conn.execute(
             "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-            f"WHERE s.name = '{schema}' AND t.name IN ('{name}', '{name}__storage')"
+            f"WHERE s.name = {literal(schema)} AND t.name = {literal(name)}"
         ).scalar()
     )
 
@@ -275,7 +278,7 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
         )
 
     def drop() -> None:
-        physical = [f'"{info.schema}"."{info.name}"'] if info.kind == "plain" else [info.storage, info.cache]
+        physical = catalog.physical_tables(info)
         if info.kind == "tx":
             conn.execute(views.drop_sql(info))  # first: it depends on the tables
         for name in physical:
@@ -305,9 +308,9 @@ def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
     )
     if not cols:
         raise NotSupportedError(f"cannot read the columns of {tree.sql(dialect=MonetDB)!r}")
-    column_list = ", ".join(f'"{c}"' for c in cols)
+    column_list = ", ".join(quote(c) for c in cols)
     # index names are per schema: in tique_data, prefixed by the table's base name (two schemas may use one name)
     prefix = f"{info.data_base}__" if info.data_schema else ""
-    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name)} ON {info.storage} ({column_list})")
-    conn.execute(f"CREATE INDEX {catalog.quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
+    conn.execute(f"CREATE INDEX {quote(prefix + name)} ON {info.storage} ({column_list})")
+    conn.execute(f"CREATE INDEX {quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
     return Result(rowcount=-1)

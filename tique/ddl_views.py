@@ -32,16 +32,12 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import ident, quote, source_name
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
-from tique.rewrite.writes import ident
 
 VIEW = "view"
 MAX_DEPTH = 32  # views over views: deeper than this is a cycle
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def view_info(table_id: int, schema: str, name: str, select_sql: str) -> TableInfo:
@@ -72,7 +68,7 @@ def create_view(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -
         info = view_info(db.sequencer.next_txid(conn), schema, name, select_sql)
         catalog.register(conn, info)
     except BaseException:
-        conn.execute(f"DROP VIEW {_q(schema)}.{_q(name)}")
+        conn.execute(f"DROP VIEW {quote(schema)}.{quote(name)}")
         raise
     _changed(db, conn)
     return Result(rowcount=-1)
@@ -103,7 +99,7 @@ def expand_views(tree: exp.Expression, lookup: Any) -> exp.Expression:
             if info is None or info.kind != VIEW:
                 continue
             body = sqlglot.parse_one(info.storage_ddl, read=MonetDB)
-            alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
+            alias = table.args.get("alias") or exp.TableAlias(this=source_name(table))
             subquery = exp.Subquery(this=body, alias=alias.copy())
             if table is tree:
                 return subquery
@@ -166,11 +162,11 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
 
 
 def _exists(conn: RawConnection, schema: str, name: str) -> bool:
-    names = ", ".join(literal(n) for n in (name, f"{name}__storage", f"{name}__cache"))
+    # a new table's Storage and Cache go to tique_data (catalog.placed): only the name itself can be taken here
     return bool(
         conn.execute(
             "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-            f"WHERE s.name = {literal(schema)} AND t.name IN ({names})"
+            f"WHERE s.name = {literal(schema)} AND t.name = {literal(name)}"
         ).scalar()
     )
 
@@ -211,10 +207,10 @@ def _load(conn: RawConnection, info: TableInfo, session: Any, select_sql: str) -
         raise NotSupportedError("CREATE TABLE AS SELECT WITH DATA needs a tique connection")
     cursor = session.cursor()
     # each column read as the type it gets (a DECIMAL(38,s) sum would reach the embedded adapter unscaled)
-    typed = ", ".join(f"CAST(tq_c.{_q(c.name)} AS {c.sql_type})" for c in info.columns)
+    typed = ", ".join(f"CAST(tq_c.{quote(c.name)} AS {c.sql_type})" for c in info.columns)
     cursor.execute(f"SELECT {typed} FROM ({select_sql}) AS tq_c")
     rows = cursor.fetchall()
-    names = ", ".join(_q(c) for c in info.column_names) + f", {catalog.ROWID}"
+    names = ", ".join(quote(c) for c in info.column_names) + f", {catalog.ROWID}"
     for start in range(0, len(rows), 1000):
         values = ", ".join(
             "(" + ", ".join(literal(v) for v in row) + f", {-(start + i + 1)})"

@@ -161,18 +161,35 @@ def from_monetdb(raw: str, context: str | None = None) -> DatabaseError:
 _ENGINE_SNIPPET = re.compile(r"\s*in: \"(.*)\"\s*$", re.S)
 
 
-def syntax_error(statement: str, engine_message: str, sent_prefix: str = "") -> ProgrammingError:
-    """MonetDB's syntax error restated for the statement the user wrote: MonetDB quotes the (lower-cased) text
-    it read up to the failure, which for tique is the text it sent (``sent_prefix`` + statement, roughly)."""
+ENGINE_SNIPPET_LIMIT = 80  # MonetDB quotes at most this many characters of the text it read
+
+
+def syntax_error(
+    statement: str, engine_message: str, sent_prefix: str = "", origin: list[int] | None = None
+) -> ProgrammingError:
+    """MonetDB's syntax error restated for the statement the user wrote. MonetDB quotes the (lower-cased) text it
+    read up to the failure - of the text tique sent: ``sent_prefix`` + the statement with placeholders as ``?``
+    (``origin`` maps each sent character back to the user's text) - and at most its first 80 characters. The
+    user sees the position in their own statement, never tique's text."""
     match = _ENGINE_SNIPPET.search(engine_message)
     head = engine_message[: match.start()] if match else engine_message
+    head = head.strip().lstrip("!")
     where = ""
     if match:
-        seen = match.group(1)
+        quoted = match.group(1).replace("\n!", "\n")  # MAPI starts each line of an error with "!"
+        seen = quoted
         if sent_prefix and seen.lower().startswith(sent_prefix.lower()):
             seen = seen[len(sent_prefix) :]
-        seen = seen.rstrip(" \t\r\n!;")  # MonetDB appends the ";" it added; MAPI starts each line with "!"
-        where = f" at character {len(seen)} (after {seen[-30:]!r})" if seen else " at its start"
+        seen = seen.rstrip(" \t\r\n;")  # MonetDB appends the ";" it added
+        if len(quoted) >= ENGINE_SNIPPET_LIMIT:
+            where = (
+                f" (past its first {ENGINE_SNIPPET_LIMIT - len(sent_prefix)} characters)"  # MonetDB cut its quote short
+            )
+        elif seen:
+            at = origin[len(seen)] if origin is not None and len(seen) < len(origin) else len(seen)
+            where = f" at character {at} (after {statement[:at][-30:]!r})"
+        else:
+            where = " at its start"
     return ProgrammingError(f"{head}{where} in the statement {statement!r}", "42000")
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from tique.catalog import TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError
+from tique.names import quote
 
 
 def allocate(conn: RawConnection, sequencer_kind: str, info: TableInfo, column: str, n: int) -> range:
@@ -31,8 +32,8 @@ def allocate(conn: RawConnection, sequencer_kind: str, info: TableInfo, column: 
     last = int(conn.execute(f"SELECT tique.next_ids({info.table_id}, {n}, -1)").scalar())
     if last == 0:  # the engine does not know this counter yet: start past every value the column holds
         lowest = conn.execute(
-            f'SELECT MAX(m) FROM (SELECT MAX("{column}") AS m FROM {info.storage} '
-            f'UNION ALL SELECT MAX("{column}") AS m FROM {info.cache}) AS tq_g'
+            f"SELECT MAX(m) FROM (SELECT MAX({quote(column)}) AS m FROM {info.storage} "
+            f"UNION ALL SELECT MAX({quote(column)}) AS m FROM {info.cache}) AS tq_g"
         ).scalar()
         last = int(conn.execute(f"SELECT tique.next_ids({info.table_id}, {n}, {max(int(lowest or 0), 0)})").scalar())
     return range(last - n + 1, last + 1)
@@ -41,7 +42,7 @@ def allocate(conn: RawConnection, sequencer_kind: str, info: TableInfo, column: 
 def after_bulk_load(conn: RawConnection, sequencer_kind: str, info: TableInfo) -> None:
     """Rows loaded straight into Storage carry their own keys: later generated values start after them."""
     if info.generated and sequencer_kind == "c":
-        top = conn.execute(f'SELECT MAX("{info.generated[0]}") FROM {info.storage}').scalar()
+        top = conn.execute(f"SELECT MAX({quote(info.generated[0])}) FROM {info.storage}").scalar()
         if top is not None:
             raise_past(conn, sequencer_kind, info, int(top))
 

@@ -40,6 +40,7 @@ class Scan:
     placeholders: tuple[Placeholder, ...]
     percents: tuple[int, ...]  # positions of each ``%%``
     bad: str | None  # what is wrong with a ``%`` that is neither ``%s``, ``%(name)s`` nor ``%%``
+    unclosed: int | None = None  # where a quote opens that the statement never closes
 
     @property
     def positional(self) -> int:
@@ -63,6 +64,7 @@ def scan(sql: str) -> Scan:
     bad: str | None = None
     i, n = 0, len(sql)
     state = ""  # "" | "'" | '"' | "--" | "/*"
+    opened = 0  # where the current quote opened
     while i < n:
         ch = sql[i]
         if ch == "%":
@@ -89,6 +91,9 @@ def scan(sql: str) -> Scan:
             if ch == "\\" and state == "'" and sql[i + 1 : i + 2] != "%":
                 i += 2
                 continue
+            if ch == state and sql[i + 1 : i + 2] == state:  # a doubled quote stands for itself
+                i += 2
+                continue
             if ch == state:
                 state = ""
         elif state == "--":
@@ -99,13 +104,13 @@ def scan(sql: str) -> Scan:
                 state = ""
                 i += 1
         elif ch in ("'", '"'):
-            state = ch
+            state, opened = ch, i
         elif sql.startswith("--", i):
             state = "--"
         elif sql.startswith("/*", i):
             state = "/*"
         i += 1
-    return Scan(tuple(found), tuple(percents), bad)
+    return Scan(tuple(found), tuple(percents), bad, opened if state in ("'", '"') else None)
 
 
 def normalize(parameters: Any) -> tuple[Any, ...] | Mapping[str, Any] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tique.catalog import TableInfo
 from tique.engine.base import RawConnection
 from tique.sequencer import Sequencer
 
@@ -36,13 +37,7 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
             "INSERT INTO tique.outcomes SELECT txid, MAX(cts), FALSE FROM tique.commits "
             "WHERE txid NOT IN (SELECT txid FROM tique.outcomes) GROUP BY txid"
         )
-    caches = [
-        str(name)
-        for (name,) in conn.execute(
-            "SELECT '\"' || s.name || '\".\"' || t.name || '\"' FROM sys.tables t JOIN sys.schemas s "
-            "ON t.schema_id = s.id WHERE t.name LIKE '%\\_\\_cache' ESCAPE '\\\\' AND NOT t.system"
-        ).rows
-    ]
+    caches = _caches(conn)
     txid_sources = [
         "SELECT MAX(txid) AS m FROM tique.commits",
         "SELECT MAX(txid) AS m FROM tique.outcomes",
@@ -62,3 +57,23 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
     last_txid, last_cts = max(db_txid, live_txid), max(db_cts, live_cts)
     sequencer.reset(conn, last_txid, last_cts)
     return RecoveryReport(unfinished, last_txid, last_cts)
+
+
+def _caches(conn: RawConnection) -> list[str]:
+    """The Cache tables of tique's transactional tables, as its catalog (tique.tables) names them - never found
+    by a name pattern: an application's own table may be called anything, ``page_cache`` or ``x__cache``. A
+    Cache the catalog lists but the engine lacks (a CREATE that died half-way) is left out."""
+    present = {
+        (str(s), str(t))
+        for s, t in conn.execute(
+            "SELECT s.name, t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id"
+        ).rows
+    }
+    caches = []
+    for table_id, schema, name, kind, spec in conn.execute(
+        "SELECT table_id, schema_name, name, kind, spec FROM tique.tables"
+    ).rows:
+        info = TableInfo.from_row(int(table_id), str(schema), str(name), str(kind), str(spec))
+        if info.kind == "tx" and (info.physical_schema, info.cache_name) in present:
+            caches.append(info.cache)
+    return caches

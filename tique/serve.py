@@ -77,10 +77,55 @@ def set_admin_password(conn: EmbeddedConnection, password: str) -> None:
     )
 
 
+DEFAULT_PASSWORD = "monetdb"  # MonetDB's well-known default: anyone who can reach the port can guess it
+
+
+def admin_password(given: str | None, path: str | None, environment: str | None) -> str:
+    """The admin password: from ``--password-file`` (its first line), ``--password``, or $TIQUE_PASSWORD (a file or
+    the environment keep it out of ``ps``), else the well-known default."""
+    if path is not None:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline().rstrip("\r\n")
+        if not first:
+            raise ValueError(f"--password-file {path} is empty: write the password on its first line")
+        return first
+    if given is not None:
+        return given
+    return environment or DEFAULT_PASSWORD
+
+
+def default_password_warning(password: str, port: int) -> str | None:
+    if password != DEFAULT_PASSWORD:
+        return None
+    return (
+        f"tique serve: warning: the admin password is MonetDB's well-known default {DEFAULT_PASSWORD!r}: anyone who "
+        f"can reach port {port} logs in as the superuser. Set another with --password-file FILE or $TIQUE_PASSWORD"
+    )
+
+
+OWN_SESSIONS = 4  # kernel sessions tique serve keeps for itself: its engine's two, a checkpointer thread, one spare
+DEFAULT_MAX_CLIENTS = 60  # what the kernel's default of 64 sessions leaves for clients
+MAX_MAX_CLIENTS = 5000  # each kernel session slot is preallocated
+
+
+def check_max_clients(clients: int) -> None:
+    if not 1 <= clients <= MAX_MAX_CLIENTS:
+        raise OperationalError(f"--max-clients must be between 1 and {MAX_MAX_CLIENTS}, not {clients}")
+
+
 class Server:
     """An open database with its MAPI listener; ``stop()`` closes it."""
 
-    def __init__(self, directory: str, port: int, password: str = "monetdb", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        directory: str,
+        port: int,
+        password: str = "monetdb",
+        host: str = "127.0.0.1",
+        max_clients: int | None = None,
+    ) -> None:
+        if max_clients is not None:
+            check_max_clients(max_clients)
         self.directory = os.path.abspath(directory)
         self.port = port
         self.host = host
@@ -98,8 +143,18 @@ class Server:
         # restored the counters: the C module refuses ids, timestamps and snapshots until then (a retryable
         # SerializationFailure), when this is set before it loads.
         os.environ["TIQUE_HOLD_UNTIL_RECOVERED"] = "1"
+        if max_clients is not None:
+            from tique.engine import udf
+
+            udf.set_max_clients(max_clients + OWN_SESSIONS)
         self.engine = EmbeddedEngine(EngineURL(kind="embedded", path=self.directory), mapi_port=port)
         self.conn = self.engine.connect()
+        if max_clients is not None and not udf.max_clients_took_effect():
+            self.stop()
+            raise OperationalError(
+                "--max-clients could not take effect: the kernel was started before it could be set (run "
+                "'tique serve' as its own process)"
+            )
         try:
             set_admin_password(self.conn, password)
             for hook in ON_OPEN:
@@ -123,12 +178,18 @@ class Server:
 
 
 def serve(
-    directory: str, port: int, password: str, out: TextIO = sys.stdout, checkpoint_interval: float | None = None
+    directory: str,
+    port: int,
+    password: str,
+    out: TextIO = sys.stdout,
+    checkpoint_interval: float | None = None,
+    max_clients: int | None = None,
 ) -> int:
     """Run until SIGTERM or SIGINT; print one readiness line when clients can connect. With
-    ``checkpoint_interval`` the checkpointer runs as a thread of the server (no separate process needed)."""
+    ``checkpoint_interval`` the checkpointer runs as a thread of the server (no separate process needed);
+    ``max_clients`` sets how many client sessions the kernel admits (default: its 64, of which tique keeps a few)."""
     try:
-        server = Server(directory, port, password)
+        server = Server(directory, port, password, max_clients=max_clients)
     except Error as exc:
         print(f"tique serve: {exc}", file=sys.stderr)
         return 2
@@ -140,6 +201,9 @@ def serve(
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())
+    warning = default_password_warning(password, port)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     redacted = server.url.replace(f":{password}@", ":***@")
     print(
         f"tique serve: ready on {server.host}:{port}, database {server.database!r} in {server.directory} ({redacted})",

@@ -12,6 +12,8 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import NAME, read_names
+from tique.params import scan
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
@@ -153,7 +155,7 @@ def _with_sequences(plan: Plan) -> Plan:
 
 
 _COPY_INTO = re.compile(
-    r"\s*COPY\s+(?:\d+\s+(?:OFFSET\s+\d+\s+)?RECORDS\s+)?(?:BINARY\s+)?INTO\s+((?:\"[^\"]+\"|\w+)(?:\.(?:\"[^\"]+\"|\w+))?)",
+    rf"\s*COPY\s+(?:\d+\s+(?:OFFSET\s+\d+\s+)?RECORDS\s+)?(?:BINARY\s+)?INTO\s+({NAME}(?:\.{NAME})?)",
     re.I,
 )
 
@@ -182,7 +184,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
 
     copied = _COPY_INTO.match(sql)
     if copied:
-        parts = [p.strip('"') if p.startswith('"') else p.lower() for p in copied.group(1).split(".")]
+        parts = read_names(copied.group(1))
         info = lookup(parts[0] if len(parts) == 2 else None, parts[-1])
         if info is not None and info.kind == "tx":
             return _plan_copy(sql, copied, info, lookup, options)
@@ -284,7 +286,7 @@ def truncate_as_delete(
 ) -> exp.Delete | None:
     """TRUNCATE of a transactional table is a DELETE of every row the transaction sees (tique/ddl_views.py);
     None when it names no table of tique's."""
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     tables = list(tree.expressions)
     infos = [lookup(ident(t.args.get("db")) or None, ident(t)) for t in tables]
@@ -301,6 +303,37 @@ def truncate_as_delete(
     return exp.Delete(this=tables[0].copy())
 
 
+def sent_text(sql: str, with_params: bool) -> tuple[str, list[int]]:
+    """The statement as PREPARE gets it (each placeholder a ``?``, ``%%`` a ``%``, as pymonetdb formats them), and
+    for each of its characters (and its end) the position in the user's text it came from."""
+    if not with_params:
+        return sql, list(range(len(sql) + 1))
+    found = scan(sql)
+    cuts = sorted([(p.start, p.end, "?") for p in found.placeholders] + [(i, i + 2, "%") for i in found.percents])
+    out: list[str] = []
+    origin: list[int] = []
+    pos = 0
+    for start, end, replacement in cuts:
+        out.append(sql[pos:start])
+        origin += range(pos, start)
+        out.append(replacement)
+        origin.append(start)
+        pos = end
+    out.append(sql[pos:])
+    origin += range(pos, len(sql) + 1)
+    return "".join(out), origin
+
+
+def unclosed_quote(sql: str, at: int) -> ProgrammingError:
+    what = "string literal" if sql[at] == "'" else "quoted identifier"
+    return ProgrammingError(
+        f"syntax error: unclosed quote: the {what} opened by {sql[at]} at character {at + 1} "
+        f"({sql[at : at + 20]!r}) never ends; close it (a {sql[at]} inside it is written twice) in the statement "
+        f"{sql!r}",
+        "42000",
+    )
+
+
 def engine_verdict(
     conn: RawConnection,
     sql: str,
@@ -314,15 +347,17 @@ def engine_verdict(
     import re
 
     from tique.errors import DatabaseError, syntax_error
-    from tique.rewrite.parse import number_placeholders
 
-    text = re.sub(r"%\((\w+)\)s", "?", number_placeholders(sql)) if with_params else sql
+    quote = scan(sql).unclosed
+    if quote is not None:
+        return unclosed_quote(sql, quote)
+    text, origin = sent_text(sql, with_params)
     try:
         conn.execute(f"PREPARE {text}")
     except DatabaseError as engine_error:
         message = str(engine_error)
         if "syntax error" in message:
-            return syntax_error(sql, message, "prepare ")
+            return syntax_error(sql, message, "prepare ", origin)
         missing = re.search(r"no such table '([^']+)'", message)
         if missing and managed(missing.group(1)):  # MonetDB read it, but tique's tables exist only rewritten
             return NotSupportedError(

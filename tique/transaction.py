@@ -26,6 +26,7 @@ from tique.errors import (
     SerializationFailure,
     StorageFull,
 )
+from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
 from tique.prepared import PreparingConnection
@@ -519,9 +520,9 @@ class Transaction:
         preds = []
         for i, col in enumerate(info.key):
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
-            preds.append(f'{{t}}"{col}" IN ({values})')
+            preds.append(f"{{t}}{quote(col)} IN ({values})")
         # as_text: keys Python reads back, exactly (see exact.py); otherwise compared in SQL by the caller
-        cols = ", ".join(text_sql(f'"{k}"', _key_type(info, k)) if as_text else f'"{k}"' for k in info.key)
+        cols = ", ".join(text_sql(quote(k), _key_type(info, k)) if as_text else quote(k) for k in info.key)
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
@@ -548,7 +549,7 @@ class Transaction:
         branches = []
         for i, (info, keys) in enumerate(checks):
             exact = " OR ".join(
-                "(" + " AND ".join(f'"{c}" = {literal(v)}' for c, v in zip(info.key, key)) + ")" for key in keys
+                "(" + " AND ".join(f"{quote(c)} = {literal(v)}" for c, v in zip(info.key, key)) + ")" for key in keys
             )
             present = self._present(info, keys, f"_{i}")  # distinct aliases per snapshot (see snapshot_sql)
             branches.append(f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({present}) AS d{i} WHERE {exact}")
@@ -606,7 +607,7 @@ class Transaction:
             if vals:
                 alternatives.append(
                     " AND ".join(
-                        f'{{t}}"{c}" IN ({", ".join(literal(v) for v in sorted({t[i] for t in vals}, key=repr))})'
+                        f'{{t}}{quote(c)} IN ({", ".join(literal(v) for v in sorted({t[i] for t in vals}, key=repr))})'
                         for i, c in enumerate(cols)
                     )
                 )
@@ -620,7 +621,7 @@ class Transaction:
         where = "(" + " OR ".join(alternatives) + ")"
         snapshot = snapshot_sql(info, "analytical", row_preds=[where], own=own, columns=columns, expose_rowid=True)  # type: ignore[list-item]
         names = list(info.key) + columns
-        outputs = ", ".join(text_sql(f'"{c}"', _key_type(info, c)) for c in names)
+        outputs = ", ".join(text_sql(quote(c), _key_type(info, c)) for c in names)
         sql = f"SELECT {outputs} FROM ({snapshot}) AS tq_uq"
         found = []
         for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows:
@@ -778,7 +779,7 @@ class Transaction:
         sent = False
         for entry in entries:
             info = entry.table
-            cols = ", ".join(f'"{c}"' for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
+            cols = ", ".join(quote(c) for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
             items = list(entry.pending.items())
             try:
                 for start in range(0, len(items), INSERT_BATCH):

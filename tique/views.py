@@ -27,6 +27,7 @@ from __future__ import annotations
 from tique.catalog import TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError
+from tique.names import quote
 
 # the oldest commit timestamp still undecided (as this statement sees the metadata); no bound when none is
 UNDECIDED = (
@@ -35,12 +36,8 @@ UNDECIDED = (
 )
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def name(info: TableInfo) -> str:
-    return f"{_q(info.schema)}.{_q(info.name)}"
+    return f"{quote(info.schema)}.{quote(info.name)}"
 
 
 def view_sql(info: TableInfo) -> str:
@@ -48,23 +45,23 @@ def view_sql(info: TableInfo) -> str:
     committed Cache version of each key unless it is a tombstone (the analytical snapshot, with the bound
     above instead of a transaction's sts)."""
     cols = list(info.stored_names)
-    listed = ", ".join(_q(c) for c in cols)
+    listed = ", ".join(quote(c) for c in cols)
     committed = (
-        f"SELECT {', '.join(f'tq_c.{_q(c)}' for c in cols)}, tq_c.tq_deleted, tq_o.cts AS tq_cts, tq_c.tq_seq "
+        f"SELECT {', '.join(f'tq_c.{quote(c)}' for c in cols)}, tq_c.tq_deleted, tq_o.cts AS tq_cts, tq_c.tq_seq "
         f"FROM {info.cache} AS tq_c JOIN tique.outcomes AS tq_o ON tq_o.txid = tq_c.tq_txid "
         f"WHERE tq_o.ok AND tq_o.cts < {UNDECIDED}"
     )
-    match = " AND ".join(f"tq_v.{_q(k)} = tq_s.{_q(k)}" for k in info.key)
+    match = " AND ".join(f"tq_v.{quote(k)} = tq_s.{quote(k)}" for k in info.key)
     stable = (
-        f"SELECT {', '.join(f'tq_s.{_q(c)}' for c in cols)} FROM {info.storage} AS tq_s "
+        f"SELECT {', '.join(f'tq_s.{quote(c)}' for c in cols)} FROM {info.storage} AS tq_s "
         f"WHERE NOT EXISTS (SELECT 1 FROM ({committed}) AS tq_v WHERE {match})"
     )
     recent = (
         f"SELECT {listed} FROM (SELECT {listed}, tq_deleted, ROW_NUMBER() OVER (PARTITION BY "
-        f"{', '.join(_q(k) for k in info.key)} ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk "
+        f"{', '.join(quote(k) for k in info.key)} ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk "
         f"FROM ({committed}) AS tq_u) AS tq_r WHERE tq_rk = 1 AND NOT tq_deleted"
     )
-    shown = ", ".join(_q(c) for c in info.column_names)  # the hidden row id stays hidden
+    shown = ", ".join(quote(c) for c in info.column_names)  # the hidden row id stays hidden
     return f"SELECT {shown} FROM ({stable} UNION ALL {recent}) AS tq_b"
 
 

@@ -68,26 +68,29 @@ def _source_checkout() -> bool:
     return (PACKAGE_DIR.parent / "pyproject.toml").is_file()
 
 
-def library_path() -> Path:
-    """Where the compiled module lives: the package's ``_lib`` when it holds an up-to-date build or the package
-    is a (writable) source checkout, else the user cache."""
-    if LIBRARY.exists() and (not SOURCE.exists() or LIBRARY.stat().st_mtime >= SOURCE.stat().st_mtime):
-        return LIBRARY
-    if _source_checkout() and _writable(LIBRARY.parent):
-        return LIBRARY
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12] if SOURCE.exists() else "nosource"
-    return cache_dir() / f"tique_udf-{digest}.so"
+def library_path(source: Path | None = None, packaged: Path | None = None) -> Path:
+    """Where the compiled module (or ``source``, packaged as ``packaged``) lives: the package's ``_lib`` when it
+    holds an up-to-date build or the package is a (writable) source checkout, else the user cache."""
+    source, packaged = source or SOURCE, packaged or LIBRARY
+    if packaged.exists() and (not source.exists() or packaged.stat().st_mtime >= source.stat().st_mtime):
+        return packaged
+    if _source_checkout() and _writable(packaged.parent):
+        return packaged
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12] if source.exists() else "nosource"
+    return cache_dir() / f"{packaged.stem}-{digest}.so"
 
 
-def build(force: bool = False) -> Path:
-    """Compile the module with the system C compiler if it is missing or older than its source."""
-    library = library_path()
-    fresh = library.exists() and (not SOURCE.exists() or library.stat().st_mtime >= SOURCE.stat().st_mtime)
+def build(force: bool = False, source: Path | None = None, packaged: Path | None = None) -> Path:
+    """Compile the module (or another of tique's C sources) with the system C compiler if it is missing or
+    older than its source."""
+    source, packaged = source or SOURCE, packaged or LIBRARY
+    library = library_path(source, packaged)
+    fresh = library.exists() and (not source.exists() or library.stat().st_mtime >= source.stat().st_mtime)
     if fresh and not force:
         return library
-    if not SOURCE.exists():
+    if not source.exists():
         raise OperationalError(
-            f"tique's C module is not built and its source {SOURCE} is missing; reinstall tique "
+            f"tique's C module is not built and its source {source} is missing; reinstall tique "
             "(pip install --force-reinstall tique), or connect with sequencer='sql', which needs no module"
         )
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -105,7 +108,7 @@ def build(force: bool = False) -> Path:
             "writable directory"
         ) from None
     tmp = library.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [compiler, "-O2", "-Wall", "-fPIC", "-shared", "-pthread", "-o", str(tmp), str(SOURCE)]
+    cmd = [compiler, "-O2", "-Wall", "-fPIC", "-shared", "-pthread", "-o", str(tmp), str(source), "-ldl"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as exc:
@@ -148,6 +151,31 @@ def watch_storage(directory: str, min_free_bytes: int) -> None:
 
 def is_loaded() -> bool:
     return _loaded
+
+
+MAX_CLIENTS_SOURCE = PACKAGE_DIR / "udf" / "max_clients.c"
+MAX_CLIENTS_LIBRARY = PACKAGE_DIR / "_lib" / "max_clients.so"
+KERNEL_MAX_CLIENTS = 64  # the embedded kernel's default number of client sessions
+_max_clients: ctypes.CDLL | None = None
+
+
+def set_max_clients(sessions: int) -> None:
+    """Make the kernel this process is about to start admit ``sessions`` client sessions instead of 64: monetdbe
+    offers no option for it, so tique/udf/max_clients.c stands in for the kernel's GDKinit and adds the option.
+    It must be loaded before the kernel's libraries are made global (``load``); ``max_clients_took_effect``
+    says, once the kernel runs, whether it did."""
+    global _max_clients
+    with _lock:
+        if _loaded:
+            raise OperationalError("set the kernel's client sessions before the first database opens in this process")
+        os.environ["TIQUE_MAX_CLIENTS"] = str(sessions)
+        if _max_clients is None:
+            path = build(source=MAX_CLIENTS_SOURCE, packaged=MAX_CLIENTS_LIBRARY)
+            _max_clients = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+
+
+def max_clients_took_effect() -> bool:
+    return _max_clients is not None and ctypes.c_int.in_dll(_max_clients, "tique_max_clients_loaded").value == 1
 
 
 if __name__ == "__main__":

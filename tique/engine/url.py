@@ -8,6 +8,7 @@ monetdb://user:password@host:port/db  a MonetDB server over MAPI (``tique serve`
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
@@ -47,14 +48,24 @@ def parse_url(url: str) -> EngineURL:
         return EngineURL(kind="embedded")
     parts = urlsplit(url)
     if parts.scheme == "monetdbe":
+        if "#" in url or "?" in url:  # urlsplit would drop them: /db#x must never open /db
+            raise InterfaceError(
+                f"embedded URL {url!r} holds '#' or '?': write such characters of a directory name as %23 and %3F"
+            )
         path = unquote(parts.netloc + parts.path)
         if not path.startswith("/"):
             raise InterfaceError(f"embedded URL {url!r} needs an absolute path: monetdbe:///abs/path. {_ACCEPTED}")
         return EngineURL(kind="embedded", path=os.path.normpath(path))
     if parts.scheme in ("monetdb", "mapi"):
+        if "#" in url or "?" in url:  # urlsplit would drop '#x' and '?x': db1#x must never reach database db1
+            raise InterfaceError(
+                f"server URL {_redact(url)} holds '#' or '?', which a database name cannot: "
+                "write monetdb://user:password@host:port/database (percent-encode such characters in a password)"
+            )
         database = parts.path.lstrip("/")
         if not database or "/" in database:
             raise InterfaceError(f"server URL {_redact(url)} must name one database: monetdb://host:port/db")
+        check_database_name(database)
         try:
             port = parts.port or DEFAULT_PORT
         except ValueError as exc:
@@ -71,6 +82,17 @@ def parse_url(url: str) -> EngineURL:
     raise InterfaceError(f"unknown URL scheme {scheme!r} in {_redact(url)}. {_ACCEPTED}")
 
 
+DATABASE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_database_name(name: str) -> None:
+    """A MonetDB database name (as monetdbd and mserver5 accept them): letters, digits, '_', '-' and '.'."""
+    if not DATABASE_NAME.fullmatch(name):
+        raise InterfaceError(
+            f"database name {name!r} is not a MonetDB database name: use letters, digits, '_', '-' and '.' only"
+        )
+
+
 _ACCEPTED = (
     "Accepted: monetdbe:///abs/path (embedded), monetdbe::memory: (embedded, in memory), "
     "monetdb://user:password@host:port/database (server)"
@@ -78,7 +100,5 @@ _ACCEPTED = (
 
 
 def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        return url.replace(f":{parts.password}@", ":***@")
-    return url
+    """The URL with any password hidden, also one that holds '#', '?' or '/' (urlsplit would cut it short)."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:).*@", r"\1***@", url)

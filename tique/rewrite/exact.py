@@ -111,7 +111,7 @@ def _sources(select: exp.Select, lookup: Lookup) -> dict[str, TableInfo | None]:
     items += [j.this for j in select.args.get("joins") or []]
     ctes = {cte.alias for cte in select.find_all(exp.CTE)}
     out: dict[str, TableInfo | None] = {}
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     for item in items:
         alias_node = item.args.get("alias")
@@ -125,14 +125,14 @@ def _sources(select: exp.Select, lookup: Lookup) -> dict[str, TableInfo | None]:
 
 def _qualifier(column: exp.Column) -> str:
     """The table a column names, as MonetDB folds it ("" if none)."""
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     table = column.args.get("table")
     return ident(table) if table is not None else ""
 
 
 def _column_type(column: exp.Column, sources: dict[str, TableInfo | None]) -> str | None:
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     name = ident(column)
     if column.table:
@@ -216,7 +216,7 @@ def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
 
 def _qualified(node: exp.Expression, sources: dict[str, TableInfo | None]) -> exp.Expression:
     """A bare column qualified with its table, so that it cannot mean the output of the same name."""
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     if not isinstance(node, exp.Column) or node.table:
         return node
@@ -226,7 +226,7 @@ def _qualified(node: exp.Expression, sources: dict[str, TableInfo | None]) -> ex
 
 def _order_by_values(select: exp.Select, originals: dict[str, exp.Expression]) -> None:
     """ORDER BY an output name would sort the text the output became: sort by the original value instead."""
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     order = select.args.get("order")
     if order is None or not originals:
@@ -239,7 +239,7 @@ def _order_by_values(select: exp.Select, originals: dict[str, exp.Expression]) -
 
 def _output_name(node: exp.Expression) -> str:
     """The name MonetDB gives an output: its alias or column name, folded as unquoted names are ("" if none)."""
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     if isinstance(node, exp.Alias):
         return ident(node.args["alias"])

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from tique.catalog import TableInfo
+from tique.names import source_name
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
 
@@ -36,7 +37,7 @@ class ReadOptions:
 
 
 def _ident(node: exp.Expression | None) -> str:
-    from tique.rewrite.writes import ident
+    from tique.names import ident
 
     return ident(node)
 
@@ -61,6 +62,15 @@ def _sources(select: exp.Select) -> list[exp.Expression]:
     return ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
 
 
+MAX_PUSHED_VALUES = 1000  # an IN list longer than this stays in the query's WHERE only (see _long_list)
+
+
+def _long_list(pred: exp.Expression) -> bool:
+    """Does ``pred`` hold an IN list too long to copy into a snapshot's branches? Each copy is printed and parsed
+    again (a 200k-value list took 71 s to plan); the query's own WHERE still filters by it."""
+    return any(len(n.expressions) > MAX_PUSHED_VALUES for n in pred.find_all(exp.In))
+
+
 def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
     """Conjuncts of the enclosing SELECT's WHERE that constrain only this table's key columns by values."""
     select = table.find_ancestor(exp.Select)
@@ -77,7 +87,8 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
             )
             candidates = [col] if isinstance(col, exp.Column) and _is_value(val) else []
         elif isinstance(pred, exp.In) and isinstance(pred.this, exp.Column) and pred.expressions:
-            candidates = [pred.this] if all(_is_value(v) for v in pred.expressions) else []
+            pushable = not _long_list(pred) and all(_is_value(v) for v in pred.expressions)
+            candidates = [pred.this] if pushable else []
         else:
             candidates = []
         for col in candidates:
@@ -127,7 +138,7 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
 
     def alone(pred: exp.Expression) -> bool:
         cols = list(pred.find_all(exp.Column))
-        if not cols or any(isinstance(n, _UNSAFE) for n in pred.walk()):
+        if not cols or _long_list(pred) or any(isinstance(n, _UNSAFE) for n in pred.walk()):
             return False
         return all(_owner(c, alias, info, others) for c in cols)
 
@@ -235,8 +246,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             tag=f"_{number}",
             left_anti_join=_in_subquery_predicate(table),
         )
-        given = table.args.get("alias")  # keep a quoted alias quoted ("Q" is not q)
-        name = given.this.copy() if given is not None and given.this else exp.to_identifier(alias)
+        name = source_name(table)  # kept as the user quoted it ("Q" is not q)
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=name)))
         read.add(info.qualified)
     keys = tuple((name, slots) for name, slots in point.items() if slots is not None)

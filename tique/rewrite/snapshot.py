@@ -26,6 +26,7 @@ import sqlglot
 from sqlglot import exp
 
 from tique.catalog import ROWID, TableInfo
+from tique.names import quote
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.template import STS, TXID, slot
 
@@ -33,15 +34,13 @@ MAX_CTS = "CAST(9223372036854775807 AS BIGINT)"
 NO_LIMIT = 1 << 60  # MonetDB refuses the largest BIGINT here (algebra.subslice)
 
 
-def _q(name: str) -> str:
-    return f'"{name}"'
-
-
 def _requalify(pred: exp.Expression | str, table: str | None) -> str:
     """A pushed predicate with its columns pointed at one branch's table alias (or none). A string predicate
-    (built by tique itself, no parsing needed) says where the alias goes with ``{t}``."""
+    (built by tique itself, no parsing needed) starts with ``{t}``, where the alias goes (only there: the rest
+    may hold any name or literal, braces included)."""
     if isinstance(pred, str):
-        return pred.format(t=f"{table}." if table else "")
+        assert pred.startswith("{t}"), pred
+        return (f"{table}." if table else "") + pred[len("{t}") :]
     copy = pred.copy()
     for col in copy.find_all(exp.Column):
         col.set("table", exp.to_identifier(table) if table else None)
@@ -64,12 +63,12 @@ def _visible_cache(
     c, o, w = f"tq_c{tag}", f"tq_t{tag}", f"tq_w{tag}"
     committed = [f"{o}.ok"] if latest else [f"{o}.ok", f"{o}.cts <= :{slot(STS).name}"]
     sql = (
-        f"SELECT {', '.join(f'{c}.{_q(col)}' for col in cols)}, {c}.tq_deleted, {o}.cts AS tq_cts, {c}.tq_seq "
+        f"SELECT {', '.join(f'{c}.{quote(col)}' for col in cols)}, {c}.tq_deleted, {o}.cts AS tq_cts, {c}.tq_seq "
         f"FROM {info.cache} AS {c} JOIN tique.outcomes AS {o} ON {o}.txid = {c}.tq_txid{_where(preds, c, committed)}"
     )
     if own:
         sql += (
-            f" UNION ALL SELECT {', '.join(f'{w}.{_q(col)}' for col in cols)}, {w}.tq_deleted, {MAX_CTS} AS tq_cts, "
+            f" UNION ALL SELECT {', '.join(f'{w}.{quote(col)}' for col in cols)}, {w}.tq_deleted, {MAX_CTS} AS tq_cts, "
             f"{w}.tq_seq FROM {info.cache} AS {w}{_where(preds, w, [f'{w}.tq_txid = :{slot(TXID).name}'])}"
         )
     return sql
@@ -80,10 +79,10 @@ def _newest(
 ) -> str:
     """The newest version of each key in ``source``, unless a tombstone; then the ``after`` filters (which must not
     go below the ranking: they could drop the newest version and let an older one win)."""
-    plain = ", ".join(_q(c) for c in cols)
+    plain = ", ".join(quote(c) for c in cols)
     return (
         f"SELECT {plain} FROM (SELECT {plain}, tq_deleted, ROW_NUMBER() OVER (PARTITION BY "
-        f"{', '.join(_q(k) for k in key)} ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk FROM ({source}) AS tq_u{tag}) "
+        f"{', '.join(quote(k) for k in key)} ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk FROM ({source}) AS tq_u{tag}) "
         f"AS tq_r{tag}{_where(after, None, ['tq_rk = 1', 'NOT tq_deleted'])}"
     )
 
@@ -118,7 +117,7 @@ def snapshot_sql(
     if info.has_rowid:  # the version key: both formulations match or rank versions by it
         cols.append(ROWID)
     out_cols = list(wanted) + ([ROWID] if expose_rowid and info.has_rowid else [])
-    scols = ", ".join(_q(c) for c in cols)
+    scols = ", ".join(quote(c) for c in cols)
     if formulation == "point":
         source = (
             f"SELECT {scols}, FALSE AS tq_deleted, CAST(0 AS BIGINT) AS tq_cts, 0 AS tq_seq FROM {info.storage}"
@@ -127,19 +126,19 @@ def snapshot_sql(
         sql = _newest(cols, info.key, source, tag)
     else:
         st, v = f"tq_s{tag}", f"tq_v{tag}"
-        match = " AND ".join(f"{v}.{_q(k)} = {st}.{_q(k)}" for k in info.key)
+        match = " AND ".join(f"{v}.{quote(k)} = {st}.{quote(k)}" for k in info.key)
         overriding = _visible_cache(info, cols, preds, latest, own, f"{tag}a")
         if left_anti_join:
-            keys = ", ".join(_q(k) for k in info.key)
+            keys = ", ".join(quote(k) for k in info.key)
             hits = f"(SELECT {keys}, TRUE AS tq_hit FROM ({overriding}) AS tq_h{tag}) AS {v}"
             stable = (
-                f"SELECT {', '.join(f'{st}.{_q(c)}' for c in cols)} FROM {info.storage} AS {st} LEFT JOIN {hits} "
+                f"SELECT {', '.join(f'{st}.{quote(c)}' for c in cols)} FROM {info.storage} AS {st} LEFT JOIN {hits} "
                 f"ON {match}{_where([*preds, *row_preds], st, [f'{v}.tq_hit IS NULL'])}"
             )
         else:
             overridden = f"NOT EXISTS (SELECT 1 FROM ({overriding}) AS {v} WHERE {match})"
             stable = (
-                f"SELECT {', '.join(f'{st}.{_q(c)}' for c in cols)} FROM {info.storage} AS {st}"
+                f"SELECT {', '.join(f'{st}.{quote(c)}' for c in cols)} FROM {info.storage} AS {st}"
                 f"{_where([*preds, *row_preds], st, [overridden])}"
             )
         recent = _newest(cols, info.key, _visible_cache(info, cols, preds, latest, own, tag), tag, row_preds)
@@ -147,7 +146,7 @@ def snapshot_sql(
         # of several joined snapshots up to 10x slower (CH's Q8); filters on this table are already inside
         sql = f"SELECT {scols} FROM ({stable} UNION ALL {recent}) AS tq_b{tag} LIMIT {NO_LIMIT}"
     if out_cols != cols:
-        sql = f"SELECT {', '.join(_q(c) for c in out_cols)} FROM ({sql}) AS tq_o{tag}"
+        sql = f"SELECT {', '.join(quote(c) for c in out_cols)} FROM ({sql}) AS tq_o{tag}"
     return sql
 
 

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from tique.catalog import ROWID, ColumnSpec, SequenceDefault, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import column_ref, ident, source_name
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
@@ -73,20 +74,6 @@ class DeletePlan:
 def stored_type(info: TableInfo, name: str) -> str:
     """The SQL type of a stored column (the hidden row id included)."""
     return "BIGINT" if name == ROWID else info.column(name).sql_type
-
-
-def ident(node: exp.Expression | str | None) -> str:
-    """An identifier as MonetDB stores it: unquoted names fold to lower case."""
-    if node is None:
-        return ""
-    if isinstance(node, str):
-        return node.lower()
-    if isinstance(node, exp.Identifier):
-        return node.name if node.quoted else node.name.lower()
-    inner = node.this if isinstance(node, (exp.Table, exp.Column)) else None
-    if isinstance(inner, exp.Identifier):
-        return ident(inner)
-    return node.name.lower()
 
 
 def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo, exp.Table]:
@@ -308,10 +295,10 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     stored = frozenset(
         slot for value in assignments.values() for node in value.find_all(exp.Placeholder) if (slot := slot_name(node))
     )
-    alias = table.alias_or_name
-    old_keys = [exp.alias_(exp.column(k, table=alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
+    alias = source_name(table)
+    old_keys = [exp.alias_(column_ref(k, alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
     new_values = [
-        exp.alias_(assignments[c].copy() if c in assignments else exp.column(c, table=alias), f"tq_new_{i}")
+        exp.alias_(assignments[c].copy() if c in assignments else column_ref(c, alias), f"tq_new_{i}")
         for i, c in enumerate(info.stored_names)
     ]
     select = exp.select(*old_keys, *new_values).from_(table.copy())
@@ -348,8 +335,8 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
             "DELETE ... USING is not supported by tique (nor by MonetDB 11.41): name the other table in a subquery "
             "of the WHERE clause (DELETE FROM t WHERE EXISTS (SELECT 1 FROM u WHERE ...))"
         )
-    alias = table.alias_or_name
-    select = exp.select(*[exp.column(k, table=alias) for k in info.key]).from_(table.copy())
+    alias = source_name(table)
+    select = exp.select(*[column_ref(k, alias) for k in info.key]).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
     decode = wrap_outputs(select, [stored_type(info, k) for k in info.key])
