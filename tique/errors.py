@@ -200,3 +200,9 @@ def restated(statement: str, error: ProgrammingError) -> ProgrammingError:
     if "syntax error" not in message or not match:
         return error
     return ProgrammingError(f"{message[: match.start()]} in the statement {statement!r}", error.sqlstate)
+
+
+def connection_lost(exc: Exception) -> bool:
+    """The engine connection is gone (the server died or closed it): the statement's outcome is unknown."""
+    text = str(exc).lower()
+    return "lost the connection" in text or "connection is closed" in text or "broken pipe" in text

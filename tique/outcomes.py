@@ -10,8 +10,28 @@ must never exist, so every writer here uses the verdict when there is one.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
 from tique.engine.base import RawConnection
+from tique.errors import OperationalError
 from tique.sequencer import CSequencer, Sequencer
+
+T = TypeVar("T")
+_STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
+
+
+def waiting(conn: RawConnection, call: Callable[[], T]) -> T:
+    """Run a waiting sequencer call; when it returns early behind a predecessor stuck DECIDING (its client died,
+    or its outcome statement never committed), settle that one with its decided outcome and wait again."""
+    while True:
+        try:
+            return call()
+        except OperationalError as exc:
+            stuck = _STUCK.search(str(exc))
+            if exc.sqlstate != "HYT00" or not stuck or not settle_if_decided(conn, int(stuck.group(1))):
+                raise
 
 
 def settle_if_decided(conn: RawConnection, cts: int) -> bool:

@@ -15,6 +15,7 @@ outcome -> ``advance(c)`` (c becomes visible once every earlier timestamp is set
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from tique import sqlfiles
@@ -66,6 +67,30 @@ class Sequencer(Protocol):
 
     def counters(self, conn: RawConnection) -> tuple[int, int]:
         """(last transaction id handed out, last commit timestamp handed out)."""
+        ...
+
+    # The commit protocol's steps (tique/commit.py), each one engine statement or more:
+
+    def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
+        """Step 1: take a commit timestamp and write the commit record with the write-set, all or nothing. The
+        timestamp, or None when only the engine knows it yet (the C module hands it out inside the statement)."""
+        ...
+
+    def publish_record(self, conn: RawConnection, txid: int, cts: int | None, timeout_ms: int) -> int:
+        """Step 2: publish the commit record, then wait until every smaller timestamp is published; its cts."""
+        ...
+
+    def decide_and_record(self, conn: RawConnection, txid: int, cts: int, ok: bool) -> None:
+        """Step 4: decide (from here the commit cannot be abandoned) and write the outcome ``ok``."""
+        ...
+
+    def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
+        """Step 5: settle cts, wait (up to timeout_ms; 0: not at all) until it is visible, end txid's pin."""
+        ...
+
+    def expire(self, conn: RawConnection, conflicting: Sequence[int]) -> int:
+        """Certification met undecided ``conflicting`` commits: abandon those stuck past the lease (their owners
+        can then never commit); how many."""
         ...
 
     def live_sql(self, cts_column: str) -> str:
@@ -144,6 +169,39 @@ class CSequencer:
 
     def abandon(self, conn: RawConnection, cts: int) -> bool:
         return bool(_one(conn, f"SELECT tique.abandon({int(cts)})"))
+
+    def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
+        values = ", ".join(f"({int(h)})" for h in hashes)
+        conn.execute(
+            f"INSERT INTO tique.commits SELECT {int(txid)}, {int(sts)}, x.c, v.h FROM (VALUES {values}) AS v(h) "
+            f"CROSS JOIN (SELECT tique.next_cts_for({int(txid)}) AS c) AS x"
+        )
+        return None
+
+    def publish_record(self, conn: RawConnection, txid: int, cts: int | None, timeout_ms: int) -> int:
+        return _one(
+            conn,
+            f"SELECT MAX(cts), tique.publish(MAX(cts), {int(timeout_ms)}) FROM tique.commits WHERE txid = {int(txid)}",
+        )
+
+    def decide_and_record(self, conn: RawConnection, txid: int, cts: int, ok: bool) -> None:
+        # one statement: the C module keeps the verdict, so if this one never commits (its client died, the engine
+        # failed it after decide ran) a waiter writes the same outcome for it (tique/outcomes.py)
+        conn.execute(
+            f"INSERT INTO tique.outcomes SELECT {int(txid)}, tique.decide({int(cts)}, {int(ok)}), "
+            f"{'TRUE' if ok else 'FALSE'}"
+        )
+
+    def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
+        conn.execute(f"SELECT tique.advance({int(cts)}, {int(timeout_ms)}), tique.end_txn({int(txid)})")
+
+    def expire(self, conn: RawConnection, conflicting: Sequence[int]) -> int:
+        listed = ", ".join(str(int(c)) for c in conflicting)
+        found = conn.execute(
+            f"SELECT SUM(tique.expire(cts)) FROM tique.commits WHERE cts IN ({listed}) "
+            "AND txid NOT IN (SELECT txid FROM tique.outcomes)"
+        ).scalar()
+        return int(found or 0)
 
     def state(self, conn: RawConnection, cts: int) -> int:
         return _one(conn, f"SELECT tique.cts_state({int(cts)})")
@@ -286,6 +344,31 @@ class SqlSequencer:
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
+
+    def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
+        cts = self.next_cts(conn)
+        values = ", ".join(f"({int(txid)}, {int(sts)}, {cts}, {int(h)})" for h in hashes)
+        try:
+            conn.execute(f"INSERT INTO tique.commits VALUES {values}")
+        except BaseException:
+            self.abandon(conn, cts)  # no record: nobody waits for this timestamp
+            raise
+        return cts
+
+    def publish_record(self, conn: RawConnection, txid: int, cts: int | None, timeout_ms: int) -> int:
+        assert cts is not None
+        self.publish(conn, cts, timeout_ms)
+        return cts
+
+    def decide_and_record(self, conn: RawConnection, txid: int, cts: int, ok: bool) -> None:
+        self.decide(conn, cts, ok)
+        conn.execute(f"INSERT INTO tique.outcomes VALUES ({int(txid)}, {int(cts)}, {'TRUE' if ok else 'FALSE'})")
+
+    def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
+        self.advance(conn, cts, timeout_ms)
+
+    def expire(self, conn: RawConnection, conflicting: Sequence[int]) -> int:
+        return 0  # its waiters abandon stale commits as they poll (_abandon_stale)
 
     def _abandon_stale(
         self, conn: RawConnection, blocked: list[int], events: dict[int, set[int]], first_seen: dict[int, int]

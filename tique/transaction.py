@@ -1,23 +1,24 @@
 """One transaction: its snapshot, its writes (buffered in the client until a read or COMMIT needs them), its
-write-set, and the commit protocol."""
+constraint checks and its write-set. COMMIT runs the protocol in tique/commit.py."""
 
 from __future__ import annotations
 
 import decimal
 import hashlib
 import itertools
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tique import commit as commit_protocol
 from tique.catalog import ROWID, SequenceDefault, TableInfo, schema_hash
+from tique.commit import CommitResult
+from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
-    CommitOutcomeUnknown,
     DatabaseError,
     IntegrityError,
     InterfaceError,
@@ -25,9 +26,10 @@ from tique.errors import (
     ProgrammingError,
     SerializationFailure,
     StorageFull,
+    connection_lost,
 )
 from tique.names import quote
-from tique.outcomes import record_outcome, settle_if_decided
+from tique.outcomes import settle_if_decided, waiting
 from tique.params import literal
 from tique.prepared import PreparingConnection
 from tique.rewrite.exact import decode, read_value, text_sql
@@ -46,10 +48,6 @@ if TYPE_CHECKING:
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
 CHECK_BATCH = 1000  # values per query checking UNIQUE and FOREIGN KEY constraints
-
-# Called at each step of COMMIT with (step, transaction): "recorded", "published", "decided", "advanced".
-# Tests pause or kill a committer here to force every interleaving of the protocol.
-step_hooks: list[Callable[[str, Transaction], None]] = []
 
 
 def _hash64(text: str) -> int:
@@ -97,13 +95,6 @@ class TableWrites:
     flushed: bool = False  # some rows already reached the Cache
     unchecked: set[Key] = field(default_factory=set)  # inserted keys not yet checked against the snapshot
     marks: dict[Key, RowMarks] = field(default_factory=dict)  # live rows' UNIQUE claims and references
-
-
-@dataclass
-class CommitResult:
-    committed: bool
-    cts: int | None
-    visible: bool = True  # False: committed, but an earlier commit still held it back when COMMIT returned
 
 
 class Transaction:
@@ -169,7 +160,7 @@ class Transaction:
         if not isinstance(self.db.sequencer, CSequencer):
             return self._await_sts(cts, "this session's last commit", timeout)
         try:
-            self._waiting(lambda: self.conn.execute(f"SELECT tique.advance({int(cts)}, {timeout})"))
+            waiting(self.conn, lambda: self.conn.execute(f"SELECT tique.advance({int(cts)}, {timeout})"))
         except OperationalError as exc:
             if exc.sqlstate != "HYT00":
                 raise
@@ -607,7 +598,7 @@ class Transaction:
             if vals:
                 alternatives.append(
                     " AND ".join(
-                        f'{{t}}{quote(c)} IN ({", ".join(literal(v) for v in sorted({t[i] for t in vals}, key=repr))})'
+                        f"{{t}}{quote(c)} IN ({', '.join(literal(v) for v in sorted({t[i] for t in vals}, key=repr))})"
                         for i, c in enumerate(cols)
                     )
                 )
@@ -800,7 +791,7 @@ class Transaction:
                         f"TABLE in another session while this transaction ran; transaction {self.txid} was rolled "
                         "back: run it again (it will use the table as it is now)"
                     ) from exc
-                if not statement or sent or _connection_lost(exc):
+                if not statement or sent or connection_lost(exc):
                     self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
                 raise
             except BaseException as exc:  # an interrupt: the INSERT may still run to its end in the engine
@@ -845,90 +836,8 @@ class Transaction:
     # ---- commit --------------------------------------------------------------------------------------------
 
     def commit(self) -> CommitResult:
-        """Run the commit protocol. What the caller sees:
-
-        - before the commit point (the committed outcome recorded): SerializationFailure when the transaction
-          lost (nothing of it is visible, it is safe to retry), another error when a step failed (the record is
-          settled as aborted), or CommitOutcomeUnknown when the connection was lost while the outcome was being
-          written;
-        - after it, success: the commit is durable. If earlier commits still hold it back after
-          advance_timeout_ms, COMMIT returns anyway with ``visible=False``: other sessions see it once those
-          finish (or are abandoned after the lease), and this session's next transaction waits for it.
-          Something other than an engine error failing after that point (a bug, a step hook) raises
-          CommitOutcomeUnknown naming the commit; an interrupt (KeyboardInterrupt) propagates as it is. Either
-          way ``committed_cts`` is set, and the connection counts the commit as done.
-        """
-        self.check_usable()
-        if self.read_only:
-            return CommitResult(True, None)  # read-only transactions write no metadata
-        self.flush()
-        hashes = self.record_set()
-        if not isinstance(self.db.sequencer, CSequencer):
-            return self._commit_generic(hashes)
-        s = self.settings
-        conn = self.conn
-        values = ", ".join(f"({h})" for h in hashes)
-        # 1. take a commit timestamp and write the commit record with the write-set, in one statement (which
-        # fails whole: no record to settle; a timestamp it took is abandoned after the lease). On a nearly full
-        # disk next_cts_for refuses (StorageFull): no commit is acknowledged that the engine's log cannot keep.
-        try:
-            conn.execute(
-                f"INSERT INTO tique.commits SELECT {self.txid}, {self.sts}, x.c, v.h FROM (VALUES {values}) AS v(h) "
-                f"CROSS JOIN (SELECT tique.next_cts_for({self.txid}) AS c) AS x"
-            )
-        except DatabaseError as exc:
-            full = self._storage_full(exc)
-            if full is None:
-                raise
-            raise full from exc
-        cts: int | None = None
-        deciding = False
-        try:
-            self._step("recorded")
-            # 2. publish: from here every later committer's certification sees this record; wait for earlier ones
-            cts = int(
-                self._waiting(
-                    lambda: conn.execute(
-                        f"SELECT MAX(cts), tique.publish(MAX(cts), {s.publish_timeout_ms}) FROM tique.commits "
-                        f"WHERE txid = {self.txid}"
-                    )
-                ).rows[0][0]
-            )
-            self._step("published")
-            # 3. certify, read-only: this statement starts after every earlier record is visible. (A statement
-            # that writes must not also filter tables others append to: MonetDB aborts it on a conflict.)
-            ok = s.unsafe_skip_certification or self._certify(cts)
-            # 4. decide and record the outcome; once this statement returns, a committed outcome is durable. The
-            # C module keeps the verdict: if this statement never commits (its client died, the engine failed
-            # it after decide ran), a waiter writes the same outcome for it (settle_if_decided).
-            deciding = True
-            conn.execute(
-                f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}, {int(ok)}), "
-                f"{'TRUE' if ok else 'FALSE'}"
-            )
-        except BaseException as exc:
-            if isinstance(exc, OperationalError) and _connection_lost(exc):
-                raise CommitOutcomeUnknown(
-                    f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
-                    "recovery settles it; reconnect and check before running it again"
-                ) from exc
-            # An error before step 4 means no outcome exists: abort now, or later committers wait for the lease.
-            # Step 4 failing may have run decide: then the decided outcome is the only one anybody may record.
-            # (An interrupt during step 4 is left to the waiters and recovery.)
-            settled = self._abort_recorded(cts) if isinstance(exc, Exception) or not deciding else None
-            if settled is True and cts is not None:
-                self.committed_cts = cts  # decided committed, and that outcome is recorded now
-                return CommitResult(True, cts, self._become_visible(cts, True))
-            full = self._storage_full(exc) if isinstance(exc, DatabaseError) else None
-            if full is not None:
-                raise full from exc  # a failed write for want of space is no conflict to retry
-            raise
-        if ok:
-            self.committed_cts = cts  # the commit point
-        visible = self._become_visible(cts, ok)
-        if not ok:
-            raise SerializationFailure(self._failure_message())
-        return CommitResult(True, cts, visible)
+        """The commit protocol (tique/commit.py)."""
+        return commit_protocol.commit(self)
 
     def _storage_full(self, exc: DatabaseError) -> StorageFull | None:
         """``exc`` was raised by a write: the StorageFull to raise instead when the engine failed it for want of
@@ -936,183 +845,11 @@ class Transaction:
         classified = self.db.storage.classify(exc, self.conn)
         return classified if isinstance(classified, StorageFull) and classified is not exc else None
 
-    def _become_visible(self, cts: int, ok: bool) -> bool:
-        """Step 5: settle ``cts`` and (if committed) wait until it is visible, in commit order. The outcome is
-        recorded, so nothing here may turn into a failure of the commit: an engine error or time-out means the
-        commit is not visible yet (False); the next waiter, or this session's next begin, settles it."""
-        s = self.settings
-        try:
-            self._step("decided")
-            self._waiting(
-                lambda: self.conn.execute(
-                    f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0}), tique.end_txn({self.txid})"
-                )
-            )
-            self._step("advanced")
-            return True
-        except DatabaseError as exc:
-            if not _connection_lost(exc):
-                self._settle_late(cts)
-            return False
-        except Exception as exc:
-            if not ok:
-                raise
-            self._settle_late(cts)
-            raise CommitOutcomeUnknown(
-                f"transaction {self.txid} reached its commit point (its committed outcome, commit {cts}, is "
-                f"recorded and durable), but COMMIT then failed: {exc!r}. Treat it as committed; do not run it again"
-            ) from exc
-
-    def _settle_late(self, cts: int) -> None:
-        """Settle a recorded outcome without waiting and end the snapshot pin (best effort: a waiter or the
-        next begin settles it otherwise)."""
-        try:
-            self.conn.execute(f"SELECT tique.advance({cts}, 0), tique.end_txn({self.txid})")
-        except DatabaseError:
-            pass
-
-    def _failure_message(self) -> str:
-        if self.ddl_conflict:
-            return (
-                f"could not serialize: a table this transaction read or wrote was dropped, altered or re-created by "
-                f"DDL (DROP TABLE / ALTER TABLE) in another session while it ran; transaction {self.txid} was rolled "
-                "back: run it again (it will use the table as it is now)"
-            )
-        return (
-            f"could not serialize: a concurrent transaction committed first a write to a row this transaction "
-            f"wrote (first committer wins); transaction {self.txid} was rolled back and is safe to retry"
-        )
-
     def schema_hashes(self) -> list[int]:
         """The DDL write-set entries of every table this transaction read or wrote (catalog.schema_hash)."""
         tables = {(e.table.schema, e.table.name) for e in self.writes.values()}
         tables |= {(i.schema, i.name) for i in self.db.catalog.all() if i.qualified in self.read_names}
         return sorted({schema_hash(s, n) for s, n in tables})
-
-    def _certify(self, cts: int) -> bool:
-        """True when no conflicting transaction committed (or is committing) in (sts, cts).
-
-        A conflicting one stuck before deciding for longer than the lease (its client died after publishing)
-        is expired, then the check runs again: it will never commit."""
-        if self.priority:
-            self._await_sts(
-                cts - 1, "an earlier commit"
-            )  # every earlier commit decided: only real commits count against it
-        while True:
-            conflicts = [int(r[0]) for r in self.conn.execute(self._conflicts_sql(cts)).rows]
-            if -2 in conflicts:
-                self.ddl_conflict = True
-                return False  # a table it used was dropped meanwhile
-            if -1 in conflicts:
-                return False  # a key reserved by a priority transaction
-            if not conflicts:
-                return True
-            undecided = ", ".join(str(c) for c in conflicts)
-            expired = (
-                self.conn.execute(
-                    f"SELECT SUM(tique.expire(cts)) FROM tique.commits WHERE cts IN ({undecided}) "
-                    "AND txid NOT IN (SELECT txid FROM tique.outcomes)"
-                ).scalar()
-                if isinstance(self.db.sequencer, CSequencer)
-                else 0
-            )
-            if not expired:
-                return False
-
-    def _waiting(self, call: Callable[[], Result]) -> Result:
-        """Run a waiting sequencer call; if it timed out behind a predecessor stuck in DECIDING whose outcome
-        is already recorded (its client died before advancing), settle that predecessor and wait again."""
-        while True:
-            try:
-                return call()
-            except OperationalError as exc:
-                stuck = _STUCK.search(str(exc))
-                if exc.sqlstate != "HYT00" or not stuck or not settle_if_decided(self.conn, int(stuck.group(1))):
-                    raise
-
-    def _step(self, name: str) -> None:
-        for hook in step_hooks:
-            hook(name, self)
-
-    def _conflicts_sql(self, cts: int) -> str:
-        """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key
-        this one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C). Then -1 for
-        a key a priority transaction reserved, and -2 for a DDL (its schema hash) on a table this one read or
-        wrote, committed in (sts, cts): a read-set check, ordinary transactions never write schema hashes."""
-        schema = ", ".join(str(h) for h in self.schema_hashes())
-        ddl = (
-            f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {self.sts} AND d.cts < {cts} "
-            f"AND d.h IN ({schema}) {self.db.sequencer.live_sql('d.cts')} "
-            + "".join(f"AND d.txid <> {t} " for t in sorted(self.own_ddl))
-            + f"AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} AND cts < {cts})"
-            if schema
-            else ""
-        )
-        mine = f"SELECT h FROM tique.commits WHERE txid = {self.txid}"
-        if self._refs:  # references conflict with probes only: children of one parent do not conflict
-            mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(self._refs))})"
-        if self._probes:
-            mine += " UNION ALL SELECT h FROM (VALUES " + ", ".join(f"({h})" for h in sorted(self._probes))
-            mine += ") AS tq_p(h)"
-        return (
-            f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {self.sts} AND o.cts < {cts} "
-            f"AND o.h IN ({mine}) {self.db.sequencer.live_sql('o.cts')} "
-            f"AND o.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {self.sts} "
-            f"AND cts < {cts}) "
-            f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {self.txid} "
-            f"AND r.until_ms > {int(time.time() * 1000)} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
-            f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {self.txid}) {ddl}"
-        )
-
-    def _abort_recorded(self, cts: int | None) -> bool | None:
-        """Settle a commit that failed after its record was written: aborted outcome, then advance - unless decide
-        ran (the C module holds a verdict), whose outcome is then recorded instead. The outcome recorded, or None
-        if none could be (recovery settles it; the caller reports the original error)."""
-        try:
-            if cts is None:
-                found = self.conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {self.txid}").scalar()
-                cts = int(found) if found is not None else None
-            if cts is None:
-                return None
-            return record_outcome(self.conn, self.db.sequencer, self.txid, cts)
-        except DatabaseError:
-            return None
-
-    def _commit_generic(self, hashes: list[int]) -> CommitResult:
-        """The same protocol through the Sequencer interface, one call per step (the SQL sequencer)."""
-        seq, conn, s = self.db.sequencer, self.conn, self.settings
-        cts = seq.next_cts(conn)
-        values = ", ".join(f"({self.txid}, {self.sts}, {cts}, {h})" for h in hashes)
-        try:
-            conn.execute(f"INSERT INTO tique.commits VALUES {values}")
-            seq.publish(conn, cts, s.publish_timeout_ms)
-            ok = s.unsafe_skip_certification or self._certify(cts)
-            seq.decide(conn, cts)
-            conn.execute(f"INSERT INTO tique.outcomes VALUES ({self.txid}, {cts}, {'TRUE' if ok else 'FALSE'})")
-        except Exception as exc:
-            if isinstance(exc, OperationalError) and _connection_lost(exc):
-                raise CommitOutcomeUnknown(
-                    f"the connection was lost during COMMIT of transaction {self.txid}: its outcome is unknown until "
-                    "recovery settles it; reconnect and check before running it again"
-                ) from exc
-            self._abort_recorded(cts)
-            full = self._storage_full(exc) if isinstance(exc, DatabaseError) else None
-            if full is not None:
-                raise full from exc
-            raise
-        if ok:
-            self.committed_cts = cts  # the commit point: from here only success
-        visible = True
-        try:
-            seq.advance(conn, cts, s.advance_timeout_ms if ok else 0)
-        except DatabaseError:
-            visible = False  # settled (advance marks it first); earlier commits still hold it back
-        if not ok:
-            raise SerializationFailure(self._failure_message())
-        return CommitResult(True, cts, visible)
-
-
-_STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
 
 
 def _mark(entry: TableWrites, marks: dict[Key, RowMarks]) -> None:
@@ -1177,8 +914,3 @@ def _may_equal(value: Any, rendered: str) -> bool:
 
 def _show(info: TableInfo, key: Key) -> str:
     return "(" + ", ".join(f"{k}={v!r}" for k, v in zip(info.key, key)) + ")"
-
-
-def _connection_lost(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return "lost the connection" in text or "connection is closed" in text or "broken pipe" in text

@@ -22,7 +22,6 @@ import pytest
 
 import tique
 from tests.conftest import ROOT, start_serve
-from tique import transaction
 from tique.settings import COMMIT_LEASE_MS
 from tique.transaction import Transaction
 
@@ -85,7 +84,10 @@ def test_a_killed_committer_stalls_others_briefly(tmp_path: Path, step: str) -> 
 
 
 def test_a_decided_commit_without_outcome_is_settled_with_its_verdict(
-    embedded_url: str, unique_name: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+    embedded_url: str,
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+    hooks: list[Callable[[str, Transaction], None]],
 ) -> None:
     kv = unique_name("stuck")
     dead = tique.connect(embedded_url, lease_ms=300)
@@ -114,10 +116,10 @@ def test_a_decided_commit_without_outcome_is_settled_with_its_verdict(
 
             monkeypatch.setattr(self.conn, "execute", execute)
 
-        monkeypatch.setattr(transaction, "step_hooks", [lambda name, t: decide_only(t, name)])
+        hooks.append(lambda name, t: decide_only(t, name))
         with pytest.raises(Died):
             dead.commit()
-        monkeypatch.setattr(transaction, "step_hooks", [])
+        hooks.clear()
         other = alive.cursor()
         other.execute(f"UPDATE {kv} SET v = 7 WHERE k = 2")
         started = time.monotonic()
