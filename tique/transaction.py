@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import sqlglot
+
 from tique import commit as commit_protocol
 from tique.catalog import ROWID, SequenceDefault, TableInfo, schema_hash
 from tique.commit import CommitResult
@@ -32,6 +34,7 @@ from tique.names import quote
 from tique.outcomes import settle_if_decided, waiting
 from tique.params import literal
 from tique.prepared import PreparingConnection
+from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import decode, read_value, text_sql
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.snapshot import snapshot_sql
@@ -598,7 +601,7 @@ class Transaction:
             if vals:
                 alternatives.append(
                     " AND ".join(
-                        f"{{t}}{quote(c)} IN ({', '.join(literal(v) for v in sorted({t[i] for t in vals}, key=repr))})"
+                        f"{quote(c)} IN ({', '.join(literal(v) for v in sorted({t[i] for t in vals}, key=repr))})"
                         for i, c in enumerate(cols)
                     )
                 )
@@ -609,8 +612,8 @@ class Transaction:
         own = info.qualified in self.in_cache()
         # not a key predicate: it may filter Storage and the newest versions only, never below the ranking (an
         # older version holding the value must not win over a newer one that changed it)
-        where = "(" + " OR ".join(alternatives) + ")"
-        snapshot = snapshot_sql(info, "analytical", row_preds=[where], own=own, columns=columns, expose_rowid=True)  # type: ignore[list-item]
+        where = sqlglot.parse_one(" OR ".join(f"({a})" for a in alternatives), read=MonetDB)  # columns: per branch
+        snapshot = snapshot_sql(info, "analytical", row_preds=[where], own=own, columns=columns, expose_rowid=True)
         names = list(info.key) + columns
         outputs = ", ".join(text_sql(quote(c), _key_type(info, c)) for c in names)
         sql = f"SELECT {outputs} FROM ({snapshot}) AS tq_uq"
