@@ -152,12 +152,13 @@ def hooks() -> Iterator[list[Callable[[str, Transaction], None]]]:
     transaction.step_hooks.clear()
 
 
-def closing_connections(url: str) -> Iterator[Callable[..., tique.Connection]]:
-    """A fixture body: a function opening tique connections on ``url``, all closed afterwards."""
+def closing_connections(url: str, **defaults: object) -> Iterator[Callable[..., tique.Connection]]:
+    """A fixture body: a function opening tique connections on ``url`` (with ``defaults`` settings), all closed
+    afterwards."""
     opened: list[tique.Connection] = []
 
     def _connect(**settings: object) -> tique.Connection:
-        conn = tique.connect(url, **settings)
+        conn = tique.connect(url, **{**defaults, **settings})
         opened.append(conn)
         return conn
 

@@ -24,7 +24,7 @@ from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
 from tique.names import ident, quote
-from tique.outcomes import record_outcome
+from tique.outcomes import record_outcome, waiting
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.sequencer import CSequencer
@@ -92,29 +92,25 @@ def versioned(
     """Run ``change()`` as a committed catalog change of ``tables`` ((schema, name) pairs): see the module's
     docstring for the order of its steps, and catalog.py for why. The change's transaction id is appended to
     ``ids``: the session that ran it must not count it as another session's DDL against its own transaction."""
-    hashes = ", ".join(f"({catalog.schema_hash(s, n)})" for s, n in tables)
+    hashes = [catalog.schema_hash(s, n) for s, n in tables]
     seq = db.sequencer
-    c_module = isinstance(seq, CSequencer)
-    if c_module:
+    if isinstance(seq, CSequencer):
         # registered like a transaction's begin, so the checkpointer keeps the record until it is settled
         txid, sts = conn.execute(
             f"SELECT x.t, tique.snapshot_of(x.t) FROM (SELECT tique.begin_txn(0, {DDL_TIMEOUT_MS}) AS t) AS x"
         ).rows[0]
         txid, sts = int(txid), int(sts)
-        conn.execute(
-            f"INSERT INTO tique.commits SELECT {txid}, {sts}, x.c, v.h FROM (VALUES {hashes}) AS v(h) "
-            f"CROSS JOIN (SELECT tique.next_cts_for({txid}) AS c) AS x"
-        )
     else:
-        txid, sts, cts = seq.next_txid(conn), seq.sts(conn), seq.next_cts(conn)
-        conn.execute(f"INSERT INTO tique.commits SELECT {txid}, {sts}, {cts}, v.h FROM (VALUES {hashes}) AS v(h)")
+        txid, sts = seq.next_txid(conn), seq.sts(conn)
+    # the commit protocol's steps (tique/commit.py), with the schema hashes as the write-set; no certification:
+    # DDL always commits, and a transaction that used the table meanwhile fails its own certification
+    taken = seq.record(conn, txid, sts, hashes)
     if ids is not None:
         ids.append(txid)
-    cts = int(conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {txid}").scalar())
+    cts = taken or int(conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {txid}").scalar())
     try:
-        seq.publish(conn, cts, DDL_TIMEOUT_MS)
-        seq.decide(conn, cts)
-        conn.execute(f"INSERT INTO tique.outcomes VALUES ({txid}, {cts}, TRUE)")
+        waiting(conn, lambda: seq.publish_record(conn, txid, cts, DDL_TIMEOUT_MS))
+        seq.decide_and_record(conn, txid, cts, True)
     except DatabaseError:
         _abort(db, conn, txid, cts)
         raise
@@ -123,13 +119,12 @@ def versioned(
     finally:
         seq.bump_catalog(conn)  # before the change becomes visible: a snapshot that includes it sees the bump
         try:
-            seq.advance(conn, cts, DDL_TIMEOUT_MS)
+            waiting(conn, lambda: seq.finish(conn, txid, cts, DDL_TIMEOUT_MS))
         except OperationalError as exc:
             if exc.sqlstate != "HYT00":
                 raise
-            # the slot is settled; the change becomes visible once the earlier commit it waited for settles
-        if c_module:
-            conn.execute(f"SELECT tique.end_txn({txid})")
+            # settled; the change becomes visible once the earlier commit it waited for settles
+            seq.finish(conn, txid, cts, 0)
         db.catalog.refresh(conn)
 
 

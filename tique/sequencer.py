@@ -243,19 +243,22 @@ class SqlSequencer:
         self._noticed: dict[int, float] = {}  # timestamps seen without events: their lease runs from here
 
     def install(self, conn: RawConnection) -> None:
-        version = engine_version(conn)
-        if version.startswith("11.41.") and not self.unsafe_sequences:
-            raise NotSupportedError(
-                f"the SQL sequencer is unsafe on MonetDB {version}: concurrent NEXT VALUE FOR corrupts this "
-                "kernel's write-ahead log (measured: most rows committed by concurrent sessions were gone after "
-                "a restart). Use sequencer='c' (tique's C module, the default), or a newer MonetDB server"
-            )
+        """Create its sequences and tables, refused on MonetDB 11.41 unless ``unsafe_sequences``; a database where
+        an operator installed them on purpose (``tique serve`` with TIQUE_INSTALL_SQL_SEQUENCER=1, for tests and
+        comparisons) is used as it is."""
         ensure_schema(conn)
         exists = _one(
             conn,
             "SELECT COUNT(*) FROM sys.sequences s JOIN sys.schemas sc ON s.schema_id = sc.id "
             "WHERE sc.name = 'tique' AND s.name = 'cts_seq'",
         )
+        version = engine_version(conn)
+        if not exists and version.startswith("11.41.") and not self.unsafe_sequences:
+            raise NotSupportedError(
+                f"the SQL sequencer is unsafe on MonetDB {version}: concurrent NEXT VALUE FOR corrupts this "
+                "kernel's write-ahead log (measured: most rows committed by concurrent sessions were gone after "
+                "a restart). Use sequencer='c' (tique's C module, the default), or a newer MonetDB server"
+            )
         if not exists:
             for stmt in sqlfiles.statements("sequencer_sql"):
                 conn.execute(stmt)
