@@ -51,7 +51,7 @@ def test_every_row_has_its_columns_and_primary_keys_are_unique(rows: Rows) -> No
 
 
 def test_values_lie_in_their_ranges(rows: Rows) -> None:
-    items, names = SIZE.items, {a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES}
+    names = {a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES}
     assert all(1.0 <= float(i[3]) <= 100.0 and 26 <= len(i[4]) <= 50 for i in rows["item"])
     assert all(10 <= int(s[2]) <= 100 and all(len(x) == 24 for x in s[3:13]) for s in rows["stock"])
     for c in rows["customer"]:
