@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import tique
@@ -27,11 +28,14 @@ def _load(conn: tique.Connection, tmp: Path, name: str, rows: int) -> None:
     assert conn.bulk_load_csv(name, path) == rows
 
 
-def test_point_read_cost_stays_flat_and_exact(tmp_path: Path) -> None:
-    url = f"monetdbe://{tmp_path / 'db'}"
+def test_point_read_cost_stays_flat_and_exact(
+    embedded_url: str, tmp_path: Path, unique_name: Callable[[str], str]
+) -> None:
+    url = embedded_url
     conn = tique.connect(url)
-    _load(conn, tmp_path, "big", BIG)
-    _load(conn, tmp_path, "small", SMALL)
+    big_name, small_name = unique_name("big"), unique_name("small")
+    _load(conn, tmp_path, big_name, BIG)
+    _load(conn, tmp_path, small_name, SMALL)
     cur = conn.cursor()
     rng = random.Random(5)
 
@@ -47,18 +51,18 @@ def test_point_read_cost_stays_flat_and_exact(tmp_path: Path) -> None:
         return elapsed
 
     for _ in range(5):  # prepared statements, the engine's hashes
-        read("big", BIG), read("small", SMALL)
+        read(big_name, BIG), read(small_name, SMALL)
     big, small = [], []
     for _ in range(60):  # interleaved, so that a busy machine slows both alike
-        big.append(read("big", BIG))
-        small.append(read("small", SMALL))
+        big.append(read(big_name, BIG))
+        small.append(read(small_name, SMALL))
     ratio = statistics.median(big) / statistics.median(small)
     assert ratio < 1.5, f"point read at {BIG} rows {ratio:.1f}x the one at {SMALL} rows"
 
     # exact answers through Cache and after a checkpoint: same probe value (o = 7) in many keys
-    cur.execute("UPDATE big SET v = -1 WHERE w = 2 AND d = 3 AND o = 7")
-    cur.execute("DELETE FROM big WHERE w = 3 AND d = 3 AND o = 7")
-    cur.execute("INSERT INTO big VALUES (5, 3, 7, -5)")
+    cur.execute(f"UPDATE {big_name} SET v = -1 WHERE w = 2 AND d = 3 AND o = 7")
+    cur.execute(f"DELETE FROM {big_name} WHERE w = 3 AND d = 3 AND o = 7")
+    cur.execute(f"INSERT INTO {big_name} VALUES (5, 3, 7, -5)")
     conn.commit()
     expected = {(2, 3): -1, (3, 3): None, (5, 3): -5, (1, 3): 2 * (BIG // 40) + 7}
     for checkpointed in (False, True):
@@ -67,7 +71,10 @@ def test_point_read_cost_stays_flat_and_exact(tmp_path: Path) -> None:
             Checkpointer(raw).run_once()
             raw.close()
         for (w, d), v in expected.items():
-            cur.execute("SELECT v FROM big WHERE w = %s AND d = %s AND o = %s", (w, d, 7))
+            cur.execute(f"SELECT v FROM {big_name} WHERE w = %s AND d = %s AND o = %s", (w, d, 7))
             assert cur.fetchall() == ([(v,)] if v is not None else []), (checkpointed, w, d)
             conn.commit()
+    for name in (big_name, small_name):
+        cur.execute(f"DROP TABLE {name}")
+    conn.commit()
     conn.close()
