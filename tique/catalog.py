@@ -294,7 +294,7 @@ class Catalog:
         if info.kind != "tx" or len(info.key) < 2 or info.has_rowid:
             return info
         probe = self._probes.get(info.table_id)
-        if probe is None:
+        if probe not in info.key:  # not sampled yet, or a key column renamed since
             probe = self._sample_probe(conn, info)
         return replace(info, probe=probe or info.key[-1])
 

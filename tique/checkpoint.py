@@ -374,8 +374,9 @@ class Checkpointer:
             parsed = {k: tuple(int(v) for v in k) for k in keys}
         except (TypeError, ValueError):
             return None
-        probe = self.catalog.probed(self.conn, info).probe or info.key[0]
-        at = info.key.index(probe)
+        probe = self.catalog.probed(self.conn, info).probe
+        at = info.key.index(probe) if probe in info.key else 0
+        probe = info.key[at]
         probed = sorted({p[at] for p in parsed.values()})
         if len(probed) > PROBE_VALUES:
             return None
@@ -386,7 +387,7 @@ class Checkpointer:
             if k != probe
         )
         rows = self.conn.execute(
-            f"SELECT {names} FROM (SELECT {names} FROM {info.storage} WHERE \"{probe}\" IN "
+            f'SELECT {names} FROM (SELECT {names} FROM {info.storage} WHERE "{probe}" IN '
             f"({', '.join(str(v) for v in probed)}) LIMIT {NO_LIMIT}) AS p{' WHERE ' + others if others else ''}"
         ).rows
         found = {tuple(int(v) for v in r) for r in rows}
