@@ -180,7 +180,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return _with_sequences(planned)
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
-        return db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
+        info = db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
+        return db.catalog.probed(conn, info) if info is not None else None
 
     copied = _COPY_INTO.match(sql)
     if copied:
