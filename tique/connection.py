@@ -232,7 +232,7 @@ class Connection:
                 raise errors.ProgrammingError(
                     f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
                 )
-            values = [literal(coerce(v, c.sql_type, c.name)) for v, c in zip(row, info.columns)]
+            values = [literal(coerce(v, c.sql_type, c.name, info.name)) for v, c in zip(row, info.columns)]
             if info.has_rowid and info.kind == "tx":
                 rowid -= 1
                 values.append(str(rowid))

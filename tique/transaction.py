@@ -19,6 +19,7 @@ from tique.engine.base import RawConnection, Result
 from tique.errors import (
     CommitOutcomeUnknown,
     DatabaseError,
+    DataError,
     IntegrityError,
     InterfaceError,
     OperationalError,
@@ -270,7 +271,8 @@ class Transaction:
             source = [tuple(values[i[1]] if i[0] == "s" else i[1] for i in row) for row in plan.rows]
         else:
             assert plan.select is not None
-            selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
+            with _naming(info, "INSERT into", plan.columns):
+                selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
             source = [tuple(r) for r in selected.rows]
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
@@ -283,7 +285,7 @@ class Transaction:
                     value = col.default
                 if value is None and col.name in info.generated:
                     value = next(ids)
-                value = coerce(value, col.sql_type, col.name)
+                value = coerce(value, col.sql_type, col.name, info.name)
                 if value is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
                 full.append(value)
@@ -322,7 +324,8 @@ class Transaction:
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
+        with _naming(info, "UPDATE of", plan.assigned):
+            result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
         # every new row is built and checked before any is buffered: a statement is all or nothing
         in_place: list[tuple[Key, tuple[Any, ...]]] = []
@@ -331,7 +334,7 @@ class Transaction:
             old_key = typed_key(info, raw[:nkey])
             new = list(raw[nkey:])
             for i, col in enumerate(info.columns):
-                new[i] = coerce(new[i], col.sql_type, col.name)
+                new[i] = coerce(new[i], col.sql_type, col.name, info.name)
                 if new[i] is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
             row = _stored_key(info, tuple(new))
@@ -808,6 +811,19 @@ def _stored_key(info: TableInfo, row: tuple[Any, ...]) -> tuple[Any, ...]:
     for i in positions:
         fixed[i] = key_value(fixed[i])
     return tuple(fixed)
+
+
+@contextmanager
+def _naming(info: TableInfo, verb: str, columns: Sequence[str]) -> Iterator[None]:
+    """A write's SELECT refused by the engine (a computed value overflowed: the statement only read, so nothing
+    happened) or a value it computed that tique cannot keep: say which table and columns were being written."""
+    try:
+        yield
+    except DataError as exc:
+        if repr(info.name) in str(exc):
+            raise
+        names = ", ".join(repr(c) for c in columns)
+        raise DataError(f"{verb} table {info.name!r} (columns {names}): {exc}", exc.sqlstate) from None
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:

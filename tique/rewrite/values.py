@@ -121,21 +121,39 @@ def is_temporal(text: str) -> bool:
 # ---- coercion ----------------------------------------------------------------------------------------------
 
 
-def coerce(value: Any, sql_type_text: str, column: str) -> Any:
+def coerce(value: Any, sql_type_text: str, column: str, table: str | None = None) -> Any:
     """Bring a value to what its column stores and reads back as, converted the way MonetDB converts it, so keys
-    hash and compare as the engine compares them however they were written."""
+    hash and compare as the engine compares them however they were written. A value MonetDB would refuse for
+    the column (out of range, too long, not a date...) is refused here, naming the column (and ``table``), so
+    the statement that writes it fails and not a later flush or COMMIT."""
     if value is None:
         return None
     kind = sql_type(sql_type_text)
     try:
         return _CONVERT[kind.base](value, kind)
-    except DataError:
-        raise
-    except (ValueError, ArithmeticError, KeyError, TypeError, OverflowError, struct.error) as exc:
-        raise DataError(
-            f"value {value!r} does not fit column {column!r} of type {sql_type_text}: {exc or type(exc).__name__}",
-            "22018",
-        ) from None
+    except (DataError, ValueError, ArithmeticError, KeyError, TypeError, OverflowError, struct.error) as exc:
+        where = f"column {column!r} of table {table!r}" if table else f"column {column!r}"
+        reason = str(exc) or type(exc).__name__
+        sqlstate = exc.sqlstate if isinstance(exc, DataError) and exc.sqlstate else "22018"
+        raise DataError(f"value {value!r} does not fit {where} ({sql_type_text}): {reason}", sqlstate) from None
+
+
+def check_type(sql_type_text: str) -> str:
+    """The type a value the engine computes for a column (UPDATE ... SET c = expression, INSERT ... SELECT) is
+    cast to before tique reads it: the column's own family, wide enough that a value out of the column's range or
+    length comes back as it is and ``coerce`` refuses it naming the column (a CAST to the column's own type would
+    fail with an error naming no column, or silently truncate a string), and of a clean result type (MonetDB
+    11.41 reports DECIMAL * INTEGER with a broken scale, and its MAPI text then reads 10 times too small)."""
+    kind = sql_type(sql_type_text)
+    if kind.base in _INT_LIMITS:
+        return "HUGEINT"
+    if kind.base == "DECIMAL":
+        return f"DECIMAL(38,{kind.scale})"
+    if kind.base in ("REAL", "DOUBLE"):
+        return "DOUBLE"
+    if kind.base == "VARCHAR":
+        return "CLOB"
+    return sql_type_text
 
 
 def _decimal(value: Any) -> decimal.Decimal:
@@ -177,10 +195,15 @@ def _to_float(value: Any, kind: SqlType) -> float:
     if not math.isfinite(number):
         raise DataError(f"{number} cannot be stored: MonetDB has no NaN or infinity (NaN is its NULL)", "22003")
     if kind.base == "REAL":
+        if abs(number) > _FLT_MAX:  # the engine refuses it before rounding (a value just above rounds to the max)
+            raise DataError(f"value {value!r} is out of range for REAL", "22003")
         number = float(struct.unpack("f", struct.pack("f", number))[0])  # the engine keeps 32 bits
         if not math.isfinite(number):
             raise DataError(f"value {value!r} is out of range for REAL", "22003")
     return number
+
+
+_FLT_MAX = struct.unpack("<f", bytes.fromhex("ffff7f7f"))[0]
 
 
 def _to_bool(value: Any, kind: SqlType) -> bool:
@@ -204,9 +227,9 @@ def _to_blob(value: Any, kind: SqlType) -> bytes:
     return bytes(value)
 
 
-_DATE_RE = re.compile(r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})\s*$")
+_DATE_RE = re.compile(r"^\s*(-?\d+)-(\d{1,2})-(\d{1,2})\s*$")
 _TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?")
-_TIMESTAMP_RE = re.compile(r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})(?:[ T]" + _TIME_RE.pattern + r")?\s*$")
+_TIMESTAMP_RE = re.compile(r"^\s*(-?\d+)-(\d{1,2})-(\d{1,2})(?:[ T]" + _TIME_RE.pattern + r")?\s*$")
 _ONE_SECOND = datetime.timedelta(seconds=1)
 
 
@@ -220,8 +243,15 @@ def _to_date(value: Any, kind: SqlType) -> datetime.date:
         found = _DATE_RE.match(value)
         if not found:
             raise ValueError(f"date {value!r} is not in the format YYYY-MM-DD")
-        return datetime.date(*(int(g) for g in found.groups()))
+        return datetime.date(_year(found.group(1)), int(found.group(2)), int(found.group(3)))
     raise TypeError(f"a {type(value).__name__} is not a date")
+
+
+def _year(text: str) -> int:
+    year = int(text)
+    if not datetime.MINYEAR <= year <= datetime.MAXYEAR:
+        raise DataError(f"year {year} cannot be kept by tique (it keeps the years 1 to 9999, as Python's datetime)")
+    return year
 
 
 def _fraction(digits: str | None) -> int:
@@ -279,7 +309,9 @@ def _to_timestamp(value: Any, kind: SqlType) -> datetime.datetime:
         if not found:
             raise ValueError(f"timestamp {value!r} is not in the format YYYY-MM-DD HH:MM:SS[.ffffff]")
         year, month, day, hours, minutes, seconds, digits = found.groups()
-        base = datetime.datetime(int(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0))
+        base = datetime.datetime(
+            _year(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0)
+        )
         micros = _fraction(digits)
     else:
         raise TypeError(f"a {type(value).__name__} is not a timestamp")
@@ -330,6 +362,9 @@ def parse_temporal(text: str | None, base: str) -> datetime.time | datetime.date
     if not found:
         raise DataError(f"cannot read the timestamp {text!r} the engine returned")
     year, month, day, hours, minutes, seconds, digits = found.groups()
-    return datetime.datetime(
-        int(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0), _fraction(digits)
-    )
+    try:
+        return datetime.datetime(
+            _year(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0), _fraction(digits)
+        )
+    except DataError as exc:
+        raise DataError(f"timestamp {text!r}: {exc}", "22008") from None
