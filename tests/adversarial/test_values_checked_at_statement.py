@@ -108,6 +108,15 @@ CASES = [
         "12020-01-01",
         twin_refuses=False,
     ),
+    Case(
+        "update computed date",
+        "UPDATE {t} SET dt = dt + INTERVAL '10000' YEAR",
+        None,
+        "dt",
+        "12020-01-01",
+        twin_refuses=False,
+    ),
+    Case("update overflow in the engine", "UPDATE {t} SET f = f * 1e308 * 10", None, "f", None),
     Case("insert select smallint", "INSERT INTO {t} (id, si) SELECT id + 4, i + 70000 FROM {t}", None, "si", "70001"),
     Case(
         "insert select varchar", "INSERT INTO {t} (id, v) SELECT id + 4, v || 'ÄÖÜäöüß1234' FROM {t}", None, "v", None

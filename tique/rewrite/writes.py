@@ -21,6 +21,7 @@ from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import check_type, python_value
+from tique.rewrite.values import sql_type as parse_type
 
 Lookup = Callable[[str | None, str], TableInfo | None]
 
@@ -165,7 +166,10 @@ def _checked(value: exp.Expression, sql_type: str) -> exp.Expression:
     if needs_text(sql_type):
         typed = isinstance(value, exp.Placeholder)  # so MonetDB can prepare the statement
         return exp.Cast(this=value, to=exp.DataType.build(sql_type, dialect=MonetDB)) if typed else value
-    return exp.Cast(this=value, to=exp.DataType.build(check_type(sql_type), dialect=MonetDB))
+    checked = exp.Cast(this=value, to=exp.DataType.build(check_type(sql_type), dialect=MonetDB))
+    if parse_type(sql_type).base == "DATE":  # as text: the adapters cannot read a year past 9999, coerce refuses it
+        return exp.Cast(this=checked, to=exp.DataType.build("CLOB", dialect=MonetDB))
+    return checked
 
 
 def _typed_nulls(values: exp.Values, types: list[str]) -> exp.Values:
