@@ -230,3 +230,34 @@ def test_boundary_is_monetdbs(boundary_tables: tuple[tique.Connection, str, str]
             _outcome(conn, f"UPDATE {name} SET {column} = %s WHERE id = 1", (value,), read),  # a parameter
         ]
     assert results[table] == results[twin], f"{column} := {value!r}: tique {results[table]}, MonetDB {results[twin]}"
+
+
+# ---- bulk loads ---------------------------------------------------------------------------------------------
+
+
+def test_bulk_load_refuses_naming_table_column_and_value(
+    connect: Connect, unique_name: Callable[[str], str], tmp_path: Any
+) -> None:
+    conn = connect()
+    table = unique_name("vload")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, s SMALLINT, v VARCHAR(3))")
+    conn.commit()
+    with pytest.raises(tique.DataError) as refused:
+        conn.bulk_load(table, [(1, 1, "a"), (2, 70000, "b")])
+    message = str(refused.value)
+    assert repr(table) in message and "'s'" in message and "70000" in message, message
+
+    csv = tmp_path / "rows.csv"
+    csv.write_text("3,7,abcdef\n")
+    with pytest.raises(tique.DataError) as refused:
+        conn.bulk_load_csv(table, csv)
+    message = str(refused.value)
+    assert repr(table) in message and "abcdef" in message and "__storage" not in message, message
+
+    cur.execute(f"SELECT COUNT(*) FROM {table}")
+    assert cur.fetchone() == (0,), "a refused load left rows behind"
+    conn.bulk_load(table, [(4, 4, "ok")])  # the connection goes on
+    cur.execute(f"SELECT id, s, v FROM {table}")
+    assert cur.fetchall() == [(4, 4, "ok")]
+    conn.commit()
