@@ -170,6 +170,16 @@ def _date_text(ymd: tuple[int, int, int]) -> str:
     return f"{year:04d}-{month:02d}-{day:02d}"
 
 
+def _time_text(hms: tuple[int, int, int]) -> str:
+    hours, minutes, seconds = hms
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+
+
+def _timestamp_text(parts: tuple[int, int, int, int]) -> str:
+    year, month, day, hours = parts
+    return f"{_date_text((year, month, day))} {hours:02d}:30:00"
+
+
 _FLT_MAX = struct.unpack("f", bytes.fromhex("ffff7f7f"))[0]
 _CHARS = st.sampled_from(["a", "Z", "é", "e\u0301", "ß", "€", "😀", "漢", " "])
 
@@ -183,23 +193,26 @@ WRITES: list[tuple[str, str, st.SearchStrategy[Any]]] = [
     ("v", "w_text", st.lists(_CHARS, min_size=8, max_size=12).map("".join)),
     ("c", "w_text", st.lists(_CHARS, min_size=2, max_size=6).map("".join)),
     ("r", "w_dbl", st.floats(_FLT_MAX * 0.999999, _FLT_MAX * 1.000001) | st.floats(-1e39, 1e39)),
+    ("dt", "w_text", st.tuples(st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32)).map(_date_text)),
+    ("tm", "w_text", st.tuples(st.integers(0, 25), st.integers(0, 61), st.integers(0, 61)).map(_time_text)),
     (
-        "dt",
+        "ts",
         "w_text",
-        st.tuples(st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32)).map(
-            "{0[0]:04d}-{0[1]:02d}-{0[2]:02d}".format
+        st.tuples(st.integers(1, 9999), st.integers(1, 12), st.integers(1, 28), st.integers(0, 25)).map(
+            _timestamp_text
         ),
     ),
 ]
 
 
-def _outcome(conn: tique.Connection, sql: str, params: tuple[Any, ...] | None, read: str) -> str:
-    """What a write does: the stored value (as the engine prints it), or 'refused'."""
+def _outcome(conn: tique.Connection, table: str, column: str, sql: str, params: tuple[Any, ...] | None) -> str:
+    """What a write of row 1 or 2 does: the value stored in ``column`` (as the engine prints it), or 'refused'."""
     cur = conn.cursor()
     try:
         cur.execute(sql, params)
-        cur.execute(read)
-        (stored,) = cur.fetchone()
+        cur.execute(f"SELECT CAST({column} AS VARCHAR(100)) FROM {table} WHERE id = 1 OR id = 2 ORDER BY id DESC")
+        stored = cur.fetchone()[0]
+        cur.execute(f"DELETE FROM {table} WHERE id = 2")
         conn.commit()
         return str(stored)
     except tique.DatabaseError:
@@ -221,14 +234,16 @@ def test_boundary_is_monetdbs(boundary_tables: tuple[tique.Connection, str, str]
     value = data.draw(values)
     results: dict[str, list[str]] = {}
     for name in (table, twin):
-        read = f"SELECT CAST({column} AS VARCHAR(100)) FROM {name} WHERE id = 1"
         cur = conn.cursor()
         cur.execute(f"UPDATE {name} SET {wide} = %s, {column} = NULL WHERE id = 1", (value,))
         conn.commit()
-        results[name] = [
-            _outcome(conn, f"UPDATE {name} SET {column} = {wide} WHERE id = 1", None, read),  # the engine computes
-            _outcome(conn, f"UPDATE {name} SET {column} = %s WHERE id = 1", (value,), read),  # a parameter
+        writes = [
+            (f"UPDATE {name} SET {column} = {wide} WHERE id = 1", None),  # the engine computes the value
+            (f"UPDATE {name} SET {column} = %s WHERE id = 1", (value,)),  # a parameter
+            (f"INSERT INTO {name} (id, {column}) SELECT 2, {wide} FROM {name} WHERE id = 1", None),
+            (f"INSERT INTO {name} (id, {column}) VALUES (2, %s)", (value,)),  # literal rows: checked in Python
         ]
+        results[name] = [_outcome(conn, name, column, sql, params) for sql, params in writes]
     assert results[table] == results[twin], f"{column} := {value!r}: tique {results[table]}, MonetDB {results[twin]}"
 
 
