@@ -254,6 +254,12 @@ def _year(text: str) -> int:
     return year
 
 
+def _seconds(text: str | None) -> tuple[int, int]:
+    """Whole seconds, and microseconds to add: MonetDB reads second 60 as the first second of the next minute."""
+    seconds = int(text or 0)
+    return (59, 1_000_000) if seconds == 60 else (seconds, 0)
+
+
 def _fraction(digits: str | None) -> int:
     """Microseconds of a fraction of a second, rounded half up at the 6th digit as MonetDB parses it."""
     if not digits:
@@ -273,6 +279,7 @@ def _naive(value: datetime.datetime | datetime.time) -> None:
 
 def _to_time(value: Any, kind: SqlType) -> datetime.time:
     assert kind.precision is not None
+    leap = 0
     if isinstance(value, datetime.datetime):
         _naive(value)
         hms, micros = value.time().replace(microsecond=0), value.microsecond
@@ -284,13 +291,14 @@ def _to_time(value: Any, kind: SqlType) -> datetime.time:
         if not found:
             raise ValueError(f"time {value!r} is not in the format HH:MM:SS[.ffffff]")
         hours, minutes, seconds, digits = found.groups()
-        hms, micros = datetime.time(int(hours), int(minutes), int(seconds or 0)), _fraction(digits)
+        whole, leap = _seconds(seconds)
+        hms, micros = datetime.time(int(hours), int(minutes), whole), _fraction(digits) + leap
     else:
         raise TypeError(f"a {type(value).__name__} is not a time")
     micros = _round_micros(micros, kind.precision)
     start = datetime.datetime.combine(datetime.date(2000, 1, 1), hms)
     moved = start + datetime.timedelta(microseconds=micros)
-    if moved.date() != start.date():
+    if moved.date() != start.date() and not leap:  # second 60 of 23:59 is 00:00:00, as the engine wraps it
         raise DataError(
             f"time {value!r} rounds to 24:00:00 at TIME({kind.precision}), which MonetDB cannot read back", "22008"
         )
@@ -299,6 +307,7 @@ def _to_time(value: Any, kind: SqlType) -> datetime.time:
 
 def _to_timestamp(value: Any, kind: SqlType) -> datetime.datetime:
     assert kind.precision is not None
+    leap = 0
     if isinstance(value, datetime.datetime):
         _naive(value)
         base, micros = value.replace(microsecond=0), value.microsecond
@@ -309,14 +318,13 @@ def _to_timestamp(value: Any, kind: SqlType) -> datetime.datetime:
         if not found:
             raise ValueError(f"timestamp {value!r} is not in the format YYYY-MM-DD HH:MM:SS[.ffffff]")
         year, month, day, hours, minutes, seconds, digits = found.groups()
-        base = datetime.datetime(
-            _year(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0)
-        )
-        micros = _fraction(digits)
+        whole, leap = _seconds(seconds)
+        base = datetime.datetime(_year(year), int(month), int(day), int(hours or 0), int(minutes or 0), whole)
+        micros = _fraction(digits) + leap
     else:
         raise TypeError(f"a {type(value).__name__} is not a timestamp")
     micros = _round_micros(micros, kind.precision)
-    if micros == 1_000_000 and base.time() == datetime.time(23, 59, 59):
+    if micros == 1_000_000 and base.time() == datetime.time(23, 59, 59) and not leap:
         raise DataError(
             f"timestamp {value!r} rounds to 24:00:00 at TIMESTAMP({kind.precision}), which MonetDB cannot read back",
             "22008",
@@ -357,6 +365,8 @@ def parse_temporal(text: str | None, base: str) -> datetime.time | datetime.date
         if not found:
             raise DataError(f"cannot read the time {text!r} the engine returned")
         hours, minutes, seconds, digits = found.groups()
+        if int(hours) > 23:  # MonetDB makes 24:00:00 of '23:59:60' and '23:59:59.9' at TIME(0) read from text
+            raise DataError(f"time {text!r} cannot be kept by tique: it is past the end of the day", "22008")
         return datetime.time(int(hours), int(minutes), int(seconds or 0), _fraction(digits))
     found = _TIMESTAMP_RE.match(text)
     if not found:
