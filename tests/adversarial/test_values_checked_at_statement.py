@@ -303,3 +303,16 @@ def test_bulk_load_refuses_naming_table_column_and_value(
     cur.execute(f"SELECT id, s, v FROM {table}")
     assert cur.fetchall() == [(4, 4, "ok")]
     conn.commit()
+
+
+def test_unreadable_result_value_keeps_the_transaction(tables: tuple[tique.Connection, str, str]) -> None:
+    """A value the engine computes in a SELECT that Python cannot hold (a year past 9999) fails that SELECT with a
+    DataError; the connection and its transaction go on (over MAPI the session used to be dropped)."""
+    conn, table, _ = tables
+    cur = conn.cursor()
+    cur.execute(f"UPDATE {table} SET i = 7 WHERE id = 1")
+    with pytest.raises(tique.DataError):
+        cur.execute(f"SELECT dt + INTERVAL '10000' YEAR FROM {table}")
+    cur.execute(f"SELECT i FROM {table} WHERE id = 1")
+    assert cur.fetchall() == [(7,)]
+    conn.commit()
