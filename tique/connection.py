@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -235,7 +236,7 @@ class Connection:
                 raise errors.ProgrammingError(
                     f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
                 )
-            values = [literal(coerce(v, c.sql_type, c.name)) for v, c in zip(row, info.columns)]
+            values = [literal(coerce(v, c.sql_type, c.name, info.name)) for v, c in zip(row, info.columns)]
             if info.has_rowid and info.kind == "tx":
                 rowid -= 1
                 values.append(str(rowid))
@@ -281,7 +282,7 @@ class Connection:
             columns = ", ".join(f"{quote(c.name)} {c.sql_type}" for c in info.columns)
             self._raw.execute(f"CREATE LOCAL TEMPORARY TABLE {staging} ({columns}) ON COMMIT PRESERVE ROWS")
             try:
-                self._raw.execute(f"COPY INTO tmp.{staging} FROM {literal(source)} {options}")
+                self._copy(info, f"COPY INTO tmp.{staging} FROM {literal(source)} {options}")
                 self._raw.execute(
                     f"INSERT INTO {target} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () "
                     f"FROM tmp.{staging}"
@@ -289,9 +290,22 @@ class Connection:
             finally:
                 self._raw.execute(f"DROP TABLE tmp.{staging}")
         else:
-            self._raw.execute(f"COPY INTO {target} ({cols}) FROM {literal(source)} {options}")
+            self._copy(info, f"COPY INTO {target} ({cols}) FROM {literal(source)} {options}")
         self._after_load(info)
         return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
+
+    def _copy(self, info: TableInfo, sql: str) -> None:
+        """COPY INTO; a value the engine refuses (out of range, too long) is a DataError naming the user's table,
+        not tique's Storage table."""
+        try:
+            self._raw.execute(sql)
+        except errors.DatabaseError as exc:
+            message, refused = re.subn(r"Failed to import table '[^']*'", "", str(exc))
+            if not refused:
+                raise
+            raise errors.DataError(
+                f"bulk_load_csv: a value in the file does not fit table {info.name!r}{message}", "22018"
+            ) from None
 
     def _after_load(self, info: TableInfo) -> None:
         if info.kind == "tx" and info.generated:

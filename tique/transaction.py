@@ -21,6 +21,7 @@ from tique.engine.base import RawConnection, Result
 from tique.errors import (
     CommitOutcomeUnknown,
     DatabaseError,
+    DataError,
     IntegrityError,
     InterfaceError,
     OperationalError,
@@ -314,7 +315,8 @@ class Transaction:
             source = [tuple(values[i[1]] if i[0] == "s" else i[1] for i in row) for row in plan.rows]
         else:
             assert plan.select is not None
-            selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
+            with _naming(info, "INSERT into", plan.columns):
+                selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
             source = [tuple(r) for r in selected.rows]
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
@@ -330,7 +332,7 @@ class Transaction:
                     value = next(ids)
                 if isinstance(value, SequenceDefault):
                     value = next(numbers[col.name])
-                value = coerce(value, col.sql_type, col.name)
+                value = coerce(value, col.sql_type, col.name, info.name)
                 if value is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
                 full.append(value)
@@ -402,7 +404,8 @@ class Transaction:
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
+        with _naming(info, "UPDATE of", plan.assigned):
+            result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
         matched = [typed_key(info, raw[:nkey]) for raw in result.rows]
         if len(set(matched)) != len(matched):  # UPDATE ... FROM joined a target row to several rows
@@ -419,7 +422,7 @@ class Transaction:
             old_key = typed_key(info, raw[:nkey])
             new = list(raw[nkey:])
             for i, col in enumerate(info.columns):
-                new[i] = coerce(new[i], col.sql_type, col.name)
+                new[i] = coerce(new[i], col.sql_type, col.name, info.name)
                 if new[i] is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
             row = _stored_key(info, tuple(new))
@@ -569,7 +572,7 @@ class Transaction:
         rows: Sequence[tuple[Key, tuple[Any, ...]]],
         touched: Sequence[Key],
         gone: Sequence[Key],
-        assigned: frozenset[str] | None = None,
+        assigned: Sequence[str] | None = None,
     ) -> dict[Key, RowMarks]:
         """Check one statement's effect on ``info`` against its UNIQUE and FOREIGN KEY constraints: ``rows`` are
         the versions it writes, ``touched`` every key it changes, ``gone`` the keys it deletes or re-keys,
@@ -579,7 +582,7 @@ class Transaction:
         children = self.db.catalog.children(info) if gone else []
         if not children and (not rows or not (info.uniques or info.foreign_keys)):
             return {}
-        changed = (lambda cols: True) if assigned is None else (lambda cols: bool(assigned & set(cols)))
+        changed = (lambda cols: True) if assigned is None else (lambda cols: bool(set(assigned) & set(cols)))
         claims = self._check_unique(info, rows, set(touched), changed)
         refs = self._check_references(info, rows, set(touched), set(gone), changed)
         if children:
@@ -1154,6 +1157,19 @@ def _stored_key(info: TableInfo, row: tuple[Any, ...]) -> tuple[Any, ...]:
     for i in positions:
         fixed[i] = key_value(fixed[i])
     return tuple(fixed)
+
+
+@contextmanager
+def _naming(info: TableInfo, verb: str, columns: Sequence[str]) -> Iterator[None]:
+    """A write's SELECT refused by the engine (a computed value overflowed: the statement only read, so nothing
+    happened) or a value it computed that tique cannot keep: say which table and columns were being written."""
+    try:
+        yield
+    except DataError as exc:
+        if repr(info.name) in str(exc):
+            raise
+        names = ", ".join(repr(c) for c in columns)
+        raise DataError(f"{verb} table {info.name!r} (columns {names}): {exc}", exc.sqlstate) from None
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:

@@ -51,7 +51,8 @@ def _requalify(pred: exp.Expression | str, table: str | None) -> str:
 
 
 def _where(preds: Sequence[exp.Expression | str], table: str | None, extra: Sequence[str] = ()) -> str:
-    parts = list(extra) + [_requalify(p, table) for p in preds]
+    # each copied predicate in parentheses: ``id = 1 OR id = 2`` must not split the snapshot's own conditions
+    parts = list(extra) + [f"({_requalify(p, table)})" for p in preds]
     return (" WHERE " + " AND ".join(parts)) if parts else ""
 
 
