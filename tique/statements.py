@@ -12,6 +12,7 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
+from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
@@ -49,7 +50,7 @@ class DDL:
     sql: str
 
 
-Plan = ReadPlan | PassThrough | Control | DDL | InsertPlan | UpdatePlan | DeletePlan
+Plan = ReadPlan | PassThrough | Control | DDL | Access | InsertPlan | UpdatePlan | DeletePlan
 
 _TX_WORDS = {
     "START": "begin",
@@ -150,6 +151,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     control = control_statement(sql)
     if control:
         return control
+    access = access_statement(sql)  # CREATE USER, GRANT/REVOKE: tique adds to them (privileges.py)
+    if access:
+        return access
     prefixed = _PREFIXED.match(sql)
     if prefixed:
         word = prefixed.group(1).upper()
