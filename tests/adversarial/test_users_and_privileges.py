@@ -259,3 +259,22 @@ def test_only_the_admin_runs_the_checkpointer(served: ServeProcess) -> None:
         engine.close()
     assert report.moved >= 1
     assert (3, 7) in rows(alice_url(served), "granted")
+
+
+def test_conflicting_users_commit_one_and_abort_the_other(served: ServeProcess) -> None:
+    """An ordinary user's COMMIT goes through the protocol procedures: a write-write conflict between two users'
+    transactions aborts one of them (its outcome recorded as aborted), and both sessions go on."""
+    first, second = tique.connect(alice_url(served)), tique.connect(alice_url(served))
+    first.cursor().execute("UPDATE granted SET v = 500 WHERE k = 1")
+    second.cursor().execute("UPDATE granted SET v = 600 WHERE k = 1")
+    first.commit()
+    with pytest.raises(tique.errors.SerializationFailure):
+        second.commit()
+    cur = second.cursor()
+    cur.execute("SELECT v FROM granted WHERE k = 1")
+    assert cur.fetchone() == (500,)
+    cur.execute("UPDATE granted SET v = v + 1 WHERE k = 1")
+    second.commit()
+    first.close()
+    second.close()
+    assert (1, 501) in rows(served.url, "granted")
