@@ -122,10 +122,10 @@ def test_select_only_table_is_read_but_not_written(served: ServeProcess, stateme
 def test_ungranted_table_is_neither_read_nor_written(served: ServeProcess) -> None:
     conn = tique.connect(alice_url(served))
     cur = conn.cursor()
-    with pytest.raises(ProgrammingError, match="no SELECT privilege on table sys.secret"):
+    with pytest.raises(ProgrammingError, match=r"no SELECT privilege on table sys\.secret"):
         cur.execute("SELECT v FROM secret WHERE k = 1")
     conn.rollback()
-    with pytest.raises(ProgrammingError, match="no INSERT privilege on table sys.secret"):
+    with pytest.raises(ProgrammingError, match=r"no INSERT privilege on table sys\.secret"):
         cur.execute("INSERT INTO secret VALUES (5, 50)")
     conn.close()
     raw = alice_raw(served)
@@ -227,7 +227,7 @@ def test_grant_and_revoke_carry_over_to_storage_and_cache(served: ServeProcess) 
     refused(raw, f"SELECT * FROM {info.cache}")
     refused(raw, f"SELECT * FROM {info.storage}")
     refused(raw, f"INSERT INTO {info.cache} VALUES (9, 90, 1, 0, FALSE)")
-    with pytest.raises(ProgrammingError, match="no SELECT privilege on table sys.revoked"):
+    with pytest.raises(ProgrammingError, match=r"no SELECT privilege on table sys\.revoked"):
         rows(alice_url(served), "revoked")
     admin.cursor().execute("GRANT SELECT ON revoked TO alice")
     assert rows(alice_url(served), "revoked") == [(1, 10), (2, 20)]
@@ -278,3 +278,13 @@ def test_conflicting_users_commit_one_and_abort_the_other(served: ServeProcess) 
     first.close()
     second.close()
     assert (1, 501) in rows(served.url, "granted")
+
+
+def test_user_cannot_change_tique_tables_by_ddl(served: ServeProcess) -> None:
+    conn = tique.connect(alice_url(served), autocommit=True)
+    cur = conn.cursor()
+    for ddl in ("CREATE TABLE mine (k INT PRIMARY KEY, v INT)", "DROP TABLE granted", "ALTER TABLE granted ADD w INT"):
+        with pytest.raises(DatabaseError):
+            cur.execute(ddl)
+    conn.close()
+    assert rows(served.url, "granted")
