@@ -288,3 +288,27 @@ def test_user_cannot_change_tique_tables_by_ddl(served: ServeProcess) -> None:
             cur.execute(ddl)
     conn.close()
     assert rows(served.url, "granted")
+
+
+def test_given_up_commit_stays_aborted(served: ServeProcess) -> None:
+    """The protocol procedures an ordinary user's driver calls, step by step: a commit timestamp is advanced only
+    once settled, and one its owner gave up (close_outcome) is aborted for good: no later decide."""
+    raw = alice_raw(served)
+    cur = raw.cursor()
+    cur.execute("SELECT tique.begin_txn(0, 60000)")
+    txid = int(cur.fetchone()[0])
+    cur.execute(f"SELECT tique.next_cts_for({txid})")
+    cts = int(cur.fetchone()[0])
+    cur.execute(f"INSERT INTO tique.commits VALUES ({txid}, 0, {cts}, 42)")
+    assert "not a commit timestamp" in refused(raw, f"SELECT tique.advance_settled({cts}, 0)")  # not settled
+    cur.execute(f"CALL tique.close_outcome({txid}, {cts})")
+    refused(raw, f"CALL tique.put_outcome({txid}, {cts}, 1)")
+    cur.execute(f"SELECT tique.advance_settled({cts}, 0), tique.end_txn({txid})")
+    cur.execute(f"SELECT ok FROM tique.outcomes WHERE txid = {txid}")
+    assert cur.fetchall() == [(False,)]
+    raw.close()
+    conn = tique.connect(alice_url(served))  # later commits are not held back by it
+    conn.cursor().execute("UPDATE granted SET v = 8 WHERE k = 3")
+    conn.commit()
+    conn.close()
+    assert (3, 8) in rows(served.url, "granted")
