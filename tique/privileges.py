@@ -262,8 +262,9 @@ def _unquoted(part: str) -> str:
 
 def set_password_again(conn: RawConnection, user: str, password_clause: str) -> None:
     """MonetDB 11.41's embedded kernel (behind ``tique serve``) keeps a password from CREATE USER that never
-    verifies: the login is refused with 'invalid credentials' (measured, plain and ENCRYPTED alike). The same
-    password set by ALTER USER verifies."""
+    verifies: the login is refused with 'invalid credentials' (measured, plain and ENCRYPTED alike; neither the
+    user's password nor '0' nor another user's verifies, so it is not the MAPI listener nor a shifted password
+    slot). The same password set by ALTER USER verifies, also after a restart of the server."""
     try:
         conn.execute(f"ALTER USER {user} WITH {password_clause}")
     except DatabaseError as exc:

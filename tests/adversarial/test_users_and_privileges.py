@@ -10,6 +10,7 @@ or call tique.reset / tique.set_lease.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pymonetdb
@@ -312,3 +313,24 @@ def test_given_up_commit_stays_aborted(served: ServeProcess) -> None:
     conn.commit()
     conn.close()
     assert (3, 8) in rows(served.url, "granted")
+
+
+def test_user_and_grants_survive_a_restart(tmp_path: Path) -> None:
+    server = start_serve(tmp_path / "restarted")
+    admin = tique.connect(server.url, autocommit=True)
+    cur = admin.cursor()
+    cur.execute("CREATE TABLE kept (k INT PRIMARY KEY, v INT)")
+    cur.execute("INSERT INTO kept VALUES (1, 1)")
+    cur.execute("CREATE USER alice WITH PASSWORD 'alice''s pw' NAME 'Alice' SCHEMA sys")
+    cur.execute("GRANT SELECT ON kept TO alice")
+    admin.close()
+    server.stop()
+    server = start_serve(tmp_path / "restarted", port=server.port)
+    try:
+        assert rows(alice_url(server), "kept") == [(1, 1)]
+        conn = tique.connect(alice_url(server))
+        with pytest.raises(ProgrammingError, match=r"no INSERT privilege on table sys\.kept"):
+            conn.cursor().execute("INSERT INTO kept VALUES (2, 2)")
+        conn.close()
+    finally:
+        server.stop()
