@@ -10,14 +10,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from tique import errors
+from tique import errors, privileges
 from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.url import parse_url
-from tique.errors import InterfaceError, SerializationFailure
+from tique.errors import InterfaceError, ProgrammingError, SerializationFailure
 from tique.names import qualified, quote
 from tique.params import literal, resolve
 from tique.prepared import PreparingConnection
+from tique.privileges import Access
 from tique.rewrite.reads import PointKeys, ReadOptions
 from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
@@ -147,6 +148,48 @@ class Connection:
     @property
     def in_transaction(self) -> bool:
         return self._txn is not None
+
+    # ---- users and privileges (privileges.py) --------------------------------------------------------------
+
+    def run_access(self, plan: Access) -> None:
+        """CREATE USER / GRANT / REVOKE: sent as written, outside any transaction (as DDL), then completed: the
+        new user's password set so it verifies, or the table's privileges carried to its Storage and Cache."""
+        self._check_open()
+        self._raw.execute(plan.sql)
+        if plan.user is not None and plan.password_clause is not None:
+            privileges.set_password_again(self._raw, plan.user, plan.password_clause)
+        if plan.table is not None:
+            schema, name = plan.table
+            info = self.db.catalog.lookup(self._raw, schema or self.read_options.schema or self.db.default_schema, name)
+            if info is not None:
+                privileges.sync_table(self._raw, info)
+
+    def may_write(self, txn: Transaction, plan: InsertPlan | UpdatePlan | DeletePlan) -> None:
+        """Refuse a write the user holds no privilege for on the table, before anything is buffered (the engine
+        also refuses the append to the Cache; this names the table and keeps the transaction usable)."""
+        info = plan.table
+        key = (info.schema, info.name)
+        bits = txn.privileges.get(key)
+        if bits is None:
+            bits = txn.privileges[key] = privileges.held(self._raw, info)
+        kind = "INSERT" if isinstance(plan, InsertPlan) else "UPDATE" if isinstance(plan, UpdatePlan) else "DELETE"
+        privileges.require(self.db.user, bits, info, kind)
+
+    def read_denied(self, txn: Transaction, reads: Iterable[str], exc: ProgrammingError) -> ProgrammingError:
+        """An engine refusal of a read, restated with the table the user may not read (else ``exc``)."""
+        if self.db.owner or "access denied" not in str(exc):
+            return exc
+        for info in self.db.catalog.all():
+            if info.qualified in reads:
+                key = (info.schema, info.name)
+                bits = txn.privileges.get(key)
+                if bits is None:
+                    bits = txn.privileges[key] = privileges.held(self._raw, info)
+                try:
+                    privileges.require(self.db.user, bits, info, "SELECT")
+                except ProgrammingError as denied:
+                    return denied
+        return exc
 
     # ---- PEP 249 -------------------------------------------------------------------------------------------
 

@@ -106,11 +106,20 @@ class CSequencer:
     """The C module's functions, called through SQL."""
 
     kind: SequencerKind = "c"
+    # An ordinary user (not tique's owner) advances only settled timestamps and writes outcomes through the
+    # protocol procedures (tique/privileges.py); set by Database.
+    restricted = False
+    advance_fn = "tique.advance"
+
+    def restrict(self) -> None:
+        self.restricted = True
+        self.advance_fn = "tique.advance_settled"
 
     def install(self, conn: RawConnection) -> None:
-        ensure_schema(conn)
-        for stmt in sqlfiles.statements("udf_functions"):
-            conn.execute(stmt)
+        if not self.restricted:  # an ordinary user only checks the module is there
+            ensure_schema(conn)
+            for stmt in sqlfiles.statements("udf_functions"):
+                conn.execute(stmt)
         try:
             abi = _one(conn, "SELECT tique.abi()")
         except Exception as exc:
@@ -140,7 +149,7 @@ class CSequencer:
         conn.execute(f"SELECT tique.decide({int(cts)}, {int(ok)})")
 
     def advance(self, conn: RawConnection, cts: int, timeout_ms: int) -> int:
-        return _one(conn, f"SELECT tique.advance({int(cts)}, {int(timeout_ms)})")
+        return _one(conn, f"SELECT {self.advance_fn}({int(cts)}, {int(timeout_ms)})")
 
     def abandon(self, conn: RawConnection, cts: int) -> bool:
         return bool(_one(conn, f"SELECT tique.abandon({int(cts)})"))

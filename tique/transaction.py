@@ -127,6 +127,7 @@ class Transaction:
         self.failed: str | None = None  # set when the transaction can only be rolled back
         self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
+        self.privileges: dict[tuple[str, str], int] = {}  # an ordinary user's privilege bits per table written
         self.renewed_at = time.monotonic()
         self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
         self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
@@ -148,7 +149,7 @@ class Transaction:
                 f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
             ).rows[0]
             sts, txid = int(sts), int(txid)
-            if stuck and settle_if_decided(self.conn, int(stuck)):
+            if stuck and settle_if_decided(self.conn, int(stuck), self._restricted()):
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
@@ -173,7 +174,8 @@ class Transaction:
         if not isinstance(self.db.sequencer, CSequencer):
             return self._await_sts(cts, "this session's last commit", timeout)
         try:
-            self._waiting(lambda: self.conn.execute(f"SELECT tique.advance({int(cts)}, {timeout})"))
+            advance = self._advance_fn()
+            self._waiting(lambda: self.conn.execute(f"SELECT {advance}({int(cts)}, {timeout})"))
         except OperationalError as exc:
             if exc.sqlstate != "HYT00":
                 raise
@@ -908,10 +910,13 @@ class Transaction:
             # C module keeps the verdict: if this statement never commits (its client died, the engine failed
             # it after decide ran), a waiter writes the same outcome for it (settle_if_decided).
             deciding = True
-            conn.execute(
-                f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}, {int(ok)}), "
-                f"{'TRUE' if ok else 'FALSE'}"
-            )
+            if self._restricted():  # an ordinary user: the same statement, as tique's procedure
+                conn.execute(f"CALL tique.put_outcome({self.txid}, {cts}, {int(ok)})")
+            else:
+                conn.execute(
+                    f"INSERT INTO tique.outcomes SELECT {self.txid}, tique.decide({cts}, {int(ok)}), "
+                    f"{'TRUE' if ok else 'FALSE'}"
+                )
         except BaseException as exc:
             if isinstance(exc, OperationalError) and _connection_lost(exc):
                 raise CommitOutcomeUnknown(
@@ -951,7 +956,8 @@ class Transaction:
             self._step("decided")
             self._waiting(
                 lambda: self.conn.execute(
-                    f"SELECT tique.advance({cts}, {s.advance_timeout_ms if ok else 0}), tique.end_txn({self.txid})"
+                    f"SELECT {self._advance_fn()}({cts}, {s.advance_timeout_ms if ok else 0}), "
+                    f"tique.end_txn({self.txid})"
                 )
             )
             self._step("advanced")
@@ -969,11 +975,18 @@ class Transaction:
                 f"recorded and durable), but COMMIT then failed: {exc!r}. Treat it as committed; do not run it again"
             ) from exc
 
+    def _advance_fn(self) -> str:
+        return str(getattr(self.db.sequencer, "advance_fn", "tique.advance"))
+
+    def _restricted(self) -> bool:
+        """An ordinary user's transaction: outcomes and advances go through tique's procedures (privileges.py)."""
+        return bool(getattr(self.db.sequencer, "restricted", False))
+
     def _settle_late(self, cts: int) -> None:
         """Settle a recorded outcome without waiting and end the snapshot pin (best effort: a waiter or the
         next begin settles it otherwise)."""
         try:
-            self.conn.execute(f"SELECT tique.advance({cts}, 0), tique.end_txn({self.txid})")
+            self.conn.execute(f"SELECT {self._advance_fn()}({cts}, 0), tique.end_txn({self.txid})")
         except DatabaseError:
             pass
 
@@ -1033,7 +1046,11 @@ class Transaction:
                 return call()
             except OperationalError as exc:
                 stuck = _STUCK.search(str(exc))
-                if exc.sqlstate != "HYT00" or not stuck or not settle_if_decided(self.conn, int(stuck.group(1))):
+                if (
+                    exc.sqlstate != "HYT00"
+                    or not stuck
+                    or not settle_if_decided(self.conn, int(stuck.group(1)), self._restricted())
+                ):
                     raise
 
     def _step(self, name: str) -> None:
