@@ -129,6 +129,9 @@ def main(argv: list[str]) -> int:
     lines += section("Long read-write transactions", "longtx", "One transaction updating 50 stock rows of "
                      "warehouse 1, over and over, beside 4 TPC-C clients; tique with and without priority "
                      "mode.")  # fmt: skip
+    scale = ROOT / "benchmarks" / "RESULTS_SCALE.md"  # data generation and load rates, written by hand
+    if scale.exists():
+        lines += ["", scale.read_text().strip()]
     notes = ROOT / "benchmarks" / "RESULTS_NOTES.md"  # the analysis, written by hand after looking at a run
     if notes.exists():
         lines += ["", notes.read_text().strip()]

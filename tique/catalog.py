@@ -57,6 +57,8 @@ UNREGISTER_TRIES = 20
 META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
 DATA_SCHEMA = "tique_data"
+PROBE_SAMPLE = 10_000  # Storage rows sampled to choose a composite key's probe column (Catalog.probed)
+PROBE_MIN_ROWS = 1000  # fewer: scanning is cheap anyway, and the sample tells little
 
 
 class SqlDefault(str):
@@ -136,6 +138,9 @@ class TableInfo:
     data_base: str = ""  # their name without the __storage / __cache suffix
     uniques: tuple[tuple[str, ...], ...] = ()  # UNIQUE column sets, enforced by tique (tique/transaction.py)
     foreign_keys: tuple[ForeignKey, ...] = ()
+
+    # the key column a point read selects Storage by first (Catalog.probed); not part of the spec
+    probe: str = field(default="", compare=False)
 
     def references(self, schema: str, name: str) -> tuple[ForeignKey, ...]:
         """This table's foreign keys to table schema.name."""
@@ -300,6 +305,7 @@ class Catalog:
         self._lock = threading.Lock()
         self.version = 0  # bumps on every change, so statement caches know to re-plan
         self.seen: int | None = None  # the engine's catalog version this view was last read under
+        self._probes: dict[int, str] = {}  # table id -> its probe column (see probed)
 
     def sync(self, conn: RawConnection, engine_version: int) -> None:
         """Refresh when the engine's catalog version (read before calling) differs from the one last seen."""
@@ -319,6 +325,34 @@ class Catalog:
 
     def get(self, schema: str, name: str) -> TableInfo | None:
         return self._tables.get((schema, name))
+
+    def probed(self, conn: RawConnection, info: TableInfo) -> TableInfo:
+        """``info`` with its probe column: of a composite key, the column with the most distinct values in a
+        sample of Storage. A point read selects Storage by that column alone first (snapshot.py), which MonetDB
+        answers from a hash it keeps on the column, then filters the few rows by the whole key: MonetDB scans
+        for an equality on several columns (measured at 1.2M rows: 3 ms scanning, 0.2 ms probing). Sampled once
+        per process when Storage has enough rows to tell; until then the last key column."""
+        if info.kind != "tx" or len(info.key) < 2 or info.has_rowid:
+            return info
+        probe = self._probes.get(info.table_id)
+        if probe not in info.key:  # not sampled yet, or a key column renamed since
+            probe = self._sample_probe(conn, info)
+        return replace(info, probe=probe or info.key[-1])
+
+    def _sample_probe(self, conn: RawConnection, info: TableInfo) -> str | None:
+        counts = ", ".join(f"COUNT(DISTINCT {quote(k)})" for k in info.key)
+        keys = ", ".join(quote(k) for k in info.key)
+        try:
+            row = conn.execute(
+                f"SELECT COUNT(*), {counts} FROM (SELECT {keys} FROM {info.storage} SAMPLE {PROBE_SAMPLE}) AS s"
+            ).rows[0]
+        except DatabaseError:
+            return None
+        if int(row[0]) < PROBE_MIN_ROWS:
+            return None  # too few rows to tell (and to matter): decided again for the next new plan
+        best = max(range(len(info.key)), key=lambda i: (int(row[i + 1]), i))
+        self._probes[info.table_id] = info.key[best]
+        return info.key[best]
 
     def lookup(self, conn: RawConnection, schema: str, name: str) -> TableInfo | None:
         info = self.get(schema, name)

@@ -52,9 +52,11 @@ from tique.errors import DatabaseError, OperationalError
 from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
+from tique.rewrite.snapshot import NO_LIMIT
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 
 WRITE_BATCH = 1000  # Storage rows per statement
+PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
 STEPS = ("settled", "planned", "logged", "read", "wrote", "cleaned", "trimmed_commits", "trimmed", "finished")
 RUNNING = -1  # the errors column of a run's log row until the run finished
 LOCK_LEASE_MS = 10000  # a checkpointer that stops renewing (killed) frees the lock after this
@@ -340,7 +342,11 @@ class Checkpointer:
         rows = [_zero_keys(r, key_pos) for r in rows]
         for start in range(0, len(rows), WRITE_BATCH):
             batch = rows[start : start + WRITE_BATCH]
-            self._delete_keys(info, [tuple(r[i] for i in key_pos) for r in batch])
+            keys = [tuple(r[i] for i in key_pos) for r in batch]
+            stored = self._stored_keys(info, keys)
+            keys = keys if stored is None else [k for k in keys if k in stored]
+            if keys:
+                self._delete_keys(info, keys)
             live = [r[: len(cols)] for r in batch if not r[-1]]
             if live:
                 self.conn.execute(
@@ -358,6 +364,39 @@ class Checkpointer:
             out.cleaned = cleaned
         self._hook("cleaned")
         return out
+
+    def _stored_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> set[tuple[Any, ...]] | None:
+        """Which of ``keys`` (engine text) Storage holds, so that only those are deleted: a DELETE on Storage
+        matches its keys by a join over the whole table (35 ms at 1.2M rows, each run), and leaves the key
+        check of the INSERT after it a rebuild of the key's hash; most moved versions are new keys (inserted
+        rows) that need neither. A read-only statement that selects by one key column first (Catalog.probed),
+        then Python compares whole keys exactly. None (delete them all) unless every key column is an integer
+        and few values are probed."""
+        types = column_types(info)
+        if any(types[k].upper().split("(")[0].strip() not in _INT_TYPES for k in info.key):
+            return None
+        try:
+            parsed = {k: tuple(int(v) for v in k) for k in keys}
+        except (TypeError, ValueError):
+            return None
+        probe = self.catalog.probed(self.conn, info).probe
+        at = info.key.index(probe) if probe in info.key else 0
+        probe = info.key[at]
+        probed = sorted({p[at] for p in parsed.values()})
+        if len(probed) > PROBE_VALUES:
+            return None
+        names = ", ".join(quote(k) for k in info.key)
+        others = " AND ".join(
+            f"{quote(k)} IN ({', '.join(str(v) for v in sorted({p[i] for p in parsed.values()}))})"
+            for i, k in enumerate(info.key)
+            if k != probe
+        )
+        rows = self.conn.execute(
+            f"SELECT {names} FROM (SELECT {names} FROM {info.storage} WHERE {quote(probe)} IN "
+            f"({', '.join(str(v) for v in probed)}) LIMIT {NO_LIMIT}) AS p{' WHERE ' + others if others else ''}"
+        ).rows
+        found = {tuple(int(v) for v in r) for r in rows}
+        return {k for k, p in parsed.items() if p in found}
 
     def _delete_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> None:
         """Delete the Storage rows of ``keys``, given as the engine's text of each key value."""

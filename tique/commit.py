@@ -74,7 +74,7 @@ def commit(t: Transaction) -> CommitResult:
     try:
         _step("recorded", t)
         # 2. from here every later committer's certification sees this record; wait for earlier ones
-        cts = waiting(conn, lambda: seq.publish_record(conn, t.txid, cts, s.publish_timeout_ms))
+        cts = waiting(conn, lambda: seq.publish_record(conn, t.txid, cts, s.publish_timeout_ms), seq.restricted)
         _step("published", t)
         # 3. read-only: this statement starts after every earlier record is visible. (A statement that writes must
         # not also filter tables others append to: MonetDB aborts it on a conflict.)
@@ -115,7 +115,7 @@ def _become_visible(t: Transaction, cts: int, ok: bool) -> bool:
     seq, conn, timeout = t.db.sequencer, t.conn, t.settings.advance_timeout_ms if ok else 0
     try:
         _step("decided", t)
-        waiting(conn, lambda: seq.finish(conn, t.txid, cts, timeout))
+        waiting(conn, lambda: seq.finish(conn, t.txid, cts, timeout), seq.restricted)
         _step("advanced", t)
         return True
     except DatabaseError as exc:

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from tique import errors
+from tique import errors, privileges
 from tique.catalog import TableInfo
 from tique.database import Database
 from tique.engine.url import parse_url
-from tique.errors import InterfaceError, SerializationFailure
+from tique.errors import InterfaceError, ProgrammingError, SerializationFailure
 from tique.names import qualified, quote
 from tique.params import literal, resolve
 from tique.prepared import PreparingConnection
+from tique.privileges import Access
 from tique.rewrite.reads import PointKeys, ReadOptions
 from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
@@ -147,6 +149,48 @@ class Connection:
     def in_transaction(self) -> bool:
         return self._txn is not None
 
+    # ---- users and privileges (privileges.py) --------------------------------------------------------------
+
+    def run_access(self, plan: Access) -> None:
+        """CREATE USER / GRANT / REVOKE: sent as written, outside any transaction (as DDL), then completed: the
+        new user's password set so it verifies, or the table's privileges carried to its Storage and Cache."""
+        self._check_open()
+        self._raw.execute(plan.sql)
+        if plan.user is not None and plan.password_clause is not None:
+            privileges.set_password_again(self._raw, plan.user, plan.password_clause)
+        if plan.table is not None:
+            schema, name = plan.table
+            info = self.db.catalog.lookup(self._raw, schema or self.read_options.schema or self.db.default_schema, name)
+            if info is not None:
+                privileges.sync_table(self._raw, info)
+
+    def may_write(self, txn: Transaction, plan: InsertPlan | UpdatePlan | DeletePlan) -> None:
+        """Refuse a write the user holds no privilege for on the table, before anything is buffered (the engine
+        also refuses the append to the Cache; this names the table and keeps the transaction usable)."""
+        info = plan.table
+        key = (info.schema, info.name)
+        bits = txn.privileges.get(key)
+        if bits is None:
+            bits = txn.privileges[key] = privileges.held(self._raw, info)
+        kind = "INSERT" if isinstance(plan, InsertPlan) else "UPDATE" if isinstance(plan, UpdatePlan) else "DELETE"
+        privileges.require(self.db.user, bits, info, kind)
+
+    def read_denied(self, txn: Transaction, reads: Iterable[str], exc: ProgrammingError) -> ProgrammingError:
+        """An engine refusal of a read, restated with the table the user may not read (else ``exc``)."""
+        if self.db.owner or "access denied" not in str(exc):
+            return exc
+        for info in self.db.catalog.all():
+            if info.qualified in reads:
+                key = (info.schema, info.name)
+                bits = txn.privileges.get(key)
+                if bits is None:
+                    bits = txn.privileges[key] = privileges.held(self._raw, info)
+                try:
+                    privileges.require(self.db.user, bits, info, "SELECT")
+                except ProgrammingError as denied:
+                    return denied
+        return exc
+
     # ---- PEP 249 -------------------------------------------------------------------------------------------
 
     def cursor(self) -> Any:
@@ -235,7 +279,7 @@ class Connection:
                 raise errors.ProgrammingError(
                     f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
                 )
-            values = [literal(coerce(v, c.sql_type, c.name)) for v, c in zip(row, info.columns)]
+            values = [literal(coerce(v, c.sql_type, c.name, info.name)) for v, c in zip(row, info.columns)]
             if info.has_rowid and info.kind == "tx":
                 rowid -= 1
                 values.append(str(rowid))
@@ -281,7 +325,7 @@ class Connection:
             columns = ", ".join(f"{quote(c.name)} {c.sql_type}" for c in info.columns)
             self._raw.execute(f"CREATE LOCAL TEMPORARY TABLE {staging} ({columns}) ON COMMIT PRESERVE ROWS")
             try:
-                self._raw.execute(f"COPY INTO tmp.{staging} FROM {literal(source)} {options}")
+                self._copy(info, f"COPY INTO tmp.{staging} FROM {literal(source)} {options}")
                 self._raw.execute(
                     f"INSERT INTO {target} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () "
                     f"FROM tmp.{staging}"
@@ -289,9 +333,22 @@ class Connection:
             finally:
                 self._raw.execute(f"DROP TABLE tmp.{staging}")
         else:
-            self._raw.execute(f"COPY INTO {target} ({cols}) FROM {literal(source)} {options}")
+            self._copy(info, f"COPY INTO {target} ({cols}) FROM {literal(source)} {options}")
         self._after_load(info)
         return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
+
+    def _copy(self, info: TableInfo, sql: str) -> None:
+        """COPY INTO; a value the engine refuses (out of range, too long) is a DataError naming the user's table,
+        not tique's Storage table."""
+        try:
+            self._raw.execute(sql)
+        except errors.DatabaseError as exc:
+            message, refused = re.subn(r"Failed to import table '[^']*'", "", str(exc))
+            if not refused:
+                raise
+            raise errors.DataError(
+                f"bulk_load_csv: a value in the file does not fit table {info.name!r}{message}", "22018"
+            ) from None
 
     def _after_load(self, info: TableInfo) -> None:
         if info.kind == "tx" and info.generated:

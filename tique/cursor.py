@@ -10,6 +10,7 @@ from tique.ddl import dropped_table, run_ddl
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError, restated
 from tique.params import Params, check, inline, literal, normalize, resolve, value
+from tique.privileges import Access
 from tique.rewrite.exact import decode
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.statements import DDL, Control, CopyPlan, PassThrough, ReadPlan
@@ -75,10 +76,15 @@ class Cursor:
             elif conn._txn is not None:  # this session's own ALTER does not fail its transaction (alter.py)
                 conn._txn.own_ddl.update(result.ddl_txids)
             return self
+        if isinstance(plan, Access):
+            conn.run_access(plan)
+            return self
         txn = conn.transaction()
         if conn.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
             plan = conn.plan(operation, parameters)
         try:
+            if isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan)) and not conn.db.owner:
+                conn.may_write(txn, plan)
             if isinstance(plan, PassThrough):
                 rendered = plan.template.render(self._rendered(plan.template.param_slots, parameters))
                 self._set(decode(conn._raw.execute(rendered), plan.decode))
@@ -89,7 +95,11 @@ class Cursor:
                 params = self._rendered(plan.template.param_slots, parameters, probe=True)
                 conn.use_pipeline(plan.analytical)
                 with conn.db.analytical_gate(conn.settings.analytical_slots if plan.analytical else None):
-                    self._set(decode(txn.run(plan.template, params, plan.reads, plan.point_keys), plan.decode))
+                    try:
+                        result = txn.run(plan.template, params, plan.reads, plan.point_keys)
+                    except ProgrammingError as exc:  # the engine names tique's internal tables: name the user's
+                        raise conn.read_denied(txn, plan.reads, exc) from None
+                    self._set(decode(result, plan.decode))
             elif isinstance(plan, InsertPlan):
                 slots = _insert_slots(plan)
                 values = _values(slots, parameters)

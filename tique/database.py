@@ -15,10 +15,10 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from tique import catalog
+from tique import catalog, privileges
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
-from tique.sequencer import Sequencer, make_sequencer
+from tique.sequencer import CSequencer, Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS
 from tique.storage import StorageGuard
 
@@ -69,8 +69,17 @@ class Database:
         self.storage = StorageGuard(url.path if url.kind == "embedded" else None, remote=url.kind == "server")
         conn = self.engine.connect()
         try:
-            catalog.install(conn)
+            # tique's owner installs; an ordinary user of a served database runs the protocol with PUBLIC's
+            # privileges (tique/privileges.py) and is checked against its own on each table it writes
+            self.owner = privileges.owns_tique(conn)
+            self.user = str(conn.execute("SELECT CURRENT_USER").scalar())
+            if self.owner:
+                catalog.install(conn)
+            elif isinstance(self.sequencer, CSequencer):
+                self.sequencer.restrict()
             self.sequencer.install(conn)
+            if self.owner and isinstance(self.sequencer, CSequencer):
+                privileges.install(conn)
             if url.kind == "embedded":
                 from tique.recovery import recover
 

@@ -133,7 +133,10 @@ def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[Database
 # ``MALException:calc./:operation failed``; these are data errors (SQLSTATE 22012 / 22018 / 22003).
 _KERNEL_DATA_ERRORS = (
     (re.compile(r"calc\.(/|%|div|mod):"), "22012", "division by zero"),
+    (re.compile(r"calc\.[-+*]:operation failed"), "22003", "numeric value out of range"),
     (re.compile(r"calc\.[a-z_]+:operation failed"), "22018", "a value could not be converted"),
+    # the embedded kernel's conversions (sql.lng_dec2dec_int, int_2_sht...) report an overflow as this alone
+    (re.compile(r"(dec2dec|_2_)[a-z_]*:GDK reported error"), "22003", "numeric value out of range"),
     (re.compile(r"overflow", re.I), "22003", "numeric value out of range"),
 )
 

@@ -22,29 +22,34 @@ T = TypeVar("T")
 _STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
 
 
-def waiting(conn: RawConnection, call: Callable[[], T]) -> T:
+def waiting(conn: RawConnection, call: Callable[[], T], restricted: bool = False) -> T:
     """Run a waiting sequencer call; when it returns early behind a predecessor stuck DECIDING (its client died,
-    or its outcome statement never committed), settle that one with its decided outcome and wait again."""
+    or its outcome statement never committed), settle that one with its decided outcome and wait again.
+    ``restricted``: as in settle_if_decided."""
     while True:
         try:
             return call()
         except OperationalError as exc:
             stuck = _STUCK.search(str(exc))
-            if exc.sqlstate != "HYT00" or not stuck or not settle_if_decided(conn, int(stuck.group(1))):
+            if exc.sqlstate != "HYT00" or not stuck or not settle_if_decided(conn, int(stuck.group(1)), restricted):
                 raise
 
 
-def settle_if_decided(conn: RawConnection, cts: int) -> bool:
+def settle_if_decided(conn: RawConnection, cts: int, restricted: bool = False) -> bool:
     """Settle a commit stuck DECIDING whose client never advanced it: write the outcome its owner decided (the
     C module's verdict) unless one is recorded, then advance it. True if settled. A second copy of the same
-    outcome (the owner's statement committing after all) is harmless: every reader ranks versions per key."""
+    outcome (the owner's statement committing after all) is harmless: every reader ranks versions per key.
+    ``restricted``: an ordinary user, who writes outcomes only through the protocol procedures (privileges.py)."""
     cts = int(cts)
     verdict, txid = (int(v) for v in conn.execute(f"SELECT tique.verdict({cts}), tique.owner({cts})").rows[0])
     if verdict < 0 or not txid:
         return False  # not decided in this engine: its owner is still before decide, or recovery settles it
     if not conn.execute(f"SELECT COUNT(*) FROM tique.outcomes WHERE txid = {txid}").scalar():
-        conn.execute(f"INSERT INTO tique.outcomes VALUES ({txid}, {cts}, {'TRUE' if verdict else 'FALSE'})")
-    conn.execute(f"SELECT tique.advance({cts}, 0)")
+        if restricted:
+            conn.execute(f"CALL tique.settle_outcome({cts})")
+        else:
+            conn.execute(f"INSERT INTO tique.outcomes VALUES ({txid}, {cts}, {'TRUE' if verdict else 'FALSE'})")
+    conn.execute(f"SELECT {'tique.advance_settled' if restricted else 'tique.advance'}({cts}, 0)")
     return True
 
 
@@ -53,6 +58,12 @@ def record_outcome(conn: RawConnection, sequencer: Sequencer | None, txid: int, 
     ``sequencer`` is given): the verdict decide left in the C module if decide ran (another session may write
     that outcome too: never a different one), else aborted. Returns the outcome recorded."""
     c_module = sequencer is None or isinstance(sequencer, CSequencer)
+    if isinstance(sequencer, CSequencer) and sequencer.restricted:
+        # an ordinary user: the procedure decides it aborted unless decided, and records the verdict
+        conn.execute(f"CALL tique.close_outcome({int(txid)}, {int(cts)})")
+        ok = int(conn.execute(f"SELECT tique.verdict({int(cts)})").scalar()) == 1
+        sequencer.advance(conn, cts, 0)
+        return ok
     ok = c_module and int(conn.execute(f"SELECT tique.verdict({int(cts)})").scalar()) == 1
     conn.execute(f"INSERT INTO tique.outcomes VALUES ({int(txid)}, {int(cts)}, {'TRUE' if ok else 'FALSE'})")
     if sequencer is not None:

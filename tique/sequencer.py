@@ -31,6 +31,8 @@ FREE, TAKEN, PUBLISHED, DECIDING, DONE, ABANDONED = range(6)
 
 class Sequencer(Protocol):
     kind: SequencerKind
+    restricted: bool  # an ordinary user's session: outcomes and advances through tique's procedures (privileges.py)
+    advance_fn: str  # the SQL function that advances a timestamp for this session
 
     def install(self, conn: RawConnection) -> None:
         """Create what the sequencer needs in the database (idempotent)."""
@@ -131,11 +133,20 @@ class CSequencer:
     """The C module's functions, called through SQL."""
 
     kind: SequencerKind = "c"
+    # An ordinary user (not tique's owner) advances only settled timestamps and writes outcomes through the
+    # protocol procedures (tique/privileges.py); set by Database.
+    restricted = False
+    advance_fn = "tique.advance"
+
+    def restrict(self) -> None:
+        self.restricted = True
+        self.advance_fn = "tique.advance_settled"
 
     def install(self, conn: RawConnection) -> None:
-        ensure_schema(conn)
-        for stmt in sqlfiles.statements("udf_functions"):
-            conn.execute(stmt)
+        if not self.restricted:  # an ordinary user only checks the module is there
+            ensure_schema(conn)
+            for stmt in sqlfiles.statements("udf_functions"):
+                conn.execute(stmt)
         try:
             abi = _one(conn, "SELECT tique.abi()")
         except Exception as exc:
@@ -165,7 +176,7 @@ class CSequencer:
         conn.execute(f"SELECT tique.decide({int(cts)}, {int(ok)})")
 
     def advance(self, conn: RawConnection, cts: int, timeout_ms: int) -> int:
-        return _one(conn, f"SELECT tique.advance({int(cts)}, {int(timeout_ms)})")
+        return _one(conn, f"SELECT {self.advance_fn}({int(cts)}, {int(timeout_ms)})")
 
     def abandon(self, conn: RawConnection, cts: int) -> bool:
         return bool(_one(conn, f"SELECT tique.abandon({int(cts)})"))
@@ -187,13 +198,16 @@ class CSequencer:
     def decide_and_record(self, conn: RawConnection, txid: int, cts: int, ok: bool) -> None:
         # one statement: the C module keeps the verdict, so if this one never commits (its client died, the engine
         # failed it after decide ran) a waiter writes the same outcome for it (tique/outcomes.py)
+        if self.restricted:  # an ordinary user: the same statement, as tique's procedure (privileges.py)
+            conn.execute(f"CALL tique.put_outcome({int(txid)}, {int(cts)}, {int(ok)})")
+            return
         conn.execute(
             f"INSERT INTO tique.outcomes SELECT {int(txid)}, tique.decide({int(cts)}, {int(ok)}), "
             f"{'TRUE' if ok else 'FALSE'}"
         )
 
     def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
-        conn.execute(f"SELECT tique.advance({int(cts)}, {int(timeout_ms)}), tique.end_txn({int(txid)})")
+        conn.execute(f"SELECT {self.advance_fn}({int(cts)}, {int(timeout_ms)}), tique.end_txn({int(txid)})")
 
     def expire(self, conn: RawConnection, conflicting: Sequence[int]) -> int:
         listed = ", ".join(str(int(c)) for c in conflicting)
@@ -235,6 +249,8 @@ class SqlSequencer:
     """
 
     kind: SequencerKind = "sql"
+    restricted = False  # no ordinary-user mode (see CSequencer)
+    advance_fn = ""
 
     def __init__(self, lease_ms: int = COMMIT_LEASE_MS, poll_s: float = 0.001, unsafe_sequences: bool = False) -> None:
         self.lease_ms = lease_ms

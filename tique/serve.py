@@ -24,13 +24,14 @@ from tique.errors import Error, OperationalError
 # Code that runs once the database is open, before the readiness line: the transaction layer registers its
 # installation and recovery here.
 def _install_sequencers(conn: EmbeddedConnection) -> None:
-    from tique import catalog
+    from tique import catalog, privileges
     from tique.recovery import recover
     from tique.sequencer import CSequencer, SqlSequencer
 
     catalog.install(conn)
     sequencer = CSequencer()
     sequencer.install(conn)
+    privileges.install(conn)  # ordinary users log in over MAPI: what they may call and write (privileges.py)
     report = recover(conn, sequencer)
     if report.aborted:
         print(f"tique serve: recovery aborted {report.aborted} unfinished transaction(s)", flush=True)

@@ -14,6 +14,7 @@ from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import NAME, read_names
 from tique.params import scan
+from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
@@ -63,7 +64,7 @@ class CopyPlan:
     insert: InsertPlan
 
 
-Plan = ReadPlan | PassThrough | Control | DDL | InsertPlan | UpdatePlan | DeletePlan | CopyPlan
+Plan = ReadPlan | PassThrough | Control | DDL | Access | InsertPlan | UpdatePlan | DeletePlan | CopyPlan
 
 _TX_WORDS = {
     "START": "begin",
@@ -164,6 +165,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     control = control_statement(sql)
     if control:
         return control
+    access = access_statement(sql)  # CREATE USER, GRANT/REVOKE: tique adds to them (privileges.py)
+    if access:
+        return access
     prefixed = _PREFIXED.match(sql)
     if prefixed:
         word = prefixed.group(1).upper()
@@ -180,7 +184,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return _with_sequences(planned)
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
-        return db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
+        info = db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
+        return db.catalog.probed(conn, info) if info is not None else None
 
     copied = _COPY_INTO.match(sql)
     if copied:

@@ -22,6 +22,7 @@ from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import (
     DatabaseError,
+    DataError,
     IntegrityError,
     InterfaceError,
     OperationalError,
@@ -117,6 +118,7 @@ class Transaction:
         self.failed: str | None = None  # set when the transaction can only be rolled back
         self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
+        self.privileges: dict[tuple[str, str], int] = {}  # an ordinary user's privilege bits per table written
         self.renewed_at = time.monotonic()
         self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
         self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
@@ -138,7 +140,7 @@ class Transaction:
                 f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
             ).rows[0]
             sts, txid = int(sts), int(txid)
-            if stuck and settle_if_decided(self.conn, int(stuck)):
+            if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
@@ -163,7 +165,12 @@ class Transaction:
         if not isinstance(self.db.sequencer, CSequencer):
             return self._await_sts(cts, "this session's last commit", timeout)
         try:
-            waiting(self.conn, lambda: self.conn.execute(f"SELECT tique.advance({int(cts)}, {timeout})"))
+            advance = self.db.sequencer.advance_fn
+            waiting(
+                self.conn,
+                lambda: self.conn.execute(f"SELECT {advance}({int(cts)}, {timeout})"),
+                self.db.sequencer.restricted,
+            )
         except OperationalError as exc:
             if exc.sqlstate != "HYT00":
                 raise
@@ -305,7 +312,8 @@ class Transaction:
             source = [tuple(values[i[1]] if i[0] == "s" else i[1] for i in row) for row in plan.rows]
         else:
             assert plan.select is not None
-            selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
+            with _naming(info, "INSERT into", plan.columns):
+                selected = decode(self.run(plan.select, rendered, plan.reads), plan.decode)  # (no key shortcut)
             source = [tuple(r) for r in selected.rows]
         rows: list[tuple[Key, tuple[Any, ...]]] = []
         positions = {c: i for i, c in enumerate(plan.columns)}
@@ -321,7 +329,7 @@ class Transaction:
                     value = next(ids)
                 if isinstance(value, SequenceDefault):
                     value = next(numbers[col.name])
-                value = coerce(value, col.sql_type, col.name)
+                value = coerce(value, col.sql_type, col.name, info.name)
                 if value is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
                 full.append(value)
@@ -393,7 +401,8 @@ class Transaction:
     def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
         info = plan.table
-        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
+        with _naming(info, "UPDATE of", plan.assigned):
+            result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
         nkey = len(info.key)
         matched = [typed_key(info, raw[:nkey]) for raw in result.rows]
         if len(set(matched)) != len(matched):  # UPDATE ... FROM joined a target row to several rows
@@ -410,7 +419,7 @@ class Transaction:
             old_key = typed_key(info, raw[:nkey])
             new = list(raw[nkey:])
             for i, col in enumerate(info.columns):
-                new[i] = coerce(new[i], col.sql_type, col.name)
+                new[i] = coerce(new[i], col.sql_type, col.name, info.name)
                 if new[i] is None and col.not_null:
                     raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
             row = _stored_key(info, tuple(new))
@@ -560,7 +569,7 @@ class Transaction:
         rows: Sequence[tuple[Key, tuple[Any, ...]]],
         touched: Sequence[Key],
         gone: Sequence[Key],
-        assigned: frozenset[str] | None = None,
+        assigned: Sequence[str] | None = None,
     ) -> dict[Key, RowMarks]:
         """Check one statement's effect on ``info`` against its UNIQUE and FOREIGN KEY constraints: ``rows`` are
         the versions it writes, ``touched`` every key it changes, ``gone`` the keys it deletes or re-keys,
@@ -570,7 +579,7 @@ class Transaction:
         children = self.db.catalog.children(info) if gone else []
         if not children and (not rows or not (info.uniques or info.foreign_keys)):
             return {}
-        changed = (lambda cols: True) if assigned is None else (lambda cols: bool(assigned & set(cols)))
+        changed = (lambda cols: True) if assigned is None else (lambda cols: bool(set(assigned) & set(cols)))
         claims = self._check_unique(info, rows, set(touched), changed)
         refs = self._check_references(info, rows, set(touched), set(gone), changed)
         if children:
@@ -891,6 +900,19 @@ def _stored_key(info: TableInfo, row: tuple[Any, ...]) -> tuple[Any, ...]:
     for i in positions:
         fixed[i] = key_value(fixed[i])
     return tuple(fixed)
+
+
+@contextmanager
+def _naming(info: TableInfo, verb: str, columns: Sequence[str]) -> Iterator[None]:
+    """A write's SELECT refused by the engine (a computed value overflowed: the statement only read, so nothing
+    happened) or a value it computed that tique cannot keep: say which table and columns were being written."""
+    try:
+        yield
+    except DataError as exc:
+        if repr(info.name) in str(exc):
+            raise
+        names = ", ".join(repr(c) for c in columns)
+        raise DataError(f"{verb} table {info.name!r} (columns {names}): {exc}", exc.sqlstate) from None
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:

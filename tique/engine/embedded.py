@@ -24,7 +24,7 @@ from typing import Any
 
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
-from tique.errors import InterfaceError, OperationalError, StorageFull, from_monetdb
+from tique.errors import DataError, InterfaceError, OperationalError, StorageFull, from_monetdb
 
 
 class _Worker:
@@ -321,6 +321,8 @@ class EmbeddedConnection:
             if res.ncols == 0:
                 return Result(rowcount=int(affected[0]))
             return _read_result(ffi, lib, res)
+        except (ValueError, OverflowError) as exc:  # a year past 9999, a TIME of 24:00...
+            raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
         finally:
             lib.monetdbe_cleanup_result(self._handle, res)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
-from tique.errors import InterfaceError, OperationalError, from_monetdb
+from tique.errors import DataError, InterfaceError, OperationalError, from_monetdb
 
 _ASCII_RUNS = re.compile("([\x00-\x7f]+)")
 
@@ -100,6 +100,10 @@ class ServerConnection:
                 rows = cur.fetchall()
             except pymonetdb.DatabaseError as exc:
                 raise from_monetdb(str(exc)) from None
+            except ValueError as exc:
+                # pymonetdb converts a reply after reading it whole: the session is in step, the value is not
+                # representable in Python (a year past 9999, a TIME of 24:00...)
+                raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
             except (OSError, EOFError) as exc:
                 self._abandon()
                 raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}") from None

@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from tique.catalog import TableInfo
 from tique.engine.base import Column, Result
-from tique.errors import NotSupportedError
+from tique.errors import DataError, NotSupportedError
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.values import parse_temporal, sql_type
 
@@ -33,6 +33,7 @@ class Decode:
     """Per result position, the SQL type of an output to bring back to its exact Python value."""
 
     columns: tuple[tuple[int, str], ...] = ()
+    targets: tuple[str, ...] = ()  # per output of a write's SELECT, the column it is written to (for messages)
 
     def __bool__(self) -> bool:
         return bool(self.columns)
@@ -92,7 +93,13 @@ def decode(result: Result, plan: Decode) -> Result:
     columns = list(result.columns)
     for position, type_text in plan.columns:
         for row in rows:
-            row[position] = read_value(row[position], type_text)
+            try:
+                row[position] = read_value(row[position], type_text)
+            except DataError as exc:
+                target = plan.targets[position] if position < len(plan.targets) else ""
+                if not target:
+                    raise
+                raise DataError(f"value for column {target!r}: {exc}", exc.sqlstate) from None
         kind = sql_type(type_text)
         name = {"TIME": "time", "TIMESTAMP": "timestamp", "DECIMAL": "decimal"}[kind.base]
         columns[position] = Column(columns[position].name, name, kind.precision, kind.scale)

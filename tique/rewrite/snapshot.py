@@ -19,6 +19,7 @@ the newest version and let a stale one win.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,7 +51,8 @@ def _requalify(pred: exp.Expression | str, table: str | None) -> str:
 
 
 def _where(preds: Sequence[exp.Expression | str], table: str | None, extra: Sequence[str] = ()) -> str:
-    parts = list(extra) + [_requalify(p, table) for p in preds]
+    # each copied predicate in parentheses: ``id = 1 OR id = 2`` must not split the snapshot's own conditions
+    parts = list(extra) + [f"({_requalify(p, table)})" for p in preds]
     return (" WHERE " + " AND ".join(parts)) if parts else ""
 
 
@@ -72,6 +74,34 @@ def _visible_cache(
             f"{w}.tq_seq FROM {info.cache} AS {w}{_where(preds, w, [f'{w}.tq_txid = :{slot(TXID).name}'])}"
         )
     return sql
+
+
+def _pinned_column(pred: exp.Expression | str) -> str | None:
+    """The column a key predicate pins to values (``col = v`` or ``col IN (...)``), if it is one."""
+    if isinstance(pred, str):
+        m = re.match(r'\{t\}"([^"]+)" IN \(', pred)  # tique's own key lists (transaction.py)
+        return m.group(1) if m else None
+    if isinstance(pred, exp.EQ):
+        col = pred.this if isinstance(pred.this, exp.Column) else pred.expression
+        return col.name if isinstance(col, exp.Column) else None
+    if isinstance(pred, exp.In) and isinstance(pred.this, exp.Column):
+        return pred.this.name
+    return None
+
+
+def _stable_rows(info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression | str], tag: str) -> str:
+    """Storage for a point read. With a composite key, the rows of the probe column's value(s) first, behind a
+    LIMIT (never reached) that keeps MonetDB from merging the predicates: alone, an equality on one column is a
+    hash lookup; together, MonetDB scans column by column (see Catalog.probed). The caller's predicates then
+    filter those few rows, so the result is the same."""
+    if not info.probe:
+        return info.storage
+    pinned = {_pinned_column(p): p for p in preds}
+    probe = pinned.get(info.probe)
+    if probe is None:
+        return info.storage
+    listed = ", ".join(quote(c) for c in cols)
+    return f"(SELECT {listed} FROM {info.storage}{_where([probe], None)} LIMIT {NO_LIMIT}) AS tq_p{tag}"
 
 
 def _newest(
@@ -120,8 +150,9 @@ def snapshot_sql(
     scols = ", ".join(quote(c) for c in cols)
     if formulation == "point":
         source = (
-            f"SELECT {scols}, FALSE AS tq_deleted, CAST(0 AS BIGINT) AS tq_cts, 0 AS tq_seq FROM {info.storage}"
-            f"{_where(preds, None)} UNION ALL {_visible_cache(info, cols, preds, latest, own, tag)}"
+            f"SELECT {scols}, FALSE AS tq_deleted, CAST(0 AS BIGINT) AS tq_cts, 0 AS tq_seq FROM "
+            f"{_stable_rows(info, cols, preds, tag)}{_where(preds, None)} UNION ALL "
+            f"{_visible_cache(info, cols, preds, latest, own, tag)}"
         )
         sql = _newest(cols, info.key, source, tag)
     else:

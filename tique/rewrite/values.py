@@ -121,21 +121,39 @@ def is_temporal(text: str) -> bool:
 # ---- coercion ----------------------------------------------------------------------------------------------
 
 
-def coerce(value: Any, sql_type_text: str, column: str) -> Any:
+def coerce(value: Any, sql_type_text: str, column: str, table: str | None = None) -> Any:
     """Bring a value to what its column stores and reads back as, converted the way MonetDB converts it, so keys
-    hash and compare as the engine compares them however they were written."""
+    hash and compare as the engine compares them however they were written. A value MonetDB would refuse for
+    the column (out of range, too long, not a date...) is refused here, naming the column (and ``table``), so
+    the statement that writes it fails and not a later flush or COMMIT."""
     if value is None:
         return None
     kind = sql_type(sql_type_text)
     try:
         return _CONVERT[kind.base](value, kind)
-    except DataError:
-        raise
-    except (ValueError, ArithmeticError, KeyError, TypeError, OverflowError, struct.error) as exc:
-        raise DataError(
-            f"value {value!r} does not fit column {column!r} of type {sql_type_text}: {exc or type(exc).__name__}",
-            "22018",
-        ) from None
+    except (DataError, ValueError, ArithmeticError, KeyError, TypeError, OverflowError, struct.error) as exc:
+        where = f"column {column!r} of table {table!r}" if table else f"column {column!r}"
+        reason = str(exc) or type(exc).__name__
+        sqlstate = exc.sqlstate if isinstance(exc, DataError) and exc.sqlstate else "22018"
+        raise DataError(f"value {value!r} does not fit {where} ({sql_type_text}): {reason}", sqlstate) from None
+
+
+def check_type(sql_type_text: str) -> str:
+    """The type a value the engine computes for a column (UPDATE ... SET c = expression, INSERT ... SELECT) is
+    cast to before tique reads it: the column's own family, wide enough that a value out of the column's range or
+    length comes back as it is and ``coerce`` refuses it naming the column (a CAST to the column's own type would
+    fail with an error naming no column, or silently truncate a string), and of a clean result type (MonetDB
+    11.41 reports DECIMAL * INTEGER with a broken scale, and its MAPI text then reads 10 times too small)."""
+    kind = sql_type(sql_type_text)
+    if kind.base in _INT_LIMITS:
+        return "HUGEINT"
+    if kind.base == "DECIMAL":
+        return f"DECIMAL(38,{kind.scale})"
+    if kind.base in ("REAL", "DOUBLE"):
+        return "DOUBLE"
+    if kind.base == "VARCHAR":
+        return "CLOB"
+    return sql_type_text
 
 
 def _decimal(value: Any) -> decimal.Decimal:
@@ -177,10 +195,15 @@ def _to_float(value: Any, kind: SqlType) -> float:
     if not math.isfinite(number):
         raise DataError(f"{number} cannot be stored: MonetDB has no NaN or infinity (NaN is its NULL)", "22003")
     if kind.base == "REAL":
+        if abs(number) > _FLT_MAX:  # the engine refuses it before rounding (a value just above rounds to the max)
+            raise DataError(f"value {value!r} is out of range for REAL", "22003")
         number = float(struct.unpack("f", struct.pack("f", number))[0])  # the engine keeps 32 bits
         if not math.isfinite(number):
             raise DataError(f"value {value!r} is out of range for REAL", "22003")
     return number
+
+
+_FLT_MAX = struct.unpack("<f", bytes.fromhex("ffff7f7f"))[0]
 
 
 def _to_bool(value: Any, kind: SqlType) -> bool:
@@ -204,9 +227,9 @@ def _to_blob(value: Any, kind: SqlType) -> bytes:
     return bytes(value)
 
 
-_DATE_RE = re.compile(r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})\s*$")
+_DATE_RE = re.compile(r"^\s*(-?\d+)-(\d{1,2})-(\d{1,2})\s*$")
 _TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?")
-_TIMESTAMP_RE = re.compile(r"^\s*(\d{1,4})-(\d{1,2})-(\d{1,2})(?:[ T]" + _TIME_RE.pattern + r")?\s*$")
+_TIMESTAMP_RE = re.compile(r"^\s*(-?\d+)-(\d{1,2})-(\d{1,2})(?:[ T]" + _TIME_RE.pattern + r")?\s*$")
 _ONE_SECOND = datetime.timedelta(seconds=1)
 
 
@@ -220,8 +243,21 @@ def _to_date(value: Any, kind: SqlType) -> datetime.date:
         found = _DATE_RE.match(value)
         if not found:
             raise ValueError(f"date {value!r} is not in the format YYYY-MM-DD")
-        return datetime.date(*(int(g) for g in found.groups()))
+        return datetime.date(_year(found.group(1)), int(found.group(2)), int(found.group(3)))
     raise TypeError(f"a {type(value).__name__} is not a date")
+
+
+def _year(text: str) -> int:
+    year = int(text)
+    if not datetime.MINYEAR <= year <= datetime.MAXYEAR:
+        raise DataError(f"year {year} cannot be kept by tique (it keeps the years 1 to 9999, as Python's datetime)")
+    return year
+
+
+def _seconds(text: str | None) -> tuple[int, int]:
+    """Whole seconds, and microseconds to add: MonetDB reads second 60 as the first second of the next minute."""
+    seconds = int(text or 0)
+    return (59, 1_000_000) if seconds == 60 else (seconds, 0)
 
 
 def _fraction(digits: str | None) -> int:
@@ -243,6 +279,7 @@ def _naive(value: datetime.datetime | datetime.time) -> None:
 
 def _to_time(value: Any, kind: SqlType) -> datetime.time:
     assert kind.precision is not None
+    leap = 0
     if isinstance(value, datetime.datetime):
         _naive(value)
         hms, micros = value.time().replace(microsecond=0), value.microsecond
@@ -254,13 +291,14 @@ def _to_time(value: Any, kind: SqlType) -> datetime.time:
         if not found:
             raise ValueError(f"time {value!r} is not in the format HH:MM:SS[.ffffff]")
         hours, minutes, seconds, digits = found.groups()
-        hms, micros = datetime.time(int(hours), int(minutes), int(seconds or 0)), _fraction(digits)
+        whole, leap = _seconds(seconds)
+        hms, micros = datetime.time(int(hours), int(minutes), whole), _fraction(digits) + leap
     else:
         raise TypeError(f"a {type(value).__name__} is not a time")
     micros = _round_micros(micros, kind.precision)
     start = datetime.datetime.combine(datetime.date(2000, 1, 1), hms)
     moved = start + datetime.timedelta(microseconds=micros)
-    if moved.date() != start.date():
+    if moved.date() != start.date() and not leap:  # second 60 of 23:59 is 00:00:00, as the engine wraps it
         raise DataError(
             f"time {value!r} rounds to 24:00:00 at TIME({kind.precision}), which MonetDB cannot read back", "22008"
         )
@@ -269,6 +307,7 @@ def _to_time(value: Any, kind: SqlType) -> datetime.time:
 
 def _to_timestamp(value: Any, kind: SqlType) -> datetime.datetime:
     assert kind.precision is not None
+    leap = 0
     if isinstance(value, datetime.datetime):
         _naive(value)
         base, micros = value.replace(microsecond=0), value.microsecond
@@ -279,12 +318,13 @@ def _to_timestamp(value: Any, kind: SqlType) -> datetime.datetime:
         if not found:
             raise ValueError(f"timestamp {value!r} is not in the format YYYY-MM-DD HH:MM:SS[.ffffff]")
         year, month, day, hours, minutes, seconds, digits = found.groups()
-        base = datetime.datetime(int(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0))
-        micros = _fraction(digits)
+        whole, leap = _seconds(seconds)
+        base = datetime.datetime(_year(year), int(month), int(day), int(hours or 0), int(minutes or 0), whole)
+        micros = _fraction(digits) + leap
     else:
         raise TypeError(f"a {type(value).__name__} is not a timestamp")
     micros = _round_micros(micros, kind.precision)
-    if micros == 1_000_000 and base.time() == datetime.time(23, 59, 59):
+    if micros == 1_000_000 and base.time() == datetime.time(23, 59, 59) and not leap:
         raise DataError(
             f"timestamp {value!r} rounds to 24:00:00 at TIMESTAMP({kind.precision}), which MonetDB cannot read back",
             "22008",
@@ -325,11 +365,16 @@ def parse_temporal(text: str | None, base: str) -> datetime.time | datetime.date
         if not found:
             raise DataError(f"cannot read the time {text!r} the engine returned")
         hours, minutes, seconds, digits = found.groups()
+        if int(hours) > 23:  # MonetDB makes 24:00:00 of '23:59:60' and '23:59:59.9' at TIME(0) read from text
+            raise DataError(f"time {text!r} cannot be kept by tique: it is past the end of the day", "22008")
         return datetime.time(int(hours), int(minutes), int(seconds or 0), _fraction(digits))
     found = _TIMESTAMP_RE.match(text)
     if not found:
         raise DataError(f"cannot read the timestamp {text!r} the engine returned")
     year, month, day, hours, minutes, seconds, digits = found.groups()
-    return datetime.datetime(
-        int(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0), _fraction(digits)
-    )
+    try:
+        return datetime.datetime(
+            _year(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0), _fraction(digits)
+        )
+    except DataError as exc:
+        raise DataError(f"timestamp {text!r}: {exc}", "22008") from None

@@ -22,7 +22,8 @@ from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
-from tique.rewrite.values import python_value
+from tique.rewrite.values import check_type, python_value
+from tique.rewrite.values import sql_type as parse_type
 
 Lookup = Callable[[str | None, str], TableInfo | None]
 
@@ -59,7 +60,7 @@ class UpdatePlan:
     point_keys: PointKeys = ()
     decode: Decode = NOTHING
     stored_slots: frozenset[str] = frozenset()  # parameters in SET: stored, so sent exactly (-0.0 stays -0.0)
-    assigned: frozenset[str] = frozenset()  # the columns SET assigns (others keep their values)
+    assigned: tuple[str, ...] = ()  # the columns SET names
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,20 @@ def plan_insert(tree: exp.Insert, lookup: Lookup, options: ReadOptions) -> Inser
         raise NotSupportedError(f"INSERT source {type(source).__name__} is not supported by tique")
     found = snapshot_reads(select, lookup, options)
     tree, decode = _exact_rows(found.tree, [info.column(c).sql_type for c in columns])
+    decode = replace(decode, targets=columns)
     return InsertPlan(info, columns, None, Template.from_tree(tree), frozenset(found.reads), decode)
+
+
+def _checked(value: exp.Expression, sql_type: str) -> exp.Expression:
+    """A value the engine computes for a column, cast to the column's check type (values.check_type); TIME and
+    TIMESTAMP are converted to the column's own type where they are read as text (exact.wrap_outputs)."""
+    if needs_text(sql_type):
+        typed = isinstance(value, exp.Placeholder)  # so MonetDB can prepare the statement
+        return exp.Cast(this=value, to=exp.DataType.build(sql_type, dialect=MonetDB)) if typed else value
+    checked = exp.Cast(this=value, to=exp.DataType.build(check_type(sql_type), dialect=MonetDB))
+    if parse_type(sql_type).base == "DATE":  # as text: the adapters cannot read a year past 9999, coerce refuses it
+        return exp.Cast(this=checked, to=exp.DataType.build("CLOB", dialect=MonetDB))
+    return checked
 
 
 def _typed_nulls(values: exp.Values, types: list[str]) -> exp.Values:
@@ -168,12 +182,12 @@ def _typed_nulls(values: exp.Values, types: list[str]) -> exp.Values:
 
 
 def _exact_rows(source: exp.Expression, types: list[str]) -> tuple[exp.Expression, Decode]:
-    """An INSERT's SELECT with its temporal outputs converted to their columns' types and read as text."""
-    if not any(needs_text(t) for t in types):
-        return source, Decode()
+    """An INSERT's SELECT with its outputs cast to their columns' check types (so a value a column cannot hold is
+    refused naming it), temporal ones converted to their columns' types and read as text."""
     names = [f"tq_i{i}" for i in range(len(types))]
     alias = exp.TableAlias(this=exp.to_identifier("tq_rows"), columns=[exp.to_identifier(n) for n in names])
-    outer = exp.select(*[exp.column(n) for n in names]).from_(exp.Subquery(this=source, alias=alias))
+    outputs = [exp.alias_(_checked(exp.column(n), t), n) for n, t in zip(names, types)]
+    outer = exp.select(*outputs).from_(exp.Subquery(this=source, alias=alias))
     decode = wrap_outputs(outer, types, convert=True)
     return outer, decode
 
@@ -288,10 +302,9 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
             raise ProgrammingError(f"UPDATE: cannot read assignment {eq.sql()}")
         name = ident(eq.this)
         column = info.column(name)
-        value = eq.expression
-        if isinstance(value, exp.Placeholder):  # typed, so MonetDB can prepare the statement (see prepared.py)
-            value = exp.Cast(this=value, to=exp.DataType.build(column.sql_type, dialect=MonetDB))
-        assignments[name] = value
+        # cast (which also types a parameter, so MonetDB can prepare the statement: see prepared.py) to a type
+        # wide enough that a value the column cannot hold comes back and is refused naming it (transaction.py)
+        assignments[name] = _checked(eq.expression, column.sql_type)
     stored = frozenset(
         slot for value in assignments.values() for node in value.find_all(exp.Placeholder) if (slot := slot_name(node))
     )
@@ -312,6 +325,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         select.set("where", tree.args["where"].copy())
     types = [stored_type(info, k) for k in info.key] + [stored_type(info, c) for c in info.stored_names]
     decode = wrap_outputs(select, types, convert=True)  # new values converted by the engine, read exactly
+    decode = replace(decode, targets=("",) * len(info.key) + info.stored_names)
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
     key_changes = any(k in assignments for k in info.key)
     return UpdatePlan(
@@ -322,7 +336,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         found.point_keys,
         decode,
         stored,
-        frozenset(assignments),
+        tuple(assignments),
     )
 
 
