@@ -94,6 +94,12 @@ def versioned(
     ``ids``: the session that ran it must not count it as another session's DDL against its own transaction."""
     hashes = [catalog.schema_hash(s, n) for s, n in tables]
     seq = db.sequencer
+    if seq.restricted:  # before any record: a refused change must not leave a committed DDL record behind
+        raise ProgrammingError(
+            f"DDL on tique's tables ({', '.join(f'{s}.{n}' for s, n in tables)}) needs tique's owner, the admin "
+            "(user monetdb): an ordinary user's session may not change them",
+            "42000",
+        )
     if isinstance(seq, CSequencer):
         # registered like a transaction's begin, so the checkpointer keeps the record until it is settled
         txid, sts = conn.execute(
@@ -117,15 +123,17 @@ def versioned(
     try:
         return change()
     finally:
-        seq.bump_catalog(conn)  # before the change becomes visible: a snapshot that includes it sees the bump
         try:
-            waiting(conn, lambda: seq.finish(conn, txid, cts, DDL_TIMEOUT_MS))
-        except OperationalError as exc:
-            if exc.sqlstate != "HYT00":
-                raise
-            # settled; the change becomes visible once the earlier commit it waited for settles
-            seq.finish(conn, txid, cts, 0)
-        db.catalog.refresh(conn)
+            seq.bump_catalog(conn)  # before the change becomes visible: a snapshot that includes it sees the bump
+        finally:  # the decided commit is settled whatever failed: it must never hold later commits back
+            try:
+                waiting(conn, lambda: seq.finish(conn, txid, cts, DDL_TIMEOUT_MS))
+            except OperationalError as exc:
+                if exc.sqlstate != "HYT00":
+                    raise
+                # settled; the change becomes visible once the earlier commit it waited for settles
+                seq.finish(conn, txid, cts, 0)
+            db.catalog.refresh(conn)
 
 
 def _abort(db: Database, conn: RawConnection, txid: int, cts: int) -> None:

@@ -289,6 +289,12 @@ def test_user_cannot_change_tique_tables_by_ddl(served: ServeProcess) -> None:
             cur.execute(ddl)
     conn.close()
     assert rows(served.url, "granted")
+    # a refused DDL leaves no record behind that would fail, or hold back, later transactions on the table
+    later = tique.connect(alice_url(served))
+    later.cursor().execute("UPDATE granted SET v = v WHERE k = 1")
+    later.commit()
+    assert later.last_commit is not None and later.last_commit.visible
+    later.close()
 
 
 def test_given_up_commit_stays_aborted(served: ServeProcess) -> None:
