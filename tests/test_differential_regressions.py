@@ -104,6 +104,28 @@ def test_correlated_not_in_over_an_empty_subquery(twins: Twins) -> None:
     assert len(compare(conn, raw, query, prefix)) == 2
 
 
+def test_exists_elsewhere_in_the_statement_keeps_every_snapshot_exact(twins: Twins) -> None:
+    """Seed 59 of the differential run: an EXISTS over an empty snapshot in one branch and an EXISTS in the select
+    list of another; MonetDB 11.41 answered tique's rewritten SQL with every row twice while the snapshots outside
+    the EXISTS still removed overridden Storage rows by NOT EXISTS. Every snapshot of such a statement now uses
+    the LEFT JOIN form."""
+    conn, raw, prefix = twins
+    rows = [f"INSERT INTO {{t}}a VALUES ({k}, {k + 1}, {'FALSE' if k % 2 else 'NULL'})" for k in range(4)]
+    rows += ["INSERT INTO {t}b VALUES (7, 1, FALSE)", "INSERT INTO {t}b VALUES (8, NULL, NULL)"]
+    both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, b INT, f BOOLEAN)", rows, prefix)
+    conn.cursor().execute(f"UPDATE {prefix}_ta SET b = b WHERE k = 1")  # a Cache version overriding Storage
+    raw.execute(f"UPDATE {prefix}_pa SET b = b WHERE k = 1")
+    select = (
+        "SELECT x.k, CASE WHEN EXISTS (SELECT 1 FROM {t}b AS z WHERE z.b = y.b) THEN 1 ELSE 0 END AS c "
+        "FROM {t}a AS x LEFT JOIN {t}a AS y ON y.k = x.b"
+    )
+    empty = "(EXISTS (SELECT 1 FROM {t}a AS e WHERE TRUE AND e.f))"
+    query = f"{select} WHERE NOT (NOT {empty}) UNION ALL {select} WHERE (NOT {empty}) IS NULL"
+    assert compare(conn, raw, query, prefix) == []
+    query = f"{select} WHERE (NOT {empty}) UNION ALL {query}"
+    assert len(compare(conn, raw, query, prefix)) == 4
+
+
 def test_multi_row_insert_with_typed_literals(twins: Twins) -> None:
     conn, raw, prefix = twins
     both(conn, raw, "CREATE TABLE {t} (k INT PRIMARY KEY, v VARCHAR(20), f BOOLEAN, ts TIMESTAMP)", [], prefix)

@@ -43,6 +43,11 @@ class Stats:
     moved: int = 0
     engine_tlp: int = 0  # TLP violations of MonetDB itself on the plain twins (not tique's)
     engine_tlp_examples: list[str] = field(default_factory=list)
+    # MonetDB answering wrongly over its own constraints on the plain twins (11.41 plans a LEFT or FULL JOIN along
+    # a FOREIGN KEY's join index and drops the NULL-extended rows): a constraint-free copy of the same rows agrees
+    # with tique. tique declares no constraint to MonetDB on its own tables, so it is not affected.
+    engine_constraint: int = 0
+    engine_constraint_examples: list[str] = field(default_factory=list)
     shapes: Counter[str] = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)
 
@@ -157,9 +162,30 @@ class Case:
             return
         assert got is not None and want is not None
         same = rows_of(got) == rows_of(want) if ordered else as_multiset(got) == as_multiset(want)
-        if not same:
+        if not same and self.unconstrained_agrees(sql, got, ordered):
+            self.stats.engine_constraint += 1
+            self.stats.engine_constraint_examples.append(sql)
+        elif not same:
             shown = f"tique {sorted(map(repr, got))[:20]} MonetDB {sorted(map(repr, want))[:20]}"
             self.fail("differential", sql, shown)
+
+    def unconstrained_agrees(self, sql: str, got: list[tuple[Any, ...]], ordered: bool) -> bool:
+        """Whether the query on constraint-free copies of the twins' rows answers as tique did (a third oracle, asked
+        only when tique and the twins differ)."""
+        copies = {t.name: f"u{t.name[1:]}_{self.tag}" for t in self.schema.tables}
+        try:
+            for t in self.schema.tables:
+                self.raw.execute(f"CREATE TABLE {copies[t.name]} AS SELECT * FROM {self.names(True)[t.name]} WITH DATA")
+            bare = self.raw.execute(sql.format(**copies)).rows
+        except tique.Error:
+            return False
+        finally:
+            for name in copies.values():
+                try:
+                    self.raw.execute(f"DROP TABLE IF EXISTS {name}")
+                except tique.Error:
+                    pass
+        return rows_of(got) == rows_of(bare) if ordered else as_multiset(got) == as_multiset(bare)
 
     def tlp(self) -> None:
         """The partitions of a query on p, NOT p and p IS NULL add up to it. The same check runs on the twins:
