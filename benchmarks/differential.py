@@ -46,6 +46,8 @@ def main(argv: list[str]) -> int:
         "shapes": dict(sorted(stats.shapes.items())),
         "engine_tlp_violations": stats.engine_tlp,
         "engine_tlp_examples": stats.engine_tlp_examples[:5],
+        "engine_constraint_answers": stats.engine_constraint,
+        "engine_constraint_examples": stats.engine_constraint_examples[:5],
         "failures": [vars(f) for f in stats.failures],
     }
     out = Path(args.out)
@@ -65,6 +67,8 @@ def markdown(result: dict) -> str:  # type: ignore[type-arg]
         f"(failing alike on both sides: {result['both_failed']})",
         f"- rows moved to Storage by checkpoints: {result['rows_checkpointed']}",
         f"- MonetDB's own TLP violations on the plain twins (not tique's): {result['engine_tlp_violations']}",
+        "- MonetDB's own wrong answers over its constraints on the plain twins (a constraint-free copy of the same "
+        f"rows agrees with tique: a LEFT/FULL JOIN along a FOREIGN KEY): {result.get('engine_constraint_answers', 0)}",
         f"- failures: {len(result['failures'])}",
         "",
         "| statement shape | cases covering it |",
