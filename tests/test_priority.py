@@ -49,8 +49,10 @@ def long_transaction(table: str, attempts: list[int]) -> Callable[[tique.Connect
 def test_without_priority_the_long_transaction_keeps_losing(embedded_url: str, contended) -> None:  # type: ignore[no-untyped-def]
     table, _, _ = contended
     attempts: list[int] = []
+    conn = tique.connect(embedded_url)
     with pytest.raises(tique.SerializationFailure):
-        tique.connect(embedded_url).run(long_transaction(table, attempts), retries=3)
+        conn.run(long_transaction(table, attempts), retries=3)
+    conn.close()
     assert len(attempts) == 4
 
 
@@ -68,3 +70,4 @@ def test_with_priority_it_aborts_at_most_once(embedded_url: str, contended) -> N
     assert cur.fetchone() == (100,)  # the long transaction's writes are there, once
     cur.execute(f"SELECT v FROM {table} WHERE k = 1")
     assert cur.fetchone()[0] >= 100  # and the short writer's increments kept theirs
+    conn.close()  # its snapshot pin would hold the checkpointer's horizon back for later tests
