@@ -17,7 +17,7 @@ from tique.engine.url import parse_url
 from tique.errors import InterfaceError, ProgrammingError, SerializationFailure
 from tique.names import qualified, quote
 from tique.params import literal, resolve
-from tique.prepared import PreparingConnection
+from tique.prepared import PreparingConnection, StatementHook
 from tique.privileges import Access
 from tique.rewrite.reads import PointKeys, ReadOptions
 from tique.rewrite.template import Template
@@ -80,6 +80,13 @@ class Connection:
         if own == self.read_options.own:
             return self.read_options
         return replace(self.read_options, own=own)
+
+    @property
+    def statement_hooks(self) -> list[StatementHook]:
+        """Called after every statement this connection sends to the engine, with (SQL, seconds, the error or
+        None): tique's own statements too (begin, snapshot reads, the commit protocol), for tracing, logging and
+        counting round trips. Append a callable; a hook that raises breaks the statement it reports."""
+        return self._raw.hooks  # type: ignore[no-any-return]
 
     def plan(self, operation: str, parameters: Any) -> Plan:
         """The plan of a statement in this transaction. A read that will first send pending writes of a table to

@@ -11,13 +11,19 @@ statement runs as text, so a user never sees the difference.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Callable
 
 from tique.engine.base import RawConnection, Result
 from tique.errors import Error
 from tique.rewrite.template import Template
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
+
+# Called after every statement a tique connection sends to the engine, with (SQL, seconds, error or None):
+# Connection.statement_hooks, for tracing, logging and counting round trips.
+StatementHook = Callable[[str, float, "Exception | None"], None]
 
 
 class PreparingConnection:
@@ -28,6 +34,7 @@ class PreparingConnection:
         self._uses: Counter[Template] = Counter()
         self._unpreparable: set[Template] = set()
         self._next_id = 0
+        self.hooks: list[StatementHook] = []
 
     @property
     def closed(self) -> bool:
@@ -38,19 +45,26 @@ class PreparingConnection:
 
     def execute(self, sql: str) -> Result:
         head = sql.lstrip()[:10].upper()
+        started = time.perf_counter()
         try:
             result = self.raw.execute(sql)
-        except Error:
+        except Error as exc:
             self._ids.clear()  # MonetDB dropped them all
             if head.startswith("PREPARE"):
                 self._next_id += 1
+            self._tell(sql, started, exc)
             raise
+        self._tell(sql, started, None)
         if head.startswith("PREPARE"):
             self._next_id = (result.prepared_id if result.prepared_id is not None else self._next_id) + 1
         elif head.startswith("DEALLOCATE"):
             self.enabled = False  # what it does to the count is not known: stop preparing here
             self._ids.clear()
         return result
+
+    def _tell(self, sql: str, started: float, error: Exception | None) -> None:
+        for hook in self.hooks:
+            hook(sql, time.perf_counter() - started, error)
 
     def run(self, template: Template, values: dict[str, str]) -> Result:
         """Run a rewritten statement, prepared once it is seen again."""
