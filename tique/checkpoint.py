@@ -48,7 +48,7 @@ from typing import Any
 
 from tique.catalog import ROWID, Catalog, TableInfo
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, OperationalError
+from tique.errors import DatabaseError, OperationalError, SerializationFailure, connection_lost
 from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
@@ -119,7 +119,7 @@ class CheckpointReport:
 
 
 def _conflict(exc: Exception) -> bool:
-    return "concurrency conflict" in str(exc).lower()
+    return isinstance(exc, SerializationFailure)  # MonetDB's own "concurrency conflicts" (40000) are mapped to it
 
 
 def check_database(conn: RawConnection) -> None:
@@ -654,7 +654,7 @@ def run_loop(
             except CheckpointerBusy:
                 raise
             except DatabaseError as exc:
-                if "lost the connection" in str(exc).lower() or "closed" in str(exc).lower():
+                if connection_lost(exc):
                     raise
                 failed = CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[str(exc)])
                 on_report(failed)

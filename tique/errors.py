@@ -205,7 +205,13 @@ def restated(statement: str, error: ProgrammingError) -> ProgrammingError:
     return ProgrammingError(f"{message[: match.start()]} in the statement {statement!r}", error.sqlstate)
 
 
+CONNECTION_LOST = ("08006", "08003")  # connection failure (the engine adapters raise it), connection closed
+
+
 def connection_lost(exc: Exception) -> bool:
-    """The engine connection is gone (the server died or closed it): the statement's outcome is unknown."""
+    """The engine connection is gone (the server died or closed it): the statement's outcome is unknown. Told by
+    the SQLSTATE the engine adapters give it; pymonetdb's own socket errors, reached some other way, by text."""
+    if getattr(exc, "sqlstate", None) in CONNECTION_LOST:
+        return True
     text = str(exc).lower()
-    return "lost the connection" in text or "connection is closed" in text or "broken pipe" in text
+    return "lost the connection" in text or "broken pipe" in text

@@ -304,7 +304,7 @@ class EmbeddedConnection:
     def execute(self, sql: str) -> Result:
         with self._lock:
             if self._handle is None:
-                raise InterfaceError("connection is closed")
+                raise InterfaceError("connection is closed", "08003")
             return self._worker.call(lambda: self._execute(sql))  # type: ignore[no-any-return]
 
     def _execute(self, sql: str) -> Result:

@@ -90,7 +90,7 @@ class ServerConnection:
 
         with self._lock:
             if self._conn is None:
-                raise InterfaceError("connection is closed")
+                raise InterfaceError("connection is closed", "08003")
             cur = self._cursor
             try:
                 cur.execute(sql)
@@ -106,7 +106,7 @@ class ServerConnection:
                 raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
             except (OSError, EOFError) as exc:
                 self._abandon()
-                raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}") from None
+                raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}", "08006") from None
             except BaseException:
                 # interrupted (KeyboardInterrupt) mid-exchange: the statement's reply may still come, and would
                 # answer the next statement; drop the connection, so the next one fails as a lost connection
