@@ -363,19 +363,15 @@ def _rename_column(
         raise ProgrammingError(f"column name {new_name!r} is reserved by tique")
     new = _renamed(info, old, new_name)
 
-    def apply() -> None:
-        with _undoing(conn) as undo:
-            # the view uses the column: MonetDB renames no column a view depends on
-            _drop_view(conn, info, undo)
-            for table, step in ((info.storage, "storage"), (info.cache, "cache")):
-                _step(step)
-                conn.execute(f"ALTER TABLE {table} RENAME COLUMN {quote(old)} TO {quote(new_name)}")
-                undo.did(f"ALTER TABLE {table} RENAME COLUMN {quote(new_name)} TO {quote(old)}")
-            conn.execute(views.create_sql(new))
-            undo.did(views.drop_sql(new))
-            _write_spec(conn, new)
-
-    return new, apply
+    renames = [
+        (
+            step,
+            f"ALTER TABLE {t} RENAME COLUMN {quote(old)} TO {quote(new_name)}",
+            f"ALTER TABLE {t} RENAME COLUMN {quote(new_name)} TO {quote(old)}",
+        )
+        for t, step in ((info.storage, "storage"), (info.cache, "cache"))
+    ]
+    return new, lambda: _renamed_under_view(conn, info, new, renames)
 
 
 def _rename_table(
@@ -390,22 +386,34 @@ def _rename_table(
     if info.data_schema:  # Storage and Cache in tique_data follow the name (an older table's keep theirs beside T)
         new = catalog.placed(conn, new)
 
-    def apply() -> None:
-        with _undoing(conn) as undo:
-            _drop_view(conn, info, undo)
-            renames = (
-                (info.storage, info.storage_name, new.storage, new.storage_name, "storage"),
-                (info.cache, info.cache_name, new.cache, new.cache_name, "cache"),
-            )
-            for old_t, old_name, new_t, new_physical, step in renames:
-                _step(step)
-                conn.execute(f"ALTER TABLE {old_t} RENAME TO {quote(new_physical)}")
-                undo.did(f"ALTER TABLE {new_t} RENAME TO {quote(old_name)}")
-            conn.execute(views.create_sql(new))
-            undo.did(views.drop_sql(new))
-            _write_spec(conn, new)
+    renames = [
+        (
+            step,
+            f"ALTER TABLE {old_t} RENAME TO {quote(new_physical)}",
+            f"ALTER TABLE {new_t} RENAME TO {quote(old_name)}",
+        )
+        for old_t, old_name, new_t, new_physical, step in (
+            (info.storage, info.storage_name, new.storage, new.storage_name, "storage"),
+            (info.cache, info.cache_name, new.cache, new.cache_name, "cache"),
+        )
+    ]
+    return new, lambda: _renamed_under_view(conn, info, new, renames)
 
-    return new, apply
+
+def _renamed_under_view(
+    conn: RawConnection, info: TableInfo, new: TableInfo, renames: list[tuple[str, str, str]]
+) -> None:
+    """A rename's (step, statement, undo) on Storage and Cache, between dropping T's view (MonetDB renames nothing
+    a view depends on) and creating it for the new definition; then the spec, the commit point."""
+    with _undoing(conn) as undo:
+        _drop_view(conn, info, undo)
+        for step, sql, undo_sql in renames:
+            _step(step)
+            conn.execute(sql)
+            undo.did(undo_sql)
+        conn.execute(views.create_sql(new))
+        undo.did(views.drop_sql(new))
+        _write_spec(conn, new)
 
 
 def _taken(conn: RawConnection, schema: str, name: str, beside: bool) -> bool:

@@ -23,7 +23,7 @@ from tique.errors import (
     SerializationFailure,
     connection_lost,
 )
-from tique.outcomes import record_outcome, waiting
+from tique.outcomes import settle_failed, waiting
 
 if TYPE_CHECKING:
     from tique.transaction import Transaction
@@ -92,7 +92,7 @@ def commit(t: Transaction) -> CommitResult:
         # An error before step 4 means no outcome exists: abort now, or later committers wait for the lease.
         # Step 4 failing may have run decide: then the decided outcome is the only one anybody may record.
         # (An interrupt during step 4 is left to the waiters and recovery.)
-        settled = _abort_recorded(t, cts) if isinstance(exc, Exception) or not deciding else None
+        settled = settle_failed(conn, seq, t.txid, cts) if isinstance(exc, Exception) or not deciding else None
         if settled is True and cts is not None:
             t.committed_cts = cts  # decided committed, and that outcome is recorded now
             return CommitResult(True, cts, _become_visible(t, cts, True))
@@ -139,21 +139,6 @@ def _settle_late(t: Transaction, cts: int) -> None:
         t.db.sequencer.finish(t.conn, t.txid, cts, 0)
     except DatabaseError:
         pass
-
-
-def _abort_recorded(t: Transaction, cts: int | None) -> bool | None:
-    """Settle a commit that failed after its record was written: aborted outcome, then advance - unless decide ran
-    (the C module holds a verdict), whose outcome is then recorded instead. The outcome recorded, or None if none
-    could be (recovery settles it; the caller reports the original error)."""
-    try:
-        if cts is None:
-            found = t.conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {t.txid}").scalar()
-            cts = int(found) if found is not None else None
-        if cts is None:
-            return None
-        return record_outcome(t.conn, t.db.sequencer, t.txid, cts)
-    except DatabaseError:
-        return None
 
 
 def _failure_message(t: Transaction) -> str:

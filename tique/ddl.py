@@ -13,6 +13,7 @@ counter and bumps the version once the table is registered.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
 from tique.names import ident, quote
-from tique.outcomes import record_outcome, waiting
+from tique.outcomes import settle_failed, waiting
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.sequencer import CSequencer
@@ -113,12 +114,14 @@ def versioned(
     taken = seq.record(conn, txid, sts, hashes)
     if ids is not None:
         ids.append(txid)
-    cts = taken or int(conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {txid}").scalar())
     try:
-        waiting(conn, lambda: seq.publish_record(conn, txid, cts, DDL_TIMEOUT_MS))
+        cts = waiting(conn, lambda: seq.publish_record(conn, txid, taken, DDL_TIMEOUT_MS))
         seq.decide_and_record(conn, txid, cts, True)
     except DatabaseError:
-        _abort(db, conn, txid, cts)
+        settle_failed(conn, seq, txid, taken)  # aborted, unless decide ran (see tique/outcomes.py)
+        if isinstance(seq, CSequencer):
+            with contextlib.suppress(DatabaseError):
+                conn.execute(f"SELECT tique.end_txn({txid})")
         raise
     try:
         return change()
@@ -134,15 +137,6 @@ def versioned(
                 # settled; the change becomes visible once the earlier commit it waited for settles
                 seq.finish(conn, txid, cts, 0)
             db.catalog.refresh(conn)
-
-
-def _abort(db: Database, conn: RawConnection, txid: int, cts: int) -> None:
-    try:
-        record_outcome(conn, db.sequencer, txid, cts)  # aborted, unless decide ran (see tique/outcomes.py)
-        if isinstance(db.sequencer, CSequencer):
-            conn.execute(f"SELECT tique.end_txn({txid})")
-    except DatabaseError:
-        pass  # recovery settles it; the caller reports the original error
 
 
 def qualify_names(tree: exp.Expression, schema: str, known: Callable[[str, str], bool]) -> exp.Expression:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from tique.engine.base import RawConnection
-from tique.errors import OperationalError
+from tique.errors import DatabaseError, OperationalError
 from tique.sequencer import CSequencer, Sequencer
 
 T = TypeVar("T")
@@ -69,3 +69,18 @@ def record_outcome(conn: RawConnection, sequencer: Sequencer | None, txid: int, 
     if sequencer is not None:
         sequencer.advance(conn, cts, 0)
     return ok
+
+
+def settle_failed(conn: RawConnection, sequencer: Sequencer, txid: int, cts: int | None) -> bool | None:
+    """Settle a commit (a transaction's or a DDL's) that failed after its record was written: record_outcome,
+    the record's timestamp looked up when the failing step never returned it. The outcome recorded, or None if
+    none could be (recovery settles it; the caller reports the original error)."""
+    try:
+        if cts is None:
+            found = conn.execute(f"SELECT MAX(cts) FROM tique.commits WHERE txid = {int(txid)}").scalar()
+            if found is None:
+                return None
+            cts = int(found)
+        return record_outcome(conn, sequencer, txid, cts)
+    except DatabaseError:
+        return None

@@ -231,6 +231,14 @@ slot_of(tq_lng c)
 	return &ring[(uint64_t) c % RING];
 }
 
+/* c's slot, if it still holds c (not reused by a later timestamp, and c was handed out); caller holds the lock */
+static slot_t *
+slot_holding(tq_lng c)
+{
+	slot_t *s = slot_of(c);
+	return c > 0 && c <= last_cts && s->cts == c ? s : NULL;
+}
+
 /* state of c */
 static int
 state_of(tq_lng c)
@@ -789,10 +797,9 @@ TQexpire(tq_lng *ret, const tq_lng *cts)
 static char *
 TQverdict(int *ret, const tq_lng *cts)
 {
-	tq_lng c = *cts;
 	pthread_mutex_lock(&lock);
-	slot_t *s = slot_of(c);
-	*ret = c > 0 && c <= last_cts && s->cts == c ? s->verdict : -1;
+	slot_t *s = slot_holding(*cts);
+	*ret = s ? s->verdict : -1;
 	pthread_mutex_unlock(&lock);
 	return NULL;
 }
@@ -801,10 +808,9 @@ TQverdict(int *ret, const tq_lng *cts)
 static char *
 TQowner(tq_lng *ret, const tq_lng *cts)
 {
-	tq_lng c = *cts;
 	pthread_mutex_lock(&lock);
-	slot_t *s = slot_of(c);
-	*ret = c > 0 && c <= last_cts && s->cts == c ? s->txid : 0;
+	slot_t *s = slot_holding(*cts);
+	*ret = s ? s->txid : 0;
 	pthread_mutex_unlock(&lock);
 	return NULL;
 }
