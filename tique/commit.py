@@ -5,6 +5,8 @@ the SQL sequencer run the same code, with the same step hooks, errors and settli
 1. ``record``: take a commit timestamp and write the commit record with the write-set (one statement);
 2. ``publish_record``: from here every later certifier sees the record; wait for every earlier one;
 3. certify, read-only: no transaction that committed (or is committing) in (sts, cts) wrote a key this one wrote;
+   with the C module steps 2 and 3 are one statement when no earlier commit was in flight while the record was
+   written (``publish_and_certify``), so COMMIT is the flush plus 4 statements;
 4. ``decide_and_record``: the outcome is durable when this returns - the commit point if it committed;
 5. ``finish``: settle, wait (bounded) until visible in commit order, end the snapshot pin.
 """
@@ -73,12 +75,15 @@ def commit(t: Transaction) -> CommitResult:
     deciding = False
     try:
         _step("recorded", t)
-        # 2. from here every later committer's certification sees this record; wait for earlier ones
-        cts = waiting(conn, lambda: seq.publish_record(conn, t.txid, cts, s.publish_timeout_ms), seq.restricted)
-        _step("published", t)
-        # 3. read-only: this statement starts after every earlier record is visible. (A statement that writes must
-        # not also filter tables others append to: MonetDB aborts it on a conflict.)
-        ok = s.unsafe_skip_certification or certify(t, cts)
+        if seq.publishes_in_certification and not t.priority and not s.unsafe_skip_certification:
+            cts, ok = publish_and_certify(t)  # steps 2 and 3, in one statement unless an earlier commit is in flight
+        else:
+            # 2. from here every later committer's certification sees this record; wait for earlier ones
+            cts = waiting(conn, lambda: seq.publish_record(conn, t.txid, cts, s.publish_timeout_ms), seq.restricted)
+            _step("published", t)
+            # 3. read-only: this statement starts after every earlier record is visible. (A statement that writes
+            # must not also filter tables others append to: MonetDB aborts it on a conflict.)
+            ok = s.unsafe_skip_certification or certify(t, cts)
         # 4. once this returns, a committed outcome is durable. The C module keeps the verdict: if the statement
         # never commits (its client died, the engine failed it after decide ran), a waiter writes the same outcome
         deciding = True
@@ -154,14 +159,37 @@ def _failure_message(t: Transaction) -> str:
     )
 
 
-def certify(t: Transaction, cts: int) -> bool:
+def publish_and_certify(t: Transaction) -> tuple[int, bool]:
+    """Steps 2 and 3 as one read-only statement: it reads the commit timestamp the record took, publishes it
+    (the record is committed: this statement started after it) and certifies. That certification stands when
+    every earlier timestamp was published while the record was being written (the C module notes it): their
+    records were committed before this statement started, so its snapshot holds them all. Otherwise (an earlier
+    commit was still in flight) wait for them as publish does and certify again. (cts, committed)."""
+    seq, conn = t.db.sequencer, t.conn
+    mine = f"(SELECT MAX(cts) FROM tique.commits WHERE txid = {t.txid})"
+    rows = conn.execute(
+        f"SELECT 0, m.c, {seq.publish_own_sql(t.txid, 'm.c')} FROM (SELECT MAX(cts) AS c FROM tique.commits "
+        f"WHERE txid = {t.txid}) AS m UNION ALL SELECT 1, k.c, 0 FROM ({conflicts_sql(t, mine)}) AS k(c)"
+    ).rows
+    head = next(r for r in rows if int(r[0]) == 0)
+    cts = int(head[1])
+    if not int(head[2]):
+        waiting(conn, lambda: seq.await_published(conn, cts, t.settings.publish_timeout_ms), seq.restricted)
+        _step("published", t)
+        return cts, certify(t, cts)
+    _step("published", t)
+    return cts, certify(t, cts, [int(r[1]) for r in rows if int(r[0]) == 1])
+
+
+def certify(t: Transaction, cts: int, conflicts: list[int] | None = None) -> bool:
     """Step 3: True when no conflicting transaction committed (or is committing) in (sts, cts). A conflicting
     one stuck before deciding for longer than the lease (its client died after publishing) is expired, then the
-    check runs again: it will never commit."""
+    check runs again: it will never commit. ``conflicts``: the first check's result, when already read."""
     if t.priority:  # every earlier commit decided: only real commits count against it
         t._await_sts(cts - 1, "an earlier commit")
     while True:
-        conflicts = [int(r[0]) for r in t.conn.execute(conflicts_sql(t, cts)).rows]
+        if conflicts is None:
+            conflicts = [int(r[0]) for r in t.conn.execute(conflicts_sql(t, cts)).rows]
         if -2 in conflicts:
             t.ddl_conflict = True
             return False  # a table it used was dropped meanwhile
@@ -171,13 +199,15 @@ def certify(t: Transaction, cts: int) -> bool:
             return True
         if not t.db.sequencer.expire(t.conn, conflicts):
             return False
+        conflicts = None
 
 
-def conflicts_sql(t: Transaction, cts: int) -> str:
+def conflicts_sql(t: Transaction, cts: int | str) -> str:
     """Write-write conflicts: transactions that committed (or are committing) in (sts, cts) and wrote a key this
     one wrote. Aborted ones do not count; undecided ones do (as in the paper: status T or C). Then -1 for a key a
     priority transaction reserved, and -2 for a DDL (its schema hash) on a table this one read or wrote,
-    committed in (sts, cts): a read-set check, ordinary transactions never write schema hashes."""
+    committed in (sts, cts): a read-set check, ordinary transactions never write schema hashes. ``cts``: the
+    timestamp, or a SQL expression computing it."""
     live = t.db.sequencer.live_sql
     schema = ", ".join(str(h) for h in t.schema_hashes())
     aborted = f"SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {t.sts} AND cts < {cts}"

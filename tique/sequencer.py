@@ -9,7 +9,9 @@ Two implementations with the same semantics:
 
 A commit with timestamp c goes: ``next_cts`` -> write its record -> ``publish(c)`` (waits until every earlier
 timestamp is published, so certification sees all earlier write-sets) -> certify -> ``decide(c)`` -> write the
-outcome -> ``advance(c)`` (c becomes visible once every earlier timestamp is settled; waits for that).
+outcome -> ``advance(c)`` (c becomes visible once every earlier timestamp is settled; waits for that). The C
+module also offers ``record_cts``/``publish_own``: the record statement notes whether every earlier timestamp
+is published already; if so the owner's next statement (its certification) publishes c without waiting.
 """
 
 from __future__ import annotations
@@ -86,6 +88,19 @@ class Sequencer(Protocol):
         """Step 4: decide (from here the commit cannot be abandoned) and write the outcome ``ok``."""
         ...
 
+    # Steps 2 and 3 in one statement (CSequencer): the certification statement publishes the record itself when
+    # every earlier timestamp was published while the record was written (commit.publish_and_certify).
+    publishes_in_certification: bool
+
+    def publish_own_sql(self, txid: int, cts_sql: str) -> str:
+        """A SQL expression publishing txid's commit ``cts_sql`` (its record committed): 1 when the statement's
+        snapshot holds every earlier record, 0 when the owner must await_published and certify again."""
+        ...
+
+    def await_published(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
+        """After publish_own_sql gave 0: wait until every smaller timestamp is published."""
+        ...
+
     def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
         """Step 5: settle cts, wait (up to timeout_ms; 0: not at all) until it is visible, end txid's pin."""
         ...
@@ -137,6 +152,7 @@ class CSequencer:
     # protocol procedures (tique/privileges.py); set by Database.
     restricted = False
     advance_fn = "tique.advance"
+    publishes_in_certification = True
 
     def restrict(self) -> None:
         self.restricted = True
@@ -185,7 +201,7 @@ class CSequencer:
         values = ", ".join(f"({int(h)})" for h in hashes)
         conn.execute(
             f"INSERT INTO tique.commits SELECT {int(txid)}, {int(sts)}, x.c, v.h FROM (VALUES {values}) AS v(h) "
-            f"CROSS JOIN (SELECT tique.next_cts_for({int(txid)}) AS c) AS x"
+            f"CROSS JOIN (SELECT tique.record_cts({int(txid)}) AS c) AS x"
         )
         return None
 
@@ -194,6 +210,12 @@ class CSequencer:
             conn,
             f"SELECT MAX(cts), tique.publish(MAX(cts), {int(timeout_ms)}) FROM tique.commits WHERE txid = {int(txid)}",
         )
+
+    def publish_own_sql(self, txid: int, cts_sql: str) -> str:
+        return f"tique.publish_own({int(txid)}, {cts_sql})"
+
+    def await_published(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
+        conn.execute(f"SELECT tique.await_published({int(cts)}, {int(timeout_ms)})")
 
     def decide_and_record(self, conn: RawConnection, txid: int, cts: int, ok: bool) -> None:
         # one statement: the C module keeps the verdict, so if this one never commits (its client died, the engine
@@ -251,6 +273,7 @@ class SqlSequencer:
     kind: SequencerKind = "sql"
     restricted = False  # no ordinary-user mode (see CSequencer)
     advance_fn = ""
+    publishes_in_certification = False  # publishing is an event row: a write, never inside a certification read
 
     def __init__(self, lease_ms: int = COMMIT_LEASE_MS, poll_s: float = 0.001, unsafe_sequences: bool = False) -> None:
         self.lease_ms = lease_ms
@@ -378,6 +401,12 @@ class SqlSequencer:
         assert cts is not None
         self.publish(conn, cts, timeout_ms)
         return cts
+
+    def publish_own_sql(self, txid: int, cts_sql: str) -> str:
+        raise NotSupportedError("the SQL sequencer publishes with a statement of its own (publish_record)")
+
+    def await_published(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
+        raise NotSupportedError("the SQL sequencer publishes with a statement of its own (publish_record)")
 
     def decide_and_record(self, conn: RawConnection, txid: int, cts: int, ok: bool) -> None:
         self.decide(conn, cts, ok)

@@ -80,7 +80,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 8
+#define TIQUE_UDF_ABI 9
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -134,6 +134,7 @@ typedef struct {
 	int state;
 	int verdict;      /* from decide: 1 committed, 0 aborted; -1 before */
 	int waiting;      /* the owner is waiting inside publish: alive, never abandoned meanwhile */
+	int early;        /* record_cts: every smaller timestamp was published while the record was being written */
 	int64_t since_ms; /* when the slot entered its state (or its owner last left a wait), for the lease */
 } slot_t;
 
@@ -615,6 +616,7 @@ take_cts(const char *fcn, tq_lng txid, tq_lng *ret)
 	s->txid = txid;
 	s->verdict = -1;
 	s->waiting = 0;
+	s->early = 0;
 	return NULL;
 }
 
@@ -682,6 +684,93 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 		} else {
 			set_state(c, PUBLISHED);
 			move_watermarks();
+			slot_t *s = slot_of(c);
+			s->waiting++;
+			int rc = wait_for(&published, c - 1, c, timeout);
+			s->waiting--;
+			s->since_ms = now_ms(); /* its lease runs from here: the owner was alive until now */
+			if (rc != 0)
+				err = blocker_error(fcn, c, published, timeout);
+			else
+				*ret = published;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+/* next_cts_for, inside the statement writing c's commit record; notes whether every smaller timestamp is
+ * published by now (their records committed), so that a statement of the owner starting after this one sees
+ * every earlier record without waiting (publish_own) */
+static char *
+TQrecord_cts(tq_lng *ret, const tq_lng *txid)
+{
+	char *err = TQnext_cts_for(ret, txid);
+	if (err)
+		return err;
+	pthread_mutex_lock(&lock);
+	slot_t *s = slot_holding(*ret);
+	if (s)
+		s->early = published >= *ret - 1;
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* the owner txid publishes c from inside its certification statement (c's record is committed: the statement
+ * started after it). Returns 1 when every smaller timestamp was published before the record statement ended,
+ * so that statement's snapshot holds every earlier record and its certification stands; 0 otherwise: the owner
+ * waits (await_published) and certifies again. Idempotent: the engine may call it more than once. */
+static char *
+TQpublish_own(int *ret, const tq_lng *txid, const tq_lng *cts)
+{
+	const char *fcn = "tique.publish_own";
+	tq_lng c = *cts;
+	char *err;
+	pthread_mutex_lock(&lock);
+	if ((err = check_cts(fcn, c)) == NULL) {
+		slot_t *s = slot_holding(c);
+		int st = state_of(c);
+		if (st == ABANDONED) {
+			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
+					      "(%lld ms) ran out; retry the transaction", (long long) c,
+					      (long long) lease_ms);
+		} else if (s == NULL || s->txid != *txid) {
+			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is not transaction %lld's",
+					      (long long) c, (long long) *txid);
+		} else if (st == TAKEN) {
+			set_state(c, PUBLISHED);
+			move_watermarks();
+			*ret = s->early;
+		} else if (st == PUBLISHED) {
+			*ret = s->early;
+		} else {
+			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is %s, not taken",
+					      (long long) c, state_names[st]);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+/* after publish_own returned 0: wait until every smaller timestamp is published, as publish does */
+static char *
+TQawait_published(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
+{
+	const char *fcn = "tique.await_published";
+	tq_lng c = *cts;
+	int timeout = *timeout_ms == INT_NIL ? 0 : *timeout_ms;
+	char *err;
+	pthread_mutex_lock(&lock);
+	if ((err = check_cts(fcn, c)) == NULL) {
+		int st = state_of(c);
+		if (st == ABANDONED) {
+			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
+					      "(%lld ms) ran out; retry the transaction", (long long) c,
+					      (long long) lease_ms);
+		} else if (st != PUBLISHED) {
+			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is %s, not published",
+					      (long long) c, state_names[st]);
+		} else {
 			slot_t *s = slot_of(c);
 			s->waiting++;
 			int rc = wait_for(&published, c - 1, c, timeout);
@@ -1008,6 +1097,9 @@ static mel_func tique_functions[] = {
 	FN("bump_catalog", TQbump_catalog, 1, 1, LNG),
 	FN("storage_ok", TQstorage_ok, 1, 1, INT),
 	FN("storage_failed", TQstorage_failed, 1, 1, INT),
+	FN("record_cts", TQrecord_cts, 1, 2, LNG, LNG),
+	FN("publish_own", TQpublish_own, 1, 3, INT, LNG, LNG),
+	FN("await_published", TQawait_published, 1, 3, LNG, LNG, INT),
 	{.mod = ""},
 };
 

@@ -1,0 +1,111 @@
+"""Engine statements per transaction and median latency, one client (issue 14 item 3): (a) a single-row UPDATE
+transaction, (b) a point SELECT then an UPDATE of the same row, (c) a TPC-C NewOrder (1 warehouse at scale 0.1,
+no checkpointer), embedded and over MAPI (``tique serve``). Statements are counted through
+Connection.statement_hooks (one per engine call).
+
+    python -m benchmarks.stmts [--n 200] [--engines embedded,mapi]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tique
+from benchmarks.common import served_database
+from benchmarks.tpcc import txns
+from benchmarks.tpcc.cli import DATA_CACHE
+from benchmarks.tpcc.data import DATA_VERSION, TABLE_ORDER, Scale, generate
+from benchmarks.tpcc.schema import ALL_TABLES
+
+ROWS = 10_000
+TPCC = Scale(1, 0.1)
+
+
+def setup(url: str) -> None:
+    conn = tique.connect(url)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE bench_kv (k INT PRIMARY KEY, v INT)")
+    conn.bulk_load("bench_kv", [(k, 0) for k in range(ROWS)])
+    csv_dir = generate(DATA_CACHE / f"v{DATA_VERSION}-w{TPCC.warehouses}-s{TPCC.scale}", TPCC)
+    for name in TABLE_ORDER:
+        cur.execute(ALL_TABLES[name])
+    for name in TABLE_ORDER:
+        conn.bulk_load_csv(name, csv_dir / f"{name}.csv")
+    conn.close()
+
+
+def operations(conn: tique.Connection) -> dict[str, Callable[[], None]]:
+    cur = conn.cursor()
+    keys = random.Random(1)
+    ctx = txns.Context(TPCC, 1, random.Random(1))
+
+    def update() -> None:
+        cur.execute("UPDATE bench_kv SET v = v + 1 WHERE k = %s", (keys.randrange(ROWS),))
+        conn.commit()
+
+    def read_update() -> None:
+        k = keys.randrange(ROWS)
+        cur.execute("SELECT k, v FROM bench_kv WHERE k = %s", (k,))
+        cur.fetchall()
+        cur.execute("UPDATE bench_kv SET v = v + 1 WHERE k = %s", (k,))
+        conn.commit()
+
+    def new_order() -> None:
+        try:
+            txns.new_order(conn, ctx)
+        except txns.UserAbort:
+            pass
+
+    return {"update": update, "read_then_update": read_update, "new_order": new_order}
+
+
+def measure(url: str, n: int, warmup: int) -> dict[str, dict[str, float]]:
+    setup(url)
+    conn = tique.connect(url, insert_check="flush")
+    sent: list[str] = []
+    conn.statement_hooks.append(lambda sql, _seconds, _error: sent.append(sql))
+    out: dict[str, dict[str, float]] = {}
+    for name, fn in operations(conn).items():
+        for _ in range(warmup):
+            fn()
+        sent.clear()
+        samples = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - t0)
+        out[name] = {"statements": round(len(sent) / n, 2), "p50_ms": round(1000 * statistics.median(samples), 3)}
+    conn.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.stmts", description=__doc__)
+    parser.add_argument("--n", type=int, default=200, help="transactions per operation")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--engines", default="embedded,mapi")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {}
+    engines = args.engines.split(",")
+    if "embedded" in engines:
+        with tempfile.TemporaryDirectory(prefix="tique-bench-") as tmp:
+            results["embedded"] = measure(f"monetdbe://{Path(tmp) / 'db'}", args.n, args.warmup)
+    if "mapi" in engines:
+        with served_database() as url:
+            results["mapi"] = measure(url, args.n, args.warmup)
+    print(f"{'engine':<10}{'transaction':<18}{'statements':>11}{'p50 ms':>9}")
+    for engine, ops in results.items():
+        for op, stats in ops.items():
+            print(f"{engine:<10}{op:<18}{stats['statements']:>11}{stats['p50_ms']:>9.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

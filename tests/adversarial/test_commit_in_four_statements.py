@@ -1,0 +1,66 @@
+"""COMMIT costs the flush plus 4 engine statements when no earlier commit is in flight (record, publish with
+certification, outcome, advance), embedded and over MAPI. That the merged publish stays exact (a record written
+while an earlier commit had not published waits for it and loses on a shared key) is
+tests/test_commit_races.py::test_later_committer_waits_for_an_earlier_one_that_has_not_published."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import tique
+from tests.conftest import start_serve
+
+ROWS = 10
+
+
+@pytest.fixture(params=["embedded", "mapi"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "embedded":
+        yield f"monetdbe://{tmp_path / 'db'}"
+        return
+    server = start_serve(tmp_path / "db")
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def _table(url: str) -> None:
+    conn = tique.connect(url)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE kv (k INT PRIMARY KEY, v INT)")
+    cur.executemany("INSERT INTO kv VALUES (%s, 0)", [(k,) for k in range(ROWS)])
+    conn.commit()
+    conn.close()
+
+
+def _commit_statements(conn: tique.Connection, k: int) -> list[str]:
+    sent: list[str] = []
+    hook = conn.statement_hooks
+    cur = conn.cursor()
+    cur.execute("UPDATE kv SET v = v + 1 WHERE k = %s", (k,))
+    hook.append(lambda sql, _seconds, _error: sent.append(sql))
+    try:
+        conn.commit()
+    finally:
+        hook.pop()
+    return sent
+
+
+def test_an_uncontended_commit_sends_the_flush_and_four_statements(url: str) -> None:
+    _table(url)
+    conn = tique.connect(url)
+    try:
+        for k in range(3):
+            sent = _commit_statements(conn, k)
+            flushes = [s for s in sent if "__cache" in s and s.startswith("INSERT")]
+            assert len(flushes) == 1, sent
+            assert len(sent) - len(flushes) == 4, sent
+        cur = conn.cursor()
+        cur.execute("SELECT k, v FROM kv WHERE k < 4 ORDER BY k")
+        assert cur.fetchall() == [(0, 1), (1, 1), (2, 1), (3, 0)]
+    finally:
+        conn.close()
