@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tique.engine.base import RawConnection, Result
 from tique.errors import Error
@@ -61,6 +61,16 @@ class PreparingConnection:
             self.enabled = False  # what it does to the count is not known: stop preparing here
             self._ids.clear()
         return result
+
+    def execute_atomically(self, statements: Sequence[str]) -> None:
+        """The raw connection's execute_atomically; the hooks see it as one call, its statements joined."""
+        started = time.perf_counter()
+        try:
+            self.raw.execute_atomically(statements)
+        except Error as exc:
+            self._tell(";\n".join(statements), started, exc)
+            raise
+        self._tell(";\n".join(statements), started, None)
 
     def _tell(self, sql: str, started: float, error: Exception | None) -> None:
         for hook in self.hooks:

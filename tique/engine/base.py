@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,7 +36,14 @@ class RawConnection(Protocol):
     """A connection to MonetDB in autocommit mode: every statement is its own MonetDB transaction."""
 
     def execute(self, sql: str) -> Result:
-        """Run one SQL text (it may hold several statements; the last one's result is returned)."""
+        """Run one SQL statement. (The embedded kernel runs only the first statement of a text holding several
+        and drops the rest silently: send several through execute_atomically.)"""
+        ...
+
+    def execute_atomically(self, statements: Sequence[str]) -> None:
+        """Run writing statements as one MonetDB transaction, all or none, discarding their results: over MAPI in
+        one round trip (MonetDB runs a text of several statements as one transaction), embedded between START
+        TRANSACTION and COMMIT in one call to the kernel's thread. On an error nothing of them stays."""
         ...
 
     def close(self) -> None: ...

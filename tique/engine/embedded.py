@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -306,6 +306,25 @@ class EmbeddedConnection:
             if self._handle is None:
                 raise InterfaceError("connection is closed", "08003")
             return self._worker.call(lambda: self._execute(sql))  # type: ignore[no-any-return]
+
+    def execute_atomically(self, statements: Sequence[str]) -> None:
+        with self._lock:
+            if self._handle is None:
+                raise InterfaceError("connection is closed", "08003")
+            self._worker.call(lambda: self._atomically(statements))
+
+    def _atomically(self, statements: Sequence[str]) -> None:
+        self._execute("START TRANSACTION")
+        try:
+            for sql in statements:
+                self._execute(sql)
+            self._execute("COMMIT")
+        except BaseException:
+            try:
+                self._execute("ROLLBACK")  # after a failed COMMIT the session is back in autocommit already
+            except Exception:
+                pass
+            raise
 
     def _execute(self, sql: str) -> Result:
         ffi, lib = _lowlevel()

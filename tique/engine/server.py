@@ -6,6 +6,7 @@ import re
 import socket
 import struct
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from tique.engine.base import Column, Result
@@ -115,6 +116,10 @@ class ServerConnection:
             columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
             rows = _reals(columns, rows)
             return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
+
+    def execute_atomically(self, statements: Sequence[str]) -> None:
+        # one text: MonetDB runs it as one transaction and rolls all of it back when a statement fails
+        self.execute(";\n".join(statements))
 
     def _abandon(self) -> None:
         conn, self._conn = self._conn, None
