@@ -22,7 +22,7 @@ def test_hooks_see_every_statement_of_a_transaction(embedded_url: str, unique_na
         conn.cursor().execute(f"UPDATE {name} SET v = v + 1 WHERE k = 1")
         conn.commit()
         texts = [sql for sql, _, _ in sent]
-        steps = ["tique.begin_txn", "tique.next_cts_for", "tique.publish", "tique.decide", "tique.advance"]
+        steps = ["tique.begin_txn", "tique.record_cts", "tique.publish_own", "tique.decide", "tique.advance"]
         for step in steps:  # begin and the commit protocol, in order
             assert sum(step in t for t in texts) == 1, (step, texts)
         assert [next(i for i, t in enumerate(texts) if s in t) for s in steps] == sorted(
