@@ -1,7 +1,10 @@
 """Engine statements per transaction and median latency, one client (issue 14 item 3): (a) a single-row UPDATE
 transaction, (b) a point SELECT then an UPDATE of the same row, (c) a TPC-C NewOrder (1 warehouse at scale 0.1,
-no checkpointer), embedded and over MAPI (``tique serve``). Statements are counted through
-Connection.statement_hooks (one per engine call).
+no checkpointer), embedded and over MAPI (``tique serve``). Engine calls are counted through
+Connection.statement_hooks; statements are the calls' texts split at ";\n" (execute_atomically sends several
+in one call). "before" runs the old commit path in the same process (the sequencer's publish statement, each
+Cache flush and the commit record as statements of their own), interleaved with "after" in blocks, so both
+see the same load on a shared machine.
 
     python -m benchmarks.stmts [--n 200] [--engines embedded,mapi]
 """
@@ -23,6 +26,8 @@ from benchmarks.tpcc import txns
 from benchmarks.tpcc.cli import DATA_CACHE
 from benchmarks.tpcc.data import DATA_VERSION, TABLE_ORDER, Scale, generate
 from benchmarks.tpcc.schema import ALL_TABLES
+from tique import transaction
+from tique.sequencer import CSequencer
 
 ROWS = 10_000
 TPCC = Scale(1, 0.1)
@@ -66,23 +71,44 @@ def operations(conn: tique.Connection) -> dict[str, Callable[[], None]]:
     return {"update": update, "read_then_update": read_update, "new_order": new_order}
 
 
-def measure(url: str, n: int, warmup: int) -> dict[str, dict[str, float]]:
+def old_path(on: bool) -> None:
+    """Switch the commit path this process uses: the old one (on) or the current one."""
+    CSequencer.publishes_in_certification = not on
+    transaction.ATOMIC_FLUSH = not on
+
+
+def measure(url: str, n: int, warmup: int, block: int = 10) -> dict[str, dict[str, float]]:
     setup(url)
     conn = tique.connect(url, insert_check="flush")
     sent: list[str] = []
     conn.statement_hooks.append(lambda sql, _seconds, _error: sent.append(sql))
     out: dict[str, dict[str, float]] = {}
-    for name, fn in operations(conn).items():
-        for _ in range(warmup):
-            fn()
-        sent.clear()
-        samples = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-        out[name] = {"statements": round(len(sent) / n, 2), "p50_ms": round(1000 * statistics.median(samples), 3)}
-    conn.close()
+    try:
+        for name, fn in operations(conn).items():
+            for _ in range(warmup):
+                fn()
+            samples: dict[str, list[float]] = {"before": [], "after": []}
+            calls = {"before": 0, "after": 0}
+            statements = {"before": 0, "after": 0}
+            while len(samples["after"]) < n:
+                for mode in ("before", "after"):
+                    old_path(mode == "before")
+                    sent.clear()
+                    for _ in range(block):
+                        t0 = time.perf_counter()
+                        fn()
+                        samples[mode].append(time.perf_counter() - t0)
+                    calls[mode] += len(sent)
+                    statements[mode] += sum(len(sql.split(";\n")) for sql in sent)
+            for mode, times in samples.items():
+                out[f"{name} {mode}"] = {
+                    "calls": round(calls[mode] / len(times), 2),
+                    "statements": round(statements[mode] / len(times), 2),
+                    "p50_ms": round(1000 * statistics.median(times), 3),
+                }
+    finally:
+        old_path(False)
+        conn.close()
     return out
 
 
@@ -100,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     if "mapi" in engines:
         with served_database() as url:
             results["mapi"] = measure(url, args.n, args.warmup)
-    print(f"{'engine':<10}{'transaction':<18}{'statements':>11}{'p50 ms':>9}")
+    print(f"{'engine':<10}{'transaction':<26}{'calls':>7}{'statements':>11}{'p50 ms':>9}")
     for engine, ops in results.items():
         for op, stats in ops.items():
-            print(f"{engine:<10}{op:<18}{stats['statements']:>11}{stats['p50_ms']:>9.3f}")
+            print(f"{engine:<10}{op:<26}{stats['calls']:>7}{stats['statements']:>11}{stats['p50_ms']:>9.3f}")
     return 0
 
 
