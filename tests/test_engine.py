@@ -85,6 +85,35 @@ def test_types_round_trip(raw: RawConnection) -> None:
     )
 
 
+@pytest.mark.parametrize("limit", [None, 10])
+def test_execute_atomically_is_all_or_nothing(
+    raw: RawConnection, unique_name: Names, monkeypatch: pytest.MonkeyPatch, limit: int | None
+) -> None:
+    # limit: over MAPI, statements longer than ONE_TEXT_LIMIT go one by one inside START TRANSACTION ... COMMIT
+    if limit is not None:
+        monkeypatch.setattr("tique.engine.server.ONE_TEXT_LIMIT", limit)
+    a, b = unique_name("a"), unique_name("b")
+    raw.execute(f"CREATE TABLE {a} (v INT)")
+    raw.execute(f"CREATE TABLE {b} (v INT)")
+    raw.execute_atomically(
+        [f"INSERT INTO {a} VALUES (1)", f"INSERT INTO {b} VALUES (2)", f"INSERT INTO {a} VALUES (3)"]
+    )
+    assert raw.execute(f"SELECT v FROM {a} ORDER BY v").rows == [(1,), (3,)]
+    assert raw.execute(f"SELECT v FROM {b}").rows == [(2,)]
+    with pytest.raises(ProgrammingError):
+        raw.execute_atomically([f"INSERT INTO {a} VALUES (4)", "INSERT INTO no_such_table VALUES (5)"])
+    with pytest.raises(DataError):
+        raw.execute_atomically([f"INSERT INTO {b} VALUES (6)", f"INSERT INTO {a} VALUES (1 / 0)"])
+    assert raw.execute(f"SELECT v FROM {a} ORDER BY v").rows == [(1,), (3,)]  # nothing of either stayed
+    assert raw.execute(f"SELECT v FROM {b}").rows == [(2,)]
+    raw.execute(f"INSERT INTO {a} VALUES (7)")  # back in autocommit: a single statement commits on its own
+    other = raw.engine.connect()  # type: ignore[attr-defined]
+    try:
+        assert other.execute(f"SELECT COUNT(*) FROM {a}").scalar() == 3
+    finally:
+        other.close()
+
+
 def test_syntax_error_keeps_monetdb_message(raw: RawConnection) -> None:
     with pytest.raises(ProgrammingError) as info:
         raw.execute("SELEC 1")

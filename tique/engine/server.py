@@ -49,6 +49,10 @@ class ServerEngine:
         """Server connections are closed by their owners; nothing is shared here."""
 
 
+# Statements sent together by execute_atomically up to this many characters go as one text (one round trip)
+ONE_TEXT_LIMIT = 1 << 20
+
+
 class ServerConnection:
     def __init__(self, engine: ServerEngine) -> None:
         import pymonetdb
@@ -118,8 +122,21 @@ class ServerConnection:
             return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
-        # one text: MonetDB runs it as one transaction and rolls all of it back when a statement fails
-        self.execute(";\n".join(statements))
+        if sum(len(sql) for sql in statements) <= ONE_TEXT_LIMIT:
+            # one text: MonetDB runs it as one transaction and rolls all of it back when a statement fails
+            self.execute(";\n".join(statements))
+            return
+        self.execute("START TRANSACTION")
+        try:
+            for sql in statements:
+                self.execute(sql)
+            self.execute("COMMIT")
+        except BaseException:
+            try:
+                self.execute("ROLLBACK")  # after a failed COMMIT the session is back in autocommit already
+            except Exception:
+                pass
+            raise
 
     def _abandon(self) -> None:
         conn, self._conn = self._conn, None
