@@ -160,20 +160,19 @@ def _failure_message(t: Transaction) -> str:
 
 
 def publish_and_certify(t: Transaction) -> tuple[int, bool]:
-    """Steps 2 and 3 as one read-only statement: it reads the commit timestamp the record took, publishes it
+    """Steps 2 and 3 as one read-only statement: the C module publishes the commit timestamp txid took
     (the record is committed: this statement started after it) and certifies. That certification stands when
     every earlier timestamp was published while the record was being written (the C module notes it): their
     records were committed before this statement started, so its snapshot holds them all. Otherwise (an earlier
     commit was still in flight) wait for them as publish does and certify again. (cts, committed)."""
     seq, conn = t.db.sequencer, t.conn
-    mine = f"(SELECT MAX(cts) FROM tique.commits WHERE txid = {t.txid})"
+    own = seq.publish_own_sql(t.txid)  # the engine may evaluate it once per use: it is idempotent
     rows = conn.execute(
-        f"SELECT 0, m.c, {seq.publish_own_sql(t.txid, 'm.c')} FROM (SELECT MAX(cts) AS c FROM tique.commits "
-        f"WHERE txid = {t.txid}) AS m UNION ALL SELECT 1, k.c, 0 FROM ({conflicts_sql(t, mine)}) AS k(c)"
+        f"SELECT 0, {own} UNION ALL SELECT 1, k.c FROM ({conflicts_sql(t, f'ABS({own})')}) AS k(c)"
     ).rows
-    head = next(r for r in rows if int(r[0]) == 0)
-    cts = int(head[1])
-    if not int(head[2]):
+    head = next(int(r[1]) for r in rows if int(r[0]) == 0)
+    cts = abs(head)
+    if head < 0:
         waiting(conn, lambda: seq.await_published(conn, cts, t.settings.publish_timeout_ms), seq.restricted)
         _step("published", t)
         return cts, certify(t, cts)

@@ -36,5 +36,5 @@ CREATE OR REPLACE FUNCTION tique.bump_catalog() RETURNS BIGINT EXTERNAL NAME tiq
 CREATE OR REPLACE FUNCTION tique.storage_ok() RETURNS INT EXTERNAL NAME tique.storage_ok;
 CREATE OR REPLACE FUNCTION tique.storage_failed() RETURNS INT EXTERNAL NAME tique.storage_failed;
 CREATE OR REPLACE FUNCTION tique.record_cts(txid BIGINT) RETURNS BIGINT EXTERNAL NAME tique.record_cts;
-CREATE OR REPLACE FUNCTION tique.publish_own(txid BIGINT, c BIGINT) RETURNS INT EXTERNAL NAME tique.publish_own;
+CREATE OR REPLACE FUNCTION tique.publish_own(txid BIGINT) RETURNS BIGINT EXTERNAL NAME tique.publish_own;
 CREATE OR REPLACE FUNCTION tique.await_published(c BIGINT, timeout_ms INT) RETURNS BIGINT EXTERNAL NAME tique.await_published;

@@ -716,43 +716,41 @@ TQrecord_cts(tq_lng *ret, const tq_lng *txid)
 	return NULL;
 }
 
-/* the owner txid publishes c from inside its certification statement (c's record is committed: the statement
- * started after it). Returns 1 when every smaller timestamp was published before the record statement ended,
- * so that statement's snapshot holds every earlier record and its certification stands; 0 otherwise: the owner
- * waits (await_published) and certifies again. Idempotent: the engine may call it more than once. */
+/* the owner txid publishes its commit c from inside its certification statement (c's record is committed: the
+ * statement started after it). Returns c when every smaller timestamp was published before the record statement
+ * ended, so the statement's snapshot holds every earlier record and its certification stands; -c otherwise:
+ * the owner waits (await_published) and certifies again. Idempotent: the engine may call it more than once. */
 static char *
-TQpublish_own(int *ret, const tq_lng *txid, const tq_lng *cts)
+TQpublish_own(tq_lng *ret, const tq_lng *txid)
 {
 	const char *fcn = "tique.publish_own";
-	tq_lng c = *cts;
-	char *err;
+	char *err = NULL;
 	pthread_mutex_lock(&lock);
-	if ((err = check_cts(fcn, c)) == NULL) {
-		slot_t *s = slot_holding(c);
-		int st = state_of(c);
-		if (st == ABANDONED) {
-			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
-					      "(%lld ms) ran out; retry the transaction", (long long) c,
-					      (long long) lease_ms);
-		} else if (s == NULL || s->txid != *txid) {
-			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is not transaction %lld's",
-					      (long long) c, (long long) *txid);
-		} else if (st == TAKEN) {
-			set_state(c, PUBLISHED);
-			move_watermarks();
-			*ret = s->early;
-		} else if (st == PUBLISHED) {
-			*ret = s->early;
-		} else {
-			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is %s, not taken",
-					      (long long) c, state_names[st]);
-		}
+	tq_lng c = 0;
+	for (tq_lng p = last_cts; p > sts && c == 0; p--) { /* the commits in flight: few */
+		slot_t *s = slot_holding(p);
+		if (s && s->txid == *txid)
+			c = p;
 	}
+	int st = c ? state_of(c) : FREE;
+	if (st == TAKEN) {
+		set_state(c, PUBLISHED);
+		move_watermarks();
+	}
+	if (st == TAKEN || st == PUBLISHED)
+		*ret = slot_of(c)->early ? c : -c;
+	else if (st == ABANDONED || st == FREE)
+		err = createException(TQ_MAL, fcn, "40001!tique: the commit of transaction %lld was abandoned after its "
+				      "lease (%lld ms) ran out; retry the transaction", (long long) *txid,
+				      (long long) lease_ms);
+	else
+		err = createException(TQ_MAL, fcn, "42000!tique: commit %lld of transaction %lld is %s, not taken",
+				      (long long) c, (long long) *txid, state_names[st]);
 	pthread_mutex_unlock(&lock);
 	return err;
 }
 
-/* after publish_own returned 0: wait until every smaller timestamp is published, as publish does */
+/* after publish_own returned -c: wait until every smaller timestamp is published, as publish does */
 static char *
 TQawait_published(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 {
@@ -1098,7 +1096,7 @@ static mel_func tique_functions[] = {
 	FN("storage_ok", TQstorage_ok, 1, 1, INT),
 	FN("storage_failed", TQstorage_failed, 1, 1, INT),
 	FN("record_cts", TQrecord_cts, 1, 2, LNG, LNG),
-	FN("publish_own", TQpublish_own, 1, 3, INT, LNG, LNG),
+	FN("publish_own", TQpublish_own, 1, 2, LNG, LNG),
 	FN("await_published", TQawait_published, 1, 3, LNG, LNG, INT),
 	{.mod = ""},
 };
