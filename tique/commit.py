@@ -26,6 +26,7 @@ from tique.errors import (
     connection_lost,
 )
 from tique.outcomes import settle_failed, waiting
+from tique.rewrite.template import SLOT_PREFIX, Template
 
 if TYPE_CHECKING:
     from tique.transaction import Transaction
@@ -166,10 +167,8 @@ def publish_and_certify(t: Transaction) -> tuple[int, bool]:
     records were committed before this statement started, so its snapshot holds them all. Otherwise (an earlier
     commit was still in flight) wait for them as publish does and certify again. (cts, committed)."""
     seq, conn = t.db.sequencer, t.conn
-    own = seq.publish_own_sql(t.txid)  # the engine may evaluate it once per use: it is idempotent
-    rows = conn.execute(
-        f"SELECT 0, {own} UNION ALL SELECT 1, k.c FROM ({conflicts_sql(t, f'ABS({own})')}) AS k(c)"
-    ).rows
+    values = {"txid": str(t.txid), "sts": str(t.sts), "now": _now_ms()}
+    rows = conn.run(_publish_and_certify_template(t), values).rows
     head = next(int(r[1]) for r in rows if int(r[0]) == 0)
     cts = abs(head)
     if head < 0:
@@ -178,6 +177,21 @@ def publish_and_certify(t: Transaction) -> tuple[int, bool]:
         return cts, certify(t, cts)
     _step("published", t)
     return cts, certify(t, cts, [int(r[1]) for r in rows if int(r[0]) == 1])
+
+
+def _publish_and_certify_template(t: Transaction) -> Template:
+    """publish_and_certify's statement with slots for txid, sts and the time: the same text for every transaction
+    over the same tables (no foreign-key entries or DDL of its own), so the session prepares it once."""
+    txid, sts, now = (f"CAST(:{SLOT_PREFIX}{name} AS BIGINT)" for name in ("txid", "sts", "now"))
+    if t._refs or t._probes or t.own_ddl:  # values of this transaction only: no text worth preparing
+        txid, sts, now = str(t.txid), str(t.sts), _now_ms()
+    own = t.db.sequencer.publish_own_sql(txid)  # the engine may evaluate it once per use: it is idempotent
+    conflicts = _conflicts(t, f"ABS({own})", sts, txid, now)
+    return Template.from_sql(f"SELECT 0, {own} UNION ALL SELECT 1, k.c FROM ({conflicts}) AS k(c)")
+
+
+def _now_ms() -> str:
+    return str(int(time.time() * 1000))
 
 
 def certify(t: Transaction, cts: int, conflicts: list[int] | None = None) -> bool:
@@ -207,29 +221,34 @@ def conflicts_sql(t: Transaction, cts: int | str) -> str:
     priority transaction reserved, and -2 for a DDL (its schema hash) on a table this one read or wrote,
     committed in (sts, cts): a read-set check, ordinary transactions never write schema hashes. ``cts``: the
     timestamp, or a SQL expression computing it."""
+    return _conflicts(t, str(cts), str(t.sts), str(t.txid), _now_ms())
+
+
+def _conflicts(t: Transaction, cts: str, sts: str, txid: str, now_ms: str) -> str:
+    """conflicts_sql with the values given as SQL text (literals, or a prepared statement's slots)."""
     live = t.db.sequencer.live_sql
     schema = ", ".join(str(h) for h in t.schema_hashes())
-    aborted = f"SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {t.sts} AND cts < {cts}"
+    aborted = f"SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {sts} AND cts < {cts}"
     ddl = (
-        f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {t.sts} AND d.cts < {cts} "
+        f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {sts} AND d.cts < {cts} "
         f"AND d.h IN ({schema}) {live('d.cts')} "
         + "".join(f"AND d.txid <> {x} " for x in sorted(t.own_ddl))
         + f"AND d.txid NOT IN ({aborted})"
         if schema
         else ""
     )
-    mine = f"SELECT h FROM tique.commits WHERE txid = {t.txid}"
+    mine = f"SELECT h FROM tique.commits WHERE txid = {txid}"
     if t._refs:  # references conflict with probes only: children of one parent do not conflict
         mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(t._refs))})"
     if t._probes:
         mine += " UNION ALL SELECT h FROM (VALUES " + ", ".join(f"({h})" for h in sorted(t._probes))
         mine += ") AS tq_p(h)"
     return (
-        f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {t.sts} AND o.cts < {cts} "
+        f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {sts} AND o.cts < {cts} "
         f"AND o.h IN ({mine}) {live('o.cts')} AND o.txid NOT IN ({aborted}) "
-        f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {t.txid} "
-        f"AND r.until_ms > {int(time.time() * 1000)} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
-        f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {t.txid}) {ddl}"
+        f"UNION ALL SELECT -1 FROM tique.reservations AS r WHERE r.txid <> {txid} "
+        f"AND r.until_ms > {now_ms} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
+        f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {txid}) {ddl}"
     )
 
 

@@ -92,13 +92,14 @@ class Sequencer(Protocol):
     # every earlier timestamp was published while the record was written (commit.publish_and_certify).
     publishes_in_certification: bool
 
-    def publish_own_sql(self, txid: int) -> str:
-        """A SQL expression publishing txid's commit c (its record committed): c when the statement's snapshot
-        holds every earlier record, -c when the owner must await_published and certify again."""
+    def publish_own_sql(self, txid: str) -> str:
+        """A SQL expression publishing the commit c of txid (SQL text: a literal or a slot), whose record is
+        committed: c when the statement's snapshot holds every earlier record, -c when the owner must
+        await_published and certify again."""
         ...
 
     def await_published(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
-        """After publish_own_sql gave 0: wait until every smaller timestamp is published."""
+        """After publish_own_sql gave -c: wait until every smaller timestamp is published."""
         ...
 
     def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
@@ -211,8 +212,8 @@ class CSequencer:
             f"SELECT MAX(cts), tique.publish(MAX(cts), {int(timeout_ms)}) FROM tique.commits WHERE txid = {int(txid)}",
         )
 
-    def publish_own_sql(self, txid: int) -> str:
-        return f"tique.publish_own({int(txid)})"
+    def publish_own_sql(self, txid: str) -> str:
+        return f"tique.publish_own({txid})"
 
     def await_published(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:
         conn.execute(f"SELECT tique.await_published({int(cts)}, {int(timeout_ms)})")
@@ -402,7 +403,7 @@ class SqlSequencer:
         self.publish(conn, cts, timeout_ms)
         return cts
 
-    def publish_own_sql(self, txid: int) -> str:
+    def publish_own_sql(self, txid: str) -> str:
         raise NotSupportedError("the SQL sequencer publishes with a statement of its own (publish_record)")
 
     def await_published(self, conn: RawConnection, cts: int, timeout_ms: int) -> None:

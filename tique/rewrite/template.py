@@ -15,7 +15,8 @@ from tique.rewrite.dialect import MonetDB
 
 # Slot names carry a per-process nonce, so no text a user writes can be mistaken for one.
 NONCE = secrets.token_hex(3)
-_SLOT_PREFIX = f"tq{NONCE}_"
+SLOT_PREFIX = f"tq{NONCE}_"  # a slot in SQL text is ":" + SLOT_PREFIX + its name
+_SLOT_PREFIX = SLOT_PREFIX
 _SLOT_RE = re.compile(r":" + _SLOT_PREFIX + r"(\w+)")
 
 STS = "sts"
