@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tique import commit as commit_protocol
+from tique import privileges
 from tique.catalog import TableInfo, schema_hash
 from tique.commit import CommitResult as CommitResult
 from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
@@ -34,10 +35,11 @@ from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.rows import inserted_rows, updated_rows
 from tique.settings import Settings
 from tique.snapshot_lease import SnapshotLease
+from tique.statements import ReadPlan
 from tique.write_buffer import Key, TableWrites, WriteBuffer, show, typed_key
 
 if TYPE_CHECKING:
-    from tique.statements import CopyPlan
+    from tique.statements import Bound, CopyPlan, WritePlan
 
 
 class Transaction:
@@ -108,6 +110,19 @@ class Transaction:
 
     # ---- running statements --------------------------------------------------------------------------------
 
+    def execute(self, plan: ReadPlan | WritePlan, bound: Bound) -> Result:
+        """Run one statement of this transaction: a read of its snapshot (the rows), or a write buffered in it
+        (the rows it wrote as ``rowcount``)."""
+        if isinstance(plan, ReadPlan):
+            return decode(self.run(plan.template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
+        if isinstance(plan, InsertPlan):
+            return Result(rowcount=self.insert(plan, bound.values, bound.rendered))
+        if isinstance(plan, UpdatePlan):
+            return Result(rowcount=self.update(plan, bound.rendered))
+        if isinstance(plan, DeletePlan):
+            return Result(rowcount=self.delete(plan, bound.rendered))
+        return Result(rowcount=self.copy(plan))
+
     def run(
         self, template: Template, params: dict[str, str], reads: Iterable[str] = (), point_keys: PointKeys = ()
     ) -> Result:
@@ -123,6 +138,26 @@ class Transaction:
 
     def to_flush(self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str]) -> list[str]:
         return self.buffer.to_flush(reads, point_keys, params)
+
+    def has_pending(self, tables: Iterable[str]) -> bool:
+        """Some write to one of ``tables`` is still buffered in the client only."""
+        return self.buffer.has_pending(tables)
+
+    def privilege_bits(self, info: TableInfo) -> int:
+        """An ordinary user's privileges on ``info`` (privileges.held), looked up once per transaction."""
+        key = (info.schema, info.name)
+        bits = self.privileges.get(key)
+        if bits is None:
+            bits = self.privileges[key] = privileges.held(self.conn, info)
+        return bits
+
+    def ran_ddl(self, dropped: str | None, ddl_txids: Sequence[int]) -> None:
+        """This session ran DDL meanwhile (DDL takes effect at once): its own DDL does not fail this transaction
+        at commit as another session's would; a DROP of a table takes this transaction's writes there along."""
+        if dropped:
+            self.forget_table(dropped, ddl_txids)
+        else:
+            self.own_ddl.update(ddl_txids)
 
     def in_cache(self) -> frozenset[str]:
         return self.buffer.in_cache()
