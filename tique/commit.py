@@ -183,7 +183,7 @@ def _publish_and_certify_template(t: Transaction) -> Template:
     """publish_and_certify's statement with slots for txid, sts and the time: the same text for every transaction
     over the same tables (no foreign-key entries or DDL of its own), so the session prepares it once."""
     txid, sts, now = (f"CAST(:{SLOT_PREFIX}{name} AS BIGINT)" for name in ("txid", "sts", "now"))
-    if t._refs or t._probes or t.own_ddl:  # values of this transaction only: no text worth preparing
+    if t.buffer.refs or t.buffer.probes or t.own_ddl:  # values of this transaction only: no text worth preparing
         txid, sts, now = str(t.txid), str(t.sts), _now_ms()
     own = t.db.sequencer.publish_own_sql(txid)  # the engine may evaluate it once per use: it is idempotent
     conflicts = _conflicts(t, f"ABS({own})", sts, txid, now)
@@ -199,7 +199,7 @@ def certify(t: Transaction, cts: int, conflicts: list[int] | None = None) -> boo
     one stuck before deciding for longer than the lease (its client died after publishing) is expired, then the
     check runs again: it will never commit. ``conflicts``: the first check's result, when already read."""
     if t.priority:  # every earlier commit decided: only real commits count against it
-        t._await_sts(cts - 1, "an earlier commit")
+        t.lease.await_sts(cts - 1, "an earlier commit")
     while True:
         if conflicts is None:
             conflicts = [int(r[0]) for r in t.conn.execute(conflicts_sql(t, cts)).rows]
@@ -238,10 +238,10 @@ def _conflicts(t: Transaction, cts: str, sts: str, txid: str, now_ms: str) -> st
         else ""
     )
     mine = f"SELECT h FROM tique.commits WHERE txid = {txid}"
-    if t._refs:  # references conflict with probes only: children of one parent do not conflict
-        mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(t._refs))})"
-    if t._probes:
-        mine += " UNION ALL SELECT h FROM (VALUES " + ", ".join(f"({h})" for h in sorted(t._probes))
+    if t.buffer.refs:  # references conflict with probes only: children of one parent do not conflict
+        mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(t.buffer.refs))})"
+    if t.buffer.probes:
+        mine += " UNION ALL SELECT h FROM (VALUES " + ", ".join(f"({h})" for h in sorted(t.buffer.probes))
         mine += ") AS tq_p(h)"
     return (
         f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {sts} AND o.cts < {cts} "

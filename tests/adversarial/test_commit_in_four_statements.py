@@ -5,7 +5,7 @@ tests/test_commit_races.py::test_later_committer_waits_for_an_earlier_one_that_h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ ROWS = 10
 @pytest.fixture(params=["embedded", "mapi"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "embedded":
-        yield f"monetdbe://{tmp_path / 'db'}"
+        yield request.getfixturevalue("embedded_url")  # one embedded database per process: the session's
         return
     server = start_serve(tmp_path / "db")
     try:
@@ -28,20 +28,20 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         server.stop()
 
 
-def _table(url: str) -> None:
+def _table(url: str, name: str) -> None:
     conn = tique.connect(url)
     cur = conn.cursor()
-    cur.execute("CREATE TABLE kv (k INT PRIMARY KEY, v INT)")
-    cur.executemany("INSERT INTO kv VALUES (%s, 0)", [(k,) for k in range(ROWS)])
+    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT)")
+    cur.executemany(f"INSERT INTO {name} VALUES (%s, 0)", [(k,) for k in range(ROWS)])
     conn.commit()
     conn.close()
 
 
-def _commit_statements(conn: tique.Connection, k: int) -> list[str]:
+def _commit_statements(conn: tique.Connection, name: str, k: int) -> list[str]:
     sent: list[str] = []
     hook = conn.statement_hooks
     cur = conn.cursor()
-    cur.execute("UPDATE kv SET v = v + 1 WHERE k = %s", (k,))
+    cur.execute(f"UPDATE {name} SET v = v + 1 WHERE k = %s", (k,))
     hook.append(lambda sql, _seconds, _error: sent.append(sql))
     try:
         conn.commit()
@@ -50,17 +50,18 @@ def _commit_statements(conn: tique.Connection, k: int) -> list[str]:
     return [sql for sql in sent if not sql.startswith("PREPARE")]  # once per session and statement shape
 
 
-def test_an_uncontended_commit_sends_the_flush_and_four_statements(url: str) -> None:
-    _table(url)
+def test_an_uncontended_commit_sends_the_flush_and_four_statements(url: str, unique_name: Callable[[str], str]) -> None:
+    name = unique_name("kv")
+    _table(url, name)
     conn = tique.connect(url)
     try:
         for k in range(3):
-            sent = _commit_statements(conn, k)
+            sent = _commit_statements(conn, name, k)
             flushes = [s for s in sent if "__cache" in s and s.startswith("INSERT")]
             assert len(flushes) == 1, sent
             assert len(sent) - len(flushes) == 4, sent
         cur = conn.cursor()
-        cur.execute("SELECT k, v FROM kv WHERE k < 4 ORDER BY k")
+        cur.execute(f"SELECT k, v FROM {name} WHERE k < 4 ORDER BY k")
         assert cur.fetchall() == [(0, 1), (1, 1), (2, 1), (3, 0)]
     finally:
         conn.close()
