@@ -60,19 +60,22 @@ def commit(t: Transaction) -> CommitResult:
     t.check_usable()
     if t.read_only:
         return CommitResult(True, None)  # read-only transactions write no metadata
-    t.flush()
     hashes = t.record_set()
     seq, conn, s = t.db.sequencer, t.conn, t.settings
     # 1. one statement, which fails whole: no record to settle (a timestamp it took is abandoned after the
     # lease). On a nearly full disk the C module refuses it (StorageFull): no commit is acknowledged that the
-    # engine's log cannot keep.
-    try:
-        cts = seq.record(conn, t.txid, t.sts, hashes)
-    except DatabaseError as exc:
-        full = t._storage_full(exc)
-        if full is None:
-            raise
-        raise full from exc
+    # engine's log cannot keep. With the C module it goes in one engine transaction with the last Cache rows.
+    record = seq.record_sql(t.txid, t.sts, hashes)
+    t.flush(then=record)
+    cts = None
+    if record is None:
+        try:
+            cts = seq.record(conn, t.txid, t.sts, hashes)
+        except DatabaseError as exc:
+            full = t._storage_full(exc)
+            if full is None:
+                raise
+            raise full from exc
     deciding = False
     try:
         _step("recorded", t)

@@ -75,6 +75,11 @@ class Sequencer(Protocol):
 
     # The commit protocol's steps (tique/commit.py), each one engine statement or more:
 
+    def record_sql(self, txid: int, sts: int, hashes: Sequence[int]) -> str | None:
+        """Step 1 as one statement the caller may send with the transaction's last Cache rows, in one engine
+        transaction (Transaction.flush); None when the sequencer writes its record its own way (record)."""
+        ...
+
     def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
         """Step 1: take a commit timestamp and write the commit record with the write-set, all or nothing. The
         timestamp, or None when only the engine knows it yet (the C module hands it out inside the statement)."""
@@ -198,12 +203,15 @@ class CSequencer:
     def abandon(self, conn: RawConnection, cts: int) -> bool:
         return bool(_one(conn, f"SELECT tique.abandon({int(cts)})"))
 
-    def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
+    def record_sql(self, txid: int, sts: int, hashes: Sequence[int]) -> str | None:
         values = ", ".join(f"({int(h)})" for h in hashes)
-        conn.execute(
+        return (
             f"INSERT INTO tique.commits SELECT {int(txid)}, {int(sts)}, x.c, v.h FROM (VALUES {values}) AS v(h) "
             f"CROSS JOIN (SELECT tique.record_cts({int(txid)}) AS c) AS x"
         )
+
+    def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
+        conn.execute(str(self.record_sql(txid, sts, hashes)))
         return None
 
     def publish_record(self, conn: RawConnection, txid: int, cts: int | None, timeout_ms: int) -> int:
@@ -387,6 +395,9 @@ class SqlSequencer:
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
+
+    def record_sql(self, txid: int, sts: int, hashes: Sequence[int]) -> str | None:
+        return None  # the timestamp comes from a SEQUENCE first (record)
 
     def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
         cts = self.next_cts(conn)

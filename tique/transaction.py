@@ -42,6 +42,11 @@ if TYPE_CHECKING:
     from tique.statements import Bound, CopyPlan, WritePlan
 
 
+# Several flush statements go as one engine transaction (Transaction.flush). benchmarks/stmts.py turns it off to
+# measure the old path, each statement on its own.
+ATOMIC_FLUSH = True
+
+
 class Transaction:
     """Created lazily by the connection at its first statement; ended by commit() or rollback(). A coordinator:
     its snapshot and lease (SnapshotLease), its buffered writes (WriteBuffer), their checks (Constraints) and
@@ -257,9 +262,13 @@ class Transaction:
 
     # ---- flushing ------------------------------------------------------------------------------------------
 
-    def flush(self, tables: Iterable[str] | None = None, statement: bool = False) -> None:
+    def flush(self, tables: Iterable[str] | None = None, statement: bool = False, then: str | None = None) -> None:
         """Send pending writes of the given tables (all when None) to their Cache tables; the keys they insert are
-        checked first, in one query (insert_check='flush').
+        checked first, in one query (insert_check='flush'). Several INSERTs go as one engine transaction
+        (execute_atomically: one round trip over MAPI, one log commit): all of them or none.
+
+        ``then``: one more statement for that transaction (COMMIT's record: the rows and the record are written
+        together, so an engine error leaves neither).
 
         ``statement``: the pending rows are the running statement's only (direct mode). Then an error raised
         before any of them reached the engine leaves the transaction usable (the statement forgets its rows);
@@ -278,32 +287,45 @@ class Transaction:
                 entry.unchecked = set()
         if entries:
             self.db.storage.check(self.conn)  # a nearly full disk: StorageFull before any row is sent
-        sent = False
+        sql = [(entry, text) for entry in entries for text in self.buffer.cache_inserts(entry)]
+        if then is not None:
+            sql.append((None, then))
+        if len(sql) > 1 and ATOMIC_FLUSH:
+            self._send(entries, [text for _, text in sql], statement)
+        else:
+            for i, (entry, text) in enumerate(sql):
+                self._send([entry] if entry else [], [text], statement and i == 0)
         for entry in entries:
-            info = entry.table
-            try:
-                for sql in self.buffer.cache_inserts(entry):
-                    self.conn.execute(sql)
-                    sent = True
-            except DatabaseError as exc:
-                full = self._storage_full(exc)
-                if full is not None:  # the engine could not write for want of space (tique/storage.py)
-                    self.failed = f"writing buffered rows of {info.name!r} failed: {full}"
-                    raise full from exc
-                if self._dropped(info):
-                    self.failed = f"table {info.name!r} was dropped by another session"
-                    raise SerializationFailure(
-                        f"could not write to table {info.name!r}: it was dropped (and maybe re-created) by a DROP "
-                        f"TABLE in another session while this transaction ran; transaction {self.txid} was rolled "
-                        "back: run it again (it will use the table as it is now)"
-                    ) from exc
-                if not statement or sent or connection_lost(exc):
-                    self.failed = f"writing buffered rows of {info.name!r} failed: {exc}"
-                raise
-            except BaseException as exc:  # an interrupt: the INSERT may still run to its end in the engine
-                self.failed = f"writing buffered rows of {info.name!r} was interrupted ({type(exc).__name__})"
-                raise
             self.buffer.sent(entry)
+
+    def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool) -> None:
+        """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the
+        transaction failed unless ``statement`` and nothing can have reached the engine."""
+        names = ", ".join(repr(e.table.name) for e in entries) or "the commit record"
+        try:
+            if len(sql) == 1:
+                self.conn.execute(sql[0])
+            else:
+                self.conn.execute_atomically(sql)
+        except DatabaseError as exc:
+            full = self._storage_full(exc)
+            if full is not None:  # the engine could not write for want of space (tique/storage.py)
+                self.failed = f"writing buffered rows of {names} failed: {full}"
+                raise full from exc
+            dropped = next((e.table for e in entries if self._dropped(e.table)), None)
+            if dropped is not None:
+                self.failed = f"table {dropped.name!r} was dropped by another session"
+                raise SerializationFailure(
+                    f"could not write to table {dropped.name!r}: it was dropped (and maybe re-created) by a DROP "
+                    f"TABLE in another session while this transaction ran; transaction {self.txid} was rolled "
+                    "back: run it again (it will use the table as it is now)"
+                ) from exc
+            if not statement or connection_lost(exc):
+                self.failed = f"writing buffered rows of {names} failed: {exc}"
+            raise
+        except BaseException as exc:  # an interrupt: the INSERT may still run to its end in the engine
+            self.failed = f"writing buffered rows of {names} was interrupted ({type(exc).__name__})"
+            raise
 
     def _dropped(self, info: TableInfo) -> bool:
         """Is ``info`` no longer the table of its name (asked after a failed write: a DROP elsewhere is likely)?"""
