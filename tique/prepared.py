@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from tique.engine.base import RawConnection, Result
-from tique.errors import Error
-from tique.rewrite.template import Template
+from tique.errors import Error, connection_lost
+from tique.rewrite.template import SLOT_PREFIX, Template
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
 _DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
@@ -116,9 +116,25 @@ class PreparingConnection:
         sid = self._next_id
         try:
             result = self.execute("PREPARE " + template.render({s: "?" for s in template.slots}))
-        except Error:
+        except Error as exc:
+            if connection_lost(exc):
+                raise  # the statement's own error: the session is gone, not the statement unpreparable
             self._unpreparable.add(template)  # e.g. a parameter whose type MonetDB cannot tell: run as text
             return None
         sid = result.prepared_id if result.prepared_id is not None else sid
         self._ids[template] = sid
         return sid
+
+
+def run_template(conn: RawConnection, template: Template, values: dict[str, str]) -> Result:
+    """Run one of tique's own statements with slots: prepared on a session that prepares (a PreparingConnection),
+    as text on a bare engine connection (recovery, the checkpointer)."""
+    if isinstance(conn, PreparingConnection):
+        return conn.run(template, values)
+    return conn.execute(template.render(values))
+
+
+def protocol_template(sql: str) -> Template:
+    """A Template from SQL whose slots are written ``{name}``, each cast to BIGINT (MonetDB cannot tell the type
+    of a bare parameter passed to a C function)."""
+    return Template.from_sql(re.sub(r"\{(\w+)\}", lambda m: f"CAST(:{SLOT_PREFIX}{m.group(1)} AS BIGINT)", sql))

