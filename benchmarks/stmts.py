@@ -2,9 +2,9 @@
 transaction, (b) a point SELECT then an UPDATE of the same row, (c) a TPC-C NewOrder (1 warehouse at scale 0.1,
 no checkpointer), embedded and over MAPI (``tique serve``). Engine calls are counted through
 Connection.statement_hooks; statements are the calls' texts split at ";\n" (execute_atomically sends several
-in one call). "before" runs the old commit path in the same process (the sequencer's publish statement, each
-Cache flush and the commit record as statements of their own), interleaved with "after" in blocks, so both
-see the same load on a shared machine.
+in one call). "before" runs the old statements in the same process (the sequencer's publish statement, each
+Cache flush and the commit record as statements of their own, begin/certification/advance as text),
+interleaved with "after" in blocks of 10 transactions, so both see the same load on a shared machine.
 
     python -m benchmarks.stmts [--n 200] [--engines embedded,mapi]
 """
@@ -26,7 +26,7 @@ from benchmarks.tpcc import txns
 from benchmarks.tpcc.cli import DATA_CACHE
 from benchmarks.tpcc.data import DATA_VERSION, TABLE_ORDER, Scale, generate
 from benchmarks.tpcc.schema import ALL_TABLES
-from tique import transaction
+from tique import prepared, transaction
 from tique.sequencer import CSequencer
 
 ROWS = 10_000
@@ -75,6 +75,7 @@ def old_path(on: bool) -> None:
     """Switch the commit path this process uses: the old one (on) or the current one."""
     CSequencer.publishes_in_certification = not on
     transaction.ATOMIC_FLUSH = not on
+    prepared.PREPARE_PROTOCOL = not on
 
 
 def measure(url: str, n: int, warmup: int, block: int = 10) -> dict[str, dict[str, float]]:

@@ -23,6 +23,7 @@ from tique.errors import Error, connection_lost
 from tique.rewrite.template import SLOT_PREFIX, Template
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
+PREPARE_PROTOCOL = True  # run_template prepares; benchmarks/stmts.py turns it off to measure the old path
 _DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
 
 # Called after every statement a tique connection sends to the engine, with (SQL, seconds, error or None):
@@ -129,7 +130,7 @@ class PreparingConnection:
 def run_template(conn: RawConnection, template: Template, values: dict[str, str]) -> Result:
     """Run one of tique's own statements with slots: prepared on a session that prepares (a PreparingConnection),
     as text on a bare engine connection (recovery, the checkpointer)."""
-    if isinstance(conn, PreparingConnection):
+    if isinstance(conn, PreparingConnection) and PREPARE_PROTOCOL:
         return conn.run(template, values)
     return conn.execute(template.render(values))
 
