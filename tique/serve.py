@@ -24,30 +24,16 @@ from tique.errors import Error, OperationalError
 # Code that runs once the database is open, before the readiness line: the transaction layer registers its
 # installation and recovery here.
 def _install_sequencers(conn: EmbeddedConnection) -> None:
-    from tique import catalog, privileges
-    from tique.recovery import recover
+    from tique.bootstrap import bootstrap
     from tique.sequencer import CSequencer, SqlSequencer
 
-    catalog.install(conn)
-    sequencer = CSequencer()
-    sequencer.install(conn)
-    privileges.install(conn)  # ordinary users log in over MAPI: what they may call and write (privileges.py)
-    report = recover(conn, sequencer)
+    # ordinary users log in over MAPI: the protocol procedures say what they may call and write (privileges.py)
+    report = bootstrap(conn, CSequencer())
     if report.aborted:
         print(f"tique serve: recovery aborted {report.aborted} unfinished transaction(s)", flush=True)
-    _ensure_views(conn)
     # For tests and comparisons only: SEQUENCEs are unsafe under concurrency on this kernel (see sequencer.py).
     if os.environ.get("TIQUE_INSTALL_SQL_SEQUENCER") == "1":
         SqlSequencer(unsafe_sequences=True).install(conn)
-
-
-def _ensure_views(conn: EmbeddedConnection) -> None:
-    """Tables made by a tique without views get theirs (tique/views.py)."""
-    from tique import catalog, views
-
-    tables = catalog.Catalog()
-    tables.refresh(conn)
-    views.ensure(conn, tables.all())
 
 
 ON_OPEN: list[Callable[[EmbeddedConnection], None]] = [_install_sequencers]
