@@ -48,8 +48,8 @@ def port_in_use(host: str, port: int) -> bool:
 def set_admin_password(conn: EmbeddedConnection, password: str) -> None:
     """Make the 'monetdb' admin log in with ``password`` over MAPI.
 
-    In embedded mode MonetDB stores a placeholder that deciphers to '0'; on later starts the stored value is
-    the hash set here (see ENGINE_NOTES).
+    In embedded mode MonetDB stores a placeholder that deciphers to the password '0', so no login works until
+    it is changed; on later starts the old password is the SHA-512 hash set here (the server offers SHA512 only).
     """
     digest = hashlib.sha512(password.encode()).hexdigest()
     for old in ("0", digest):

@@ -54,12 +54,12 @@ from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
 from tique.rewrite.snapshot import NO_LIMIT
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
+from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 
 WRITE_BATCH = 1000  # Storage rows per statement
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
 STEPS = ("settled", "planned", "logged", "read", "wrote", "cleaned", "trimmed_commits", "trimmed", "finished")
 RUNNING = -1  # the errors column of a run's log row until the run finished
-LOCK_LEASE_MS = 10000  # a checkpointer that stops renewing (killed) frees the lock after this
 
 
 class CheckpointerBusy(OperationalError):
@@ -130,7 +130,7 @@ class Checkpointer:
         backoff_s: float = 0.002,
         owner: int | None = None,
         step_hook: Callable[[str], None] | None = None,
-        lock_lease_ms: int = LOCK_LEASE_MS,
+        lock_lease_ms: int = CHECKPOINT_LOCK_LEASE_MS,
     ) -> None:
         self.conn = conn
         self.lock_lease_ms = lock_lease_ms

@@ -119,8 +119,8 @@ def _open(engine: EmbeddedEngine) -> Any:
         opts.nr_threads = engine.nr_threads
         keep: list[Any] = []
         if _open_count == 0 and (engine.mapi_port is not None or engine.mapi_usock):
-            # The cffi declaration of monetdbe_mapi_server is wrong (see ENGINE_NOTES): build the real
-            # struct { const char *port; const char *usock; } by hand.
+            # The wheel's cffi declaration of monetdbe_mapi_server does not match libmonetdbe 11.41's struct
+            # { const char *port; const char *usock; }, which monetdbe_options points to: build that by hand.
             port = ffi.new("char[]", str(engine.mapi_port).encode()) if engine.mapi_port is not None else ffi.NULL
             usock = ffi.new("char[]", engine.mapi_usock.encode()) if engine.mapi_usock else ffi.NULL
             server = ffi.new("char *[2]", [port, usock])
