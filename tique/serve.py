@@ -23,7 +23,7 @@ from tique.errors import Error, OperationalError
 
 # Code that runs once the database is open, before the readiness line: the transaction layer registers its
 # installation and recovery here.
-def _install_sequencers(conn: EmbeddedConnection) -> None:
+def _set_up(conn: EmbeddedConnection) -> None:
     from tique.bootstrap import bootstrap
     from tique.sequencer import CSequencer, SqlSequencer
 
@@ -36,7 +36,7 @@ def _install_sequencers(conn: EmbeddedConnection) -> None:
         SqlSequencer(unsafe_sequences=True).install(conn)
 
 
-ON_OPEN: list[Callable[[EmbeddedConnection], None]] = [_install_sequencers]
+ON_OPEN: list[Callable[[EmbeddedConnection], None]] = [_set_up]
 
 
 def port_in_use(host: str, port: int) -> bool:
