@@ -12,21 +12,18 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from tique.bootstrap import bootstrap
 from tique.engine.embedded import EmbeddedConnection, EmbeddedEngine
 from tique.engine.url import EngineURL
 from tique.errors import Error, OperationalError
+from tique.sequencer import CSequencer, SqlSequencer
 
 
-# Code that runs once the database is open, before the readiness line: the transaction layer registers its
-# installation and recovery here.
 def _set_up(conn: EmbeddedConnection) -> None:
-    from tique.bootstrap import bootstrap
-    from tique.sequencer import CSequencer, SqlSequencer
-
+    """Once the database is open, before the readiness line: tique's bootstrap, recovery included."""
     # ordinary users log in over MAPI: the protocol procedures say what they may call and write (privileges.py)
     report = bootstrap(conn, CSequencer())
     if report.aborted:
@@ -34,9 +31,6 @@ def _set_up(conn: EmbeddedConnection) -> None:
     # For tests and comparisons only: SEQUENCEs are unsafe under concurrency on this kernel (see sequencer.py).
     if os.environ.get("TIQUE_INSTALL_SQL_SEQUENCER") == "1":
         SqlSequencer(unsafe_sequences=True).install(conn)
-
-
-ON_OPEN: list[Callable[[EmbeddedConnection], None]] = [_set_up]
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -126,7 +120,7 @@ class Server:
             raise OperationalError(f"cannot create the parent directory {parent} of {self.directory}: {exc}") from None
         if port_in_use("127.0.0.1", port):
             raise OperationalError(f"port {port} is already in use on this machine; choose another with --port")
-        # The MAPI listener accepts logins as soon as the kernel opens, before recovery (an ON_OPEN hook) has
+        # The MAPI listener accepts logins as soon as the kernel opens, before recovery (_set_up) has
         # restored the counters: the C module refuses ids, timestamps and snapshots until then (a retryable
         # SerializationFailure), when this is set before it loads.
         os.environ["TIQUE_HOLD_UNTIL_RECOVERED"] = "1"
@@ -144,8 +138,7 @@ class Server:
             )
         try:
             set_admin_password(self.conn, password)
-            for hook in ON_OPEN:
-                hook(self.conn)
+            _set_up(self.conn)
         except BaseException:
             self.stop()
             raise
