@@ -197,7 +197,7 @@ class Connection:
 
     def read_denied(self, txn: Transaction, reads: Iterable[str], exc: ProgrammingError) -> ProgrammingError:
         """An engine refusal of a read, restated with the table the user may not read (else ``exc``)."""
-        if self.db.owner or "access denied" not in str(exc):
+        if self.db.owner or not errors.engine_access_denied(exc):
             return exc
         for info in self.db.catalog.all():
             if info.qualified in reads:

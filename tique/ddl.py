@@ -23,7 +23,7 @@ from sqlglot import exp
 from tique import alter, catalog, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
-from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
+from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, Timeout
 from tique.names import ident, quote
 from tique.outcomes import settle_failed, waiting
 from tique.params import literal
@@ -131,9 +131,7 @@ def versioned(
         finally:  # the decided commit is settled whatever failed: it must never hold later commits back
             try:
                 waiting(conn, lambda: seq.finish(conn, txid, cts, DDL_TIMEOUT_MS))
-            except OperationalError as exc:
-                if exc.sqlstate != "HYT00":
-                    raise
+            except Timeout:
                 # settled; the change becomes visible once the earlier commit it waited for settles
                 seq.finish(conn, txid, cts, 0)
             db.catalog.refresh(conn)

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from tique.engine.base import RawConnection, Result
-from tique.errors import Error
+from tique.errors import Error, prepared_statement_missing
 from tique.rewrite.template import Template
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
@@ -97,7 +97,7 @@ class PreparingConnection:
         try:
             return self.execute(f"EXEC {sid}({args})")
         except Error as exc:
-            if "PREPARED Statement missing" not in str(exc):
+            if not prepared_statement_missing(exc):
                 raise
             self.enabled = False  # the count went wrong: run as text from now on
             return self.execute(template.render(values))

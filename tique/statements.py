@@ -392,7 +392,7 @@ def engine_verdict(
     other verdict means MonetDB can read what tique's parser cannot, so both are reported."""
     import re
 
-    from tique.errors import DatabaseError, syntax_error
+    from tique.errors import DatabaseError, engine_syntax_error, syntax_error
 
     quote = scan(sql).unclosed
     if quote is not None:
@@ -402,9 +402,9 @@ def engine_verdict(
         conn.execute(f"PREPARE {text}")
     except DatabaseError as engine_error:
         message = str(engine_error)
-        if "syntax error" in message:
+        if engine_syntax_error(engine_error):
             return syntax_error(sql, message, "prepare ", origin)
-        missing = re.search(r"no such table '([^']+)'", message)
+        missing = re.search(r"no such table '([^']+)'", message) if engine_error.sqlstate == "42S02" else None
         if missing and managed(missing.group(1)):  # MonetDB read it, but tique's tables exist only rewritten
             return NotSupportedError(
                 f"tique's SQL parser cannot read this statement, so it cannot run it on tique's table "

@@ -10,7 +10,7 @@ from typing import Any
 
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
-from tique.errors import DataError, InterfaceError, OperationalError, from_monetdb
+from tique.errors import ConnectionFailure, DataError, InterfaceError, OperationalError, from_monetdb
 
 _ASCII_RUNS = re.compile("([\x00-\x7f]+)")
 
@@ -106,7 +106,7 @@ class ServerConnection:
                 raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
             except (OSError, EOFError) as exc:
                 self._abandon()
-                raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}", "08006") from None
+                raise ConnectionFailure(f"lost the connection to {self.engine.describe()}: {exc}") from None
             except BaseException:
                 # interrupted (KeyboardInterrupt) mid-exchange: the statement's reply may still come, and would
                 # answer the next statement; drop the connection, so the next one fails as a lost connection
