@@ -23,7 +23,8 @@ from tique.errors import Error, prepared_statement_missing
 from tique.rewrite.template import Template
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
-_DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
+# DEALLOCATE [PREPARE] ALL | id: the forms MonetDB takes, and which ids they drop
+DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
 
 # Called after every statement a tique connection sends to the engine, with (SQL, seconds, error or None):
 # Connection.statement_hooks, for tracing, logging and counting round trips.
@@ -67,7 +68,7 @@ class PreparingConnection:
 
     def _deallocated(self, sql: str) -> None:
         """Forget the ids a DEALLOCATE dropped (measured on 11.41: it leaves the id count as it is)."""
-        dropped = _DEALLOCATE.match(sql)
+        dropped = DEALLOCATE.match(sql)
         if dropped is None:  # a form whose effect is not known: stop preparing on this session
             self.enabled = False
             self._ids.clear()

@@ -15,6 +15,7 @@ from tique.engine.base import RawConnection
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import NAME, read_names
 from tique.params import Params, resolve, scan, value
+from tique.prepared import DEALLOCATE
 from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
@@ -158,7 +159,6 @@ def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: boo
 
 
 # MonetDB syntax sqlglot cannot read, around a statement it can: EXPLAIN / PLAN before a query, SAMPLE after it
-_DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(?:ALL|\d+)\s*;?\s*$", re.I)
 _PREFIXED = re.compile(r"^\s*(EXPLAIN|PLAN)\s+(?=\S)", re.I)
 _SAMPLED = re.compile(r"\s+(SAMPLE\s+(?:\d+(?:\.\d*)?|\.\d+)(?:\s+SEED\s+\d+)?)\s*;?\s*$", re.I)
 
@@ -207,7 +207,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     access = access_statement(sql)  # CREATE USER, GRANT/REVOKE: tique adds to them (privileges.py)
     if access:
         return access
-    if _DEALLOCATE.match(sql):  # no SQL parser reads it; tique's session wrapper keeps its own statements in step
+    if DEALLOCATE.match(sql):  # no SQL parser reads it; tique's session wrapper keeps its own statements in step
         return PassThrough(Template.from_sql(sql))
     prefixed = _PREFIXED.match(sql)
     if prefixed:
