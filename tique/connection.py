@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -459,8 +458,8 @@ class Connection:
         try:
             self._raw.execute(sql)
         except errors.DatabaseError as exc:
-            message, refused = re.subn(r"Failed to import table '[^']*'", "", str(exc))
-            if not refused:
+            message = errors.copy_refused_value(exc)
+            if message is None:
                 raise
             raise errors.DataError(
                 f"bulk_load_csv: a value in the file does not fit table {info.name!r}{message}", "22018"

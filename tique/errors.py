@@ -343,6 +343,24 @@ def prepared_statement_missing(exc: BaseException) -> bool:
     return "PREPARED Statement missing" in str(exc)
 
 
+_COPY_REFUSED = re.compile(r"Failed to import table '[^']*'")
+
+
+def copy_refused_value(exc: BaseException) -> str | None:
+    """A COPY INTO refused a value of the file: the engine's message without the (internal) table it names, else
+    None."""
+    message, refused = _COPY_REFUSED.subn("", str(exc))
+    return message if refused else None
+
+
+_LOGIN_REFUSED = re.compile(r"InvalidCredentialsException|password", re.I)
+
+
+def login_refused(exc: BaseException) -> bool:
+    """A MonetDB server refused the login (pymonetdb's error at connect carries no code)."""
+    return _LOGIN_REFUSED.search(str(exc)) is not None
+
+
 def engine_write_failed(exc: BaseException) -> bool:
     """The engine failed a write for want of space: it says so in words only (tique/storage.py)."""
     return _WRITE_FAILED.search(str(exc)) is not None
