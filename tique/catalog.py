@@ -68,7 +68,7 @@ class SqlDefault(str):
 
 class SequenceDefault(SqlDefault):
     """DEFAULT NEXT VALUE FOR s: one value of the application's SEQUENCE s per row that takes the default, fetched
-    when the INSERT is buffered (tique/transaction.py). Its SQL text is "NEXT VALUE FOR s"."""
+    when the INSERT is buffered (tique/rows.py). Its SQL text is "NEXT VALUE FOR s"."""
 
     @property
     def sequence(self) -> str:
@@ -102,7 +102,7 @@ class ColumnSpec:
 @dataclass(frozen=True)
 class ForeignKey:
     """A FOREIGN KEY of a transactional table: ``columns`` reference the primary key of ``schema.table``, in that
-    key's column order. Enforced by tique (tique/transaction.py), with NO ACTION semantics."""
+    key's column order. Enforced by tique (tique/constraints.py), with NO ACTION semantics."""
 
     columns: tuple[str, ...]
     schema: str
@@ -123,7 +123,7 @@ class TableInfo:
     generated: tuple[str, ...] = ()  # AUTO_INCREMENT / SERIAL / IDENTITY columns (tique/generated.py)
     data_schema: str = ""  # where Storage and Cache live; "" = beside T (a table made by an older tique)
     data_base: str = ""  # their name without the __storage / __cache suffix
-    uniques: tuple[tuple[str, ...], ...] = ()  # UNIQUE column sets, enforced by tique (tique/transaction.py)
+    uniques: tuple[tuple[str, ...], ...] = ()  # UNIQUE column sets, enforced by tique (tique/constraints.py)
     foreign_keys: tuple[ForeignKey, ...] = ()
 
     # the key column a point read selects Storage by first (Catalog.probed); not part of the spec

@@ -159,7 +159,7 @@ def certify(t: Transaction, cts: int) -> bool:
     one stuck before deciding for longer than the lease (its client died after publishing) is expired, then the
     check runs again: it will never commit."""
     if t.priority:  # every earlier commit decided: only real commits count against it
-        t._await_sts(cts - 1, "an earlier commit")
+        t.lease.await_sts(cts - 1, "an earlier commit")
     while True:
         conflicts = [int(r[0]) for r in t.conn.execute(conflicts_sql(t, cts)).rows]
         if -2 in conflicts:
@@ -190,10 +190,10 @@ def conflicts_sql(t: Transaction, cts: int) -> str:
         else ""
     )
     mine = f"SELECT h FROM tique.commits WHERE txid = {t.txid}"
-    if t._refs:  # references conflict with probes only: children of one parent do not conflict
-        mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(t._refs))})"
-    if t._probes:
-        mine += " UNION ALL SELECT h FROM (VALUES " + ", ".join(f"({h})" for h in sorted(t._probes))
+    if t.buffer.refs:  # references conflict with probes only: children of one parent do not conflict
+        mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(t.buffer.refs))})"
+    if t.buffer.probes:
+        mine += " UNION ALL SELECT h FROM (VALUES " + ", ".join(f"({h})" for h in sorted(t.buffer.probes))
         mine += ") AS tq_p(h)"
     return (
         f"SELECT DISTINCT o.cts FROM tique.commits AS o WHERE o.cts > {t.sts} AND o.cts < {cts} "

@@ -4,30 +4,39 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tique import errors, privileges
 from tique.catalog import TableInfo
 from tique.database import Database
+from tique.ddl import dropped_table, run_ddl
+from tique.engine.base import Result
 from tique.engine.url import parse_url
-from tique.errors import InterfaceError, ProgrammingError, SerializationFailure
+from tique.errors import InterfaceError, ProgrammingError, SerializationFailure, restated
 from tique.names import qualified, quote
-from tique.params import literal, resolve
+from tique.params import Params, inline, literal
 from tique.prepared import PreparingConnection, StatementHook
 from tique.privileges import Access
+from tique.rewrite.exact import decode
 from tique.rewrite.reads import PointKeys, ReadOptions
-from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
-from tique.statements import Plan, ReadPlan, plan_statement
+from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
 from tique.transaction import CommitResult, Transaction
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What a cursor keeps of an executed statement: its result and the key an INSERT generated."""
+
+    result: Result
+    lastrowid: int | None = None
 
 
 class Connection:
@@ -89,20 +98,27 @@ class Connection:
         return self._raw.hooks  # type: ignore[no-any-return]
 
     def plan(self, operation: str, parameters: Any) -> Plan:
-        """The plan of a statement in this transaction. A read that will first send pending writes of a table to
-        the Cache is planned to read them there; other reads skip that scan (the transaction's own versions of
-        a table exist only in its client until a read or COMMIT needs them)."""
+        """The plan of a statement in this transaction (see _planned)."""
+        return self._planned(operation, parameters)[0]
+
+    def _planned(self, operation: str, parameters: Params) -> tuple[Plan, Bound | None]:
+        """The plan of a statement in this transaction, with its parameters when planning needed them. A read
+        that will first send pending writes of a table to the Cache is planned to read them there; other reads
+        skip that scan (the transaction's own versions of a table exist only in its client until a read or
+        COMMIT needs them)."""
         options = self.options_now()
         plan = plan_statement(self.db, self._raw, operation, parameters is not None, options)
         txn = self._txn
         source = _read_part(plan)
-        if txn is None or source is None or not any(txn.writes.get(t) and txn.writes[t].pending for t in source[1]):
-            return plan
-        template, reads, point_keys = source
-        flushing = frozenset(txn.to_flush(reads, point_keys, resolve(template.param_slots, parameters)))
+        if txn is None or source is None or not txn.has_pending(source[0]):
+            return plan, None
+        reads, point_keys = source
+        bound = bind_plan(plan, parameters)
+        flushing = frozenset(txn.to_flush(reads, point_keys, bound.rendered))
         if flushing <= options.own:
-            return plan
-        return plan_statement(self.db, self._raw, operation, parameters is not None, self.options_now(flushing))
+            return plan, bound
+        # the same statement and parameters, planned to read this transaction's Cache versions too: same slots
+        return plan_statement(self.db, self._raw, operation, parameters is not None, self.options_now(flushing)), bound
 
     def use_pipeline(self, analytical: bool) -> None:
         """The engine's optimizer pipeline for the next read: the short pipeline (the paper found minimal_fast
@@ -175,28 +191,120 @@ class Connection:
         """Refuse a write the user holds no privilege for on the table, before anything is buffered (the engine
         also refuses the append to the Cache; this names the table and keeps the transaction usable)."""
         info = plan.table
-        key = (info.schema, info.name)
-        bits = txn.privileges.get(key)
-        if bits is None:
-            bits = txn.privileges[key] = privileges.held(self._raw, info)
         kind = "INSERT" if isinstance(plan, InsertPlan) else "UPDATE" if isinstance(plan, UpdatePlan) else "DELETE"
-        privileges.require(self.db.user, bits, info, kind)
+        privileges.require(self.db.user, txn.privilege_bits(info), info, kind)
 
     def read_denied(self, txn: Transaction, reads: Iterable[str], exc: ProgrammingError) -> ProgrammingError:
         """An engine refusal of a read, restated with the table the user may not read (else ``exc``)."""
-        if self.db.owner or "access denied" not in str(exc):
+        if self.db.owner or not errors.engine_access_denied(exc):
             return exc
         for info in self.db.catalog.all():
             if info.qualified in reads:
-                key = (info.schema, info.name)
-                bits = txn.privileges.get(key)
-                if bits is None:
-                    bits = txn.privileges[key] = privileges.held(self._raw, info)
                 try:
-                    privileges.require(self.db.user, bits, info, "SELECT")
+                    privileges.require(self.db.user, txn.privilege_bits(info), info, "SELECT")
                 except ProgrammingError as denied:
                     return denied
         return exc
+
+    # ---- executing a statement: the one path of every cursor.execute ---------------------------------------
+
+    def _execute(self, operation: str, parameters: Params) -> Executed:
+        """Plan one statement (bound by cursor.bind) and run it: transaction control, DDL and user management
+        outside any transaction, anything else in the running one (begun now if there is none). An error rolls
+        an autocommit transaction back; success commits it."""
+        catalog_version = self.db.catalog.version
+        plan, bound = self._plan_for(operation, parameters, catalog_version)
+        if isinstance(plan, DDL) and parameters is not None:
+            # DDL is sent as written (not from a tree with slots): format its literals in, as pymonetdb does
+            operation, parameters = inline(operation, parameters), None
+            plan, bound = self._planned(operation, parameters)
+        if isinstance(plan, Control):
+            self._control(plan)
+            return Executed(Result())
+        if isinstance(plan, DDL):
+            return Executed(self._ddl(plan))
+        if isinstance(plan, Access):
+            self.run_access(plan)
+            return Executed(Result())
+        txn = self.transaction()
+        if self.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
+            plan, bound = self._planned(operation, parameters)
+        try:
+            executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
+        except ProgrammingError as exc:
+            if self.autocommit:
+                self.rollback()
+            better = restated(operation, exc)
+            if better is exc:
+                raise
+            raise better from None
+        except BaseException:
+            if self.autocommit:
+                self.rollback()
+            raise
+        if self.autocommit:
+            self.commit()
+        return executed
+
+    def _plan_for(self, operation: str, parameters: Params, catalog_version: int) -> tuple[Plan, Bound | None]:
+        """_planned; a statement refused against a catalog another process may have changed since is planned
+        again after a begin, which syncs the catalog (see catalog.py)."""
+        try:
+            return self._planned(operation, parameters)
+        except ProgrammingError:
+            if self.in_transaction:
+                raise
+            self.transaction()
+            try:
+                if self.db.catalog.version == catalog_version:
+                    raise
+                return self._planned(operation, parameters)
+            except ProgrammingError:
+                if self.autocommit:
+                    self.rollback()
+                raise
+
+    def _run(self, txn: Transaction, plan: Plan, bound: Bound) -> Executed:
+        """A statement in transaction ``txn``: a pass-through one as it is, a read of the snapshot (on the
+        pipeline and under the gate its kind asks for), or a write buffered in the transaction."""
+        if isinstance(plan, PassThrough):
+            return Executed(self._pass_through(plan, bound))
+        if isinstance(plan, ReadPlan):
+            self.use_pipeline(plan.analytical)
+            with self.db.analytical_gate(self.settings.analytical_slots if plan.analytical else None):
+                try:
+                    return Executed(txn.execute(plan, bound))
+                except ProgrammingError as exc:  # the engine names tique's internal tables: name the user's
+                    raise self.read_denied(txn, plan.reads, exc) from None
+        if not isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan, CopyPlan)):  # pragma: no cover
+            raise ProgrammingError(f"cannot run {type(plan).__name__}")
+        if isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan)) and not self.db.owner:
+            self.may_write(txn, plan)
+        result = txn.execute(plan, bound)
+        return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
+
+    def _pass_through(self, plan: PassThrough, bound: Bound) -> Result:
+        result = decode(self._raw.execute(plan.template.render(bound.rendered)), plan.decode)
+        if plan.sets_schema:  # unqualified names now resolve in the schema MonetDB says is current
+            schema = str(self._raw.execute("SELECT CURRENT_SCHEMA").scalar())
+            self.read_options = replace(self.read_options, schema=schema)
+        return result
+
+    def _control(self, plan: Control) -> None:
+        if plan.action == "commit":
+            self.commit()
+        elif plan.action == "rollback":
+            self.rollback()
+        if plan.action == "begin" or plan.chain:
+            self.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
+
+    def _ddl(self, plan: DDL) -> Result:
+        """DDL takes effect at once, outside any transaction (tique/ddl.py); the running one learns of it."""
+        schema = self.read_options.schema or self.db.default_schema
+        result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
+        if self._txn is not None:
+            self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)
+        return result
 
     # ---- PEP 249 -------------------------------------------------------------------------------------------
 
@@ -350,8 +458,8 @@ class Connection:
         try:
             self._raw.execute(sql)
         except errors.DatabaseError as exc:
-            message, refused = re.subn(r"Failed to import table '[^']*'", "", str(exc))
-            if not refused:
+            message = errors.copy_refused_value(exc)
+            if message is None:
                 raise
             raise errors.DataError(
                 f"bulk_load_csv: a value in the file does not fit table {info.name!r}{message}", "22018"
@@ -372,7 +480,7 @@ class Connection:
         if not isinstance(plan, ReadPlan):
             raise errors.ProgrammingError("rewrite() shows reads (SELECT) only")
         txn = self.transaction()
-        return plan.template.render({**txn.slots(), **resolve(plan.template.param_slots, parameters, probe=True)})
+        return plan.template.render({**txn.slots(), **bind_plan(plan, parameters).rendered})
 
     def execute(self, operation: str, parameters: Any = None) -> Any:
         """A shortcut: a new cursor, executed."""
@@ -415,14 +523,12 @@ class Connection:
         raise AssertionError("unreachable")
 
 
-def _read_part(plan: Plan) -> tuple[Template, frozenset[str], PointKeys] | None:
-    """What a plan reads from snapshots: its SELECT, the tables and the keys it pins (None: it reads none)."""
-    if isinstance(plan, ReadPlan):
-        return plan.template, plan.reads, plan.point_keys
-    if isinstance(plan, (UpdatePlan, DeletePlan)):
-        return plan.select, plan.reads, plan.point_keys
+def _read_part(plan: Plan) -> tuple[frozenset[str], PointKeys] | None:
+    """What a plan reads from snapshots: the tables and the keys it pins (None: it reads none)."""
+    if isinstance(plan, (ReadPlan, UpdatePlan, DeletePlan)):
+        return plan.reads, plan.point_keys
     if isinstance(plan, InsertPlan) and plan.select is not None:
-        return plan.select, plan.reads, ()
+        return plan.reads, ()
     return None
 
 

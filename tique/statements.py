@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sqlglot import exp
 
 from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, syntax_error
+from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, engine_syntax_error, syntax_error
 from tique.names import NAME, ident, quote, read_names
-from tique.params import scan
+from tique.params import Params, resolve, scan, value
+from tique.prepared import DEALLOCATE
 from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
@@ -65,6 +67,43 @@ class CopyPlan:
 
 
 Plan = ReadPlan | PassThrough | Control | DDL | Access | InsertPlan | UpdatePlan | DeletePlan | CopyPlan
+WritePlan = InsertPlan | UpdatePlan | DeletePlan | CopyPlan
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A plan's parameters, resolved once: each slot's SQL literal (``rendered``) and, for an INSERT of literal
+    rows, each slot's Python value (``values``: coerced to the column's type and hashed, not rendered)."""
+
+    rendered: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+def bind_plan(plan: Plan, parameters: Params) -> Bound:
+    """The parameters of ``plan`` as each of its slots takes them. A read of a snapshot (a SELECT, an UPDATE's
+    or DELETE's read) compares them with stored values, so -0.0 goes as 0.0 (params.resolve's ``probe``),
+    except an UPDATE's SET values, which are stored; INSERT and pass-through statements send them as given."""
+    if isinstance(plan, ReadPlan):
+        return Bound(resolve(plan.template.param_slots, parameters, probe=True))
+    if isinstance(plan, PassThrough):
+        return Bound(resolve(plan.template.param_slots, parameters))
+    if isinstance(plan, UpdatePlan):
+        return Bound(resolve(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots))
+    if isinstance(plan, DeletePlan):
+        return Bound(resolve(plan.select.param_slots, parameters, probe=True))
+    if isinstance(plan, InsertPlan):
+        slots = _insert_slots(plan)
+        rendered = resolve(slots, parameters)  # also checks that every value can be quoted
+        return Bound(rendered, {s: value(s, parameters) for s in slots})
+    return Bound()
+
+
+def _insert_slots(plan: InsertPlan) -> tuple[str, ...]:
+    if plan.rows is not None:
+        return tuple(dict.fromkeys(item[1] for row in plan.rows for item in row if item[0] == "s"))
+    assert plan.select is not None
+    return plan.select.param_slots
+
 
 _TX_WORDS = {
     "START": "begin",
@@ -168,6 +207,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     access = access_statement(sql)  # CREATE USER, GRANT/REVOKE: tique adds to them (privileges.py)
     if access:
         return access
+    if DEALLOCATE.match(sql):  # no SQL parser reads it; tique's session wrapper keeps its own statements in step
+        return PassThrough(Template.from_sql(sql))
     prefixed = _PREFIXED.match(sql)
     if prefixed:
         word = prefixed.group(1).upper()
@@ -349,9 +390,9 @@ def engine_verdict(
         conn.execute(f"PREPARE {text}")
     except DatabaseError as engine_error:
         message = str(engine_error)
-        if "syntax error" in message:
+        if engine_syntax_error(engine_error):
             return syntax_error(sql, message, "prepare ", origin)
-        missing = re.search(r"no such table '([^']+)'", message)
+        missing = re.search(r"no such table '([^']+)'", message) if engine_error.sqlstate == "42S02" else None
         if missing and managed(missing.group(1)):  # MonetDB read it, but tique's tables exist only rewritten
             return NotSupportedError(
                 f"tique's SQL parser cannot read this statement, so it cannot run it on tique's table "

@@ -18,7 +18,7 @@ from typing import TypeVar
 from tique import catalog
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, OperationalError, ProgrammingError
+from tique.errors import DatabaseError, ProgrammingError, Timeout
 from tique.outcomes import settle_failed, waiting
 from tique.sequencer import CSequencer
 
@@ -74,9 +74,7 @@ def versioned(
         finally:  # the decided commit is settled whatever failed: it must never hold later commits back
             try:
                 waiting(conn, lambda: seq.finish(conn, txid, cts, DDL_TIMEOUT_MS))
-            except OperationalError as exc:
-                if exc.sqlstate != "HYT00":
-                    raise
+            except Timeout:
                 # settled; the change becomes visible once the earlier commit it waited for settles
                 seq.finish(conn, txid, cts, 0)
             db.catalog.refresh(conn)

@@ -1,0 +1,121 @@
+"""The snapshot of one transaction and its lease (the paper's start timestamp, with the checkpointer's horizon
+kept behind it): begin takes the snapshot and pins it with a lease, statements renew the lease, waits for a
+commit to become visible, and the pin's end."""
+
+from __future__ import annotations
+
+import time
+
+from tique.database import Database
+from tique.engine.base import RawConnection
+from tique.errors import DatabaseError, LeaseExpired, Timeout
+from tique.outcomes import settle_if_decided, waiting
+from tique.rewrite.template import STS, TXID
+from tique.sequencer import CSequencer
+from tique.settings import COMMIT_LEASE_MS, Settings
+
+
+class SnapshotLease:
+    """``sts`` and ``txid`` of a transaction begun now; with the C module, a pin on ``sts`` renewed while in use."""
+
+    def __init__(
+        self, db: Database, conn: RawConnection, settings: Settings, min_sts: int = 0, prev_txid: int = 0
+    ) -> None:
+        self.db = db
+        self.conn = conn
+        self.settings = settings
+        self.renewed_at = time.monotonic()
+        self.sts, self.txid = self._begin(min_sts, prev_txid)
+
+    def _begin(self, min_sts: int, prev_txid: int) -> tuple[int, int]:
+        if isinstance(self.db.sequencer, CSequencer):
+            # One call ends the session's previous transaction and registers this one's snapshot with a lease, so
+            # the checkpointer keeps every version it may read (see renew).
+            # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
+            # that includes a DDL comes with that DDL's version (see catalog.py).
+            txid, sts, stuck, version = self.conn.execute(
+                "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
+                f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
+            ).rows[0]
+            sts, txid = int(sts), int(txid)
+            if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
+                sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
+        else:
+            sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
+            version = self.db.sequencer.catalog_version(self.conn)
+        self.db.catalog.sync(self.conn, int(version))
+        if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
+            try:
+                sts = self._await_own_commit(min_sts)
+            except BaseException:
+                self._end_pin(txid)
+                raise
+        return sts, txid
+
+    def _await_own_commit(self, cts: int) -> int:
+        """Wait until this session's last commit ``cts`` is visible. It is committed (its outcome is recorded),
+        and only earlier commits can hold it back: each finishes, or is abandoned once stuck for the lease, so
+        the wait lasts up to the lease plus the advance time-out instead of failing after the time-out alone.
+        With the C module the wait is an advance of ``cts``, which settles it (if its COMMIT could not) and
+        abandons stale predecessors as any committer's wait does."""
+        lease = self.db.lease_ms or COMMIT_LEASE_MS
+        timeout = lease + self.settings.advance_timeout_ms
+        if not isinstance(self.db.sequencer, CSequencer):
+            return self.await_sts(cts, "this session's last commit", timeout)
+        try:
+            advance = self.db.sequencer.advance_fn
+            waiting(
+                self.conn,
+                lambda: self.conn.execute(f"SELECT {advance}({int(cts)}, {timeout})"),
+                self.db.sequencer.restricted,
+            )
+        except Timeout as exc:
+            raise Timeout(
+                f"this session's last commit ({cts}) is committed but still not visible after {timeout} ms: an "
+                f"earlier commit is stuck; the new transaction did not start, try again ({exc})",
+                exc.sqlstate,
+            ) from exc
+        return self.db.sequencer.sts(self.conn)
+
+    def _end_pin(self, txid: int) -> None:
+        """Release a snapshot pin of a transaction that will not run (best effort: the lease ends it too)."""
+        if isinstance(self.db.sequencer, CSequencer):
+            try:
+                self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
+            except DatabaseError:
+                pass
+
+    def await_sts(self, target: int, what: str, timeout_ms: int | None = None) -> int:
+        """Poll until the snapshot includes commit ``target``; an error after the time-out (by default the
+        advance time-out)."""
+        timeout_ms = self.settings.advance_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
+        while (sts := self.db.sequencer.sts(self.conn)) < target:
+            if time.monotonic() > deadline:
+                raise Timeout(f"{what} ({target}) is not visible yet after {timeout_ms} ms: an earlier commit is stuck")
+            time.sleep(0.001)
+        return sts
+
+    def renew(self) -> None:
+        """Keep the snapshot's lease: renewed before any statement once half of it has passed. A transaction whose
+        lease ran out (its client stalled) may find versions it needs checkpointed away: SerializationFailure."""
+        if not isinstance(self.db.sequencer, CSequencer):
+            return
+        if time.monotonic() - self.renewed_at < self.settings.snapshot_lease_ms / 2000:
+            return
+        sent = time.monotonic()
+        if not self.conn.execute(f"SELECT tique.renew({self.txid}, {self.settings.snapshot_lease_ms})").scalar():
+            raise LeaseExpired(
+                f"transaction {self.txid} was idle past its snapshot lease ({self.settings.snapshot_lease_ms} ms), "
+                "so the checkpointer may have moved versions it reads; it was rolled back and is safe to retry "
+                "(a longer snapshot_lease_ms keeps it longer)"
+            )
+        self.renewed_at = sent
+
+    def slots(self) -> dict[str, str]:
+        """The values of a rewritten statement's snapshot slots: the snapshot (the newest one with
+        unsafe_read_latest) and the transaction id."""
+        sts = self.sts
+        if self.settings.unsafe_read_latest:
+            sts = self.db.sequencer.sts(self.conn)
+        return {STS: str(sts), TXID: str(self.txid)}
