@@ -21,7 +21,7 @@ def check_database(conn: RawConnection) -> None:
         conn.execute("SELECT tique.horizon()")
     except DatabaseError as exc:
         raise NotATiqueDatabase(
-            f"the engine has no tique.horizon(): tique's C module (ABI 8) is not loaded ({exc}); "
+            f"the engine has no tique.horizon(): tique's C module is not loaded ({exc}); "
             "checkpoint through 'tique serve' or an embedded URL"
         ) from exc
 
