@@ -53,6 +53,7 @@ from benchmarks.soak_model import (
     same,
     same_row,
 )
+from tique.settings import SNAPSHOT_LEASE_MS
 
 SERVER_DOWN_GRACE_S = 20.0  # errors this long after a server restart are the kill's, not findings
 PAUSE_TIMEOUT_S = 120.0
@@ -205,7 +206,7 @@ def read_logs(workdir: Path, clients: int) -> tuple[dict[TxId, Tx], list[dict[st
 
 def read_database(url: str, skipped: list[str]) -> dict[str, list[tuple[Any, ...]]]:
     """Every soak table, read through tique in one snapshot (one transaction)."""
-    conn = tique.connect(url, snapshot_lease_ms=60000)
+    conn = tique.connect(url, snapshot_lease_ms=SNAPSHOT_LEASE_MS)
     try:
         cur = conn.cursor()
         tables: dict[str, list[tuple[Any, ...]]] = {}

@@ -6,7 +6,6 @@ session's shared databases hold other tests' snapshots.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -297,12 +296,11 @@ def test_checkpointer_killed_mid_run_resumes(served: ServeProcess, step: str) ->
     expected = contents(conn, suffix)
     conn.close()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tique.cli", "checkpoint", served.url, "--once", "--lock-lease", "1"],
+        [sys.executable, str(ROOT / "tests" / "checkpoint_client.py"), served.url, step],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "TIQUE_CHECKPOINT_PAUSE": step},
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

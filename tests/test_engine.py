@@ -50,7 +50,7 @@ def test_window_function_and_union_all(raw: RawConnection, unique_name: Names) -
 
 
 def test_reexecuted_statement_fetches_rows_again(raw: RawConnection) -> None:
-    # the monetdbe cursor returned None from fetchone() on a second execute (ENGINE_NOTES)
+    # the monetdbe 0.11 Python cursor returned None from fetchone() when executed again (fetchall() was right)
     for _ in range(3):
         assert raw.execute("SELECT 41 + 1").rows == [(42,)]
 
@@ -136,7 +136,7 @@ def test_duplicate_key_is_integrity_error(raw: RawConnection, unique_name: Names
 
 
 def test_user_ddl_that_cannot_be_prepared(raw: RawConnection, unique_name: Names) -> None:
-    # the monetdbe cursor PREPAREs everything, and ALTER USER failed through it (ENGINE_NOTES)
+    # the monetdbe 0.11 Python cursor PREPAREs every statement, and ALTER USER cannot be prepared
     user = unique_name("u")
     raw.execute(f"CREATE USER \"{user}\" WITH PASSWORD 'first' NAME 'Test' SCHEMA sys")
     raw.execute(f"ALTER USER \"{user}\" WITH UNENCRYPTED PASSWORD 'second'")

@@ -18,12 +18,12 @@ Connect = Callable[..., tique.Connection]
     ("sqlstate", "cls"),
     [
         ("22012", tique.DataError),
-        ("23505", tique.IntegrityError),
+        ("23505", tique.errors.UniqueViolation),  # an IntegrityError (tests/test_error_registry.py)
         ("42000", tique.ProgrammingError),
         ("42S02", tique.ProgrammingError),
         ("40001", tique.SerializationFailure),
         ("53100", tique.StorageFull),
-        ("08006", tique.OperationalError),
+        ("08006", tique.errors.ConnectionFailure),  # an OperationalError
         ("0A000", tique.NotSupportedError),
         ("0A001", tique.NotSupportedError),
         ("HY013", tique.OperationalError),

@@ -14,7 +14,7 @@ the DEFAULT too: a process whose catalog predates the ALTER writes Cache rows wi
 the default rather than a NULL the checkpointer could not move into a NOT NULL Storage column. (A DEFAULT is no
 constraint: measured, concurrent appends to a table with one do not conflict.)
 
-Each ALTER is checked first and then runs as a versioned catalog change (ddl.versioned): a commit record with
+Each ALTER is checked first and then runs as a versioned catalog change (tique/versioned.py): a commit record with
 the table's schema hash (both names for RENAME TO) is decided before the change, so a writing transaction of
 another session that read or wrote the table and overlaps the ALTER fails at COMMIT; the session's own ALTER
 does not fail its transaction (a migration's ALTER followed by an UPDATE commits). Rows that transaction
@@ -32,13 +32,14 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from tique import catalog, views
+from tique import catalog, ddl_parse, views
 from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
+from tique.versioned import versioned
 
 # Called with each step's name before the step: tests make a step fail here.
 step_hook: Callable[[str], None] | None = None
@@ -79,9 +80,7 @@ def _undoing(conn: RawConnection) -> Iterator[_Undo]:
 
 
 def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableInfo) -> Result:
-    """Checked first; then the change runs as a versioned catalog change (ddl.versioned)."""
-    from tique.ddl import versioned
-
+    """Checked first; then the change runs as a versioned catalog change (tique/versioned.py)."""
     actions = tree.args.get("actions") or []
     if len(actions) != 1:
         raise NotSupportedError(
@@ -210,7 +209,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         raise ProgrammingError(f"ALTER TABLE {info.name} ADD COLUMN: column {name!r} already exists", "42S21")
     if node.args.get("kind") is None:
         raise ProgrammingError(f"column {name!r} needs a type")
-    if catalog._serial_type(node):
+    if ddl_parse.serial_type(node):
         raise NotSupportedError(
             f"ADD COLUMN {name!r} SERIAL is not supported by tique: generated keys are declared at CREATE TABLE"
         )
@@ -220,7 +219,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
             not_null = True
         elif isinstance(kind, exp.DefaultColumnConstraint):
-            default = catalog._default_value(kind.this)
+            default = ddl_parse.default_value(kind.this)
             if isinstance(default, catalog.SequenceDefault):
                 raise NotSupportedError(
                     f"ALTER TABLE {info.name} ADD COLUMN {name!r} DEFAULT NEXT VALUE FOR is not supported by tique "
@@ -238,7 +237,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
             f"ALTER TABLE {info.name} ADD COLUMN {name!r} NOT NULL needs a DEFAULT with tique: existing versions "
             "(also uncommitted ones) need a value; give a DEFAULT, or add the column nullable"
         )
-    column = ColumnSpec(name, catalog._type_sql(node.args["kind"]), not_null, default)
+    column = ColumnSpec(name, ddl_parse.type_sql(node.args["kind"]), not_null, default)
     new = replace(info, columns=(*info.columns, column))
     typed = f"{quote(name)} {column.sql_type}"
     filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
@@ -264,7 +263,7 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     column = info.column(name)
     alter = f"ALTER TABLE {{table}} ALTER COLUMN {quote(name)} "
     if node.args.get("default") is not None or (node.args.get("drop") and node.args.get("allow_null") is None):
-        default = catalog._default_value(node.args["default"]) if node.args.get("default") is not None else None
+        default = ddl_parse.default_value(node.args["default"]) if node.args.get("default") is not None else None
         changed = ColumnSpec(name, column.sql_type, column.not_null, default)
         old_sql = f"SET DEFAULT {catalog.default_sql(column.default)}" if column.default is not None else "DROP DEFAULT"
         new_sql = f"SET DEFAULT {catalog.default_sql(default)}" if default is not None else "DROP DEFAULT"

@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from tique.settings import CHECKPOINT_LOCK_LEASE_MS
+
 
 def main(argv: list[str] | None = None) -> int:
     from tique import __version__
@@ -47,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     ckpt.add_argument("--stats", action="store_true", help="print the metrics (JSON) and exit")
     ckpt.add_argument("--wait", action="store_true", help="wait for a running checkpointer instead of exiting")
     ckpt.add_argument(
-        "--lock-lease", type=float, default=10.0, help="seconds after which a dead checkpointer's lock is free"
+        "--lock-lease",
+        type=float,
+        default=CHECKPOINT_LOCK_LEASE_MS / 1000,
+        help="seconds after which a dead checkpointer's lock is free",
     )
 
     serve.add_argument(

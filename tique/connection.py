@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -197,7 +196,7 @@ class Connection:
 
     def read_denied(self, txn: Transaction, reads: Iterable[str], exc: ProgrammingError) -> ProgrammingError:
         """An engine refusal of a read, restated with the table the user may not read (else ``exc``)."""
-        if self.db.owner or "access denied" not in str(exc):
+        if self.db.owner or not errors.engine_access_denied(exc):
             return exc
         for info in self.db.catalog.all():
             if info.qualified in reads:
@@ -459,8 +458,8 @@ class Connection:
         try:
             self._raw.execute(sql)
         except errors.DatabaseError as exc:
-            message, refused = re.subn(r"Failed to import table '[^']*'", "", str(exc))
-            if not refused:
+            message = errors.copy_refused_value(exc)
+            if message is None:
                 raise
             raise errors.DataError(
                 f"bulk_load_csv: a value in the file does not fit table {info.name!r}{message}", "22018"

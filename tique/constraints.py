@@ -13,7 +13,7 @@ import sqlglot
 
 from tique.catalog import TableInfo
 from tique.engine.base import RawConnection
-from tique.errors import IntegrityError
+from tique.errors import ForeignKeyViolation, UniqueViolation
 from tique.names import quote
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
@@ -56,13 +56,13 @@ class Constraints:
         if info.has_rowid or not keys:
             return
         if len(set(keys)) != len(keys):
-            raise IntegrityError(f"duplicate key in the rows inserted into {info.name!r}", "23505")
+            raise UniqueViolation(f"duplicate key in the rows inserted into {info.name!r}")
         entry = self.buffer.writes.get(info.qualified)
         unknown = []
         for key in keys:
             state = entry.live.get(key) if entry else None
             if state:
-                raise IntegrityError(f"duplicate key {show(info, key)} in table {info.name!r}", "23505")
+                raise UniqueViolation(f"duplicate key {show(info, key)} in table {info.name!r}")
             if state is None:
                 unknown.append(key)
         if not unknown:
@@ -96,7 +96,7 @@ class Constraints:
         found = self._found(info, keys)
         clash = [k for k in keys if k in found]
         if clash:
-            raise IntegrityError(f"duplicate key {show(info, clash[0])} in table {info.name!r}", "23505")
+            raise UniqueViolation(f"duplicate key {show(info, clash[0])} in table {info.name!r}")
 
     def check_all_absent(self, checks: Sequence[tuple[TableInfo, Sequence[Key]]]) -> None:
         """``check_absent`` for several tables in one query that counts exact matches per table; a table with
@@ -210,7 +210,7 @@ class Constraints:
                     continue  # NULL is never equal to anything: no conflict (as MonetDB)
                 value = self._values(info, cols, raw)
                 if value in seen:
-                    raise IntegrityError(_unique_message(info, cols, value, "the rows this statement writes"), "23505")
+                    raise UniqueViolation(_unique_message(info, cols, value, "the rows this statement writes"))
                 seen[value] = key
                 claims.setdefault(key, []).append(unique_hash(info, cols, value))
             if changed(cols):
@@ -223,7 +223,7 @@ class Constraints:
                     continue  # the row came from a query about another constraint
                 value = self._values(info, cols, [held[c] for c in cols])
                 if value in values:
-                    raise IntegrityError(_unique_message(info, cols, value, f"row {show(info, key)}"), "23505")
+                    raise UniqueViolation(_unique_message(info, cols, value, f"row {show(info, key)}"))
         return claims
 
     def _check_references(
@@ -243,7 +243,7 @@ class Constraints:
             own = (fk.schema, fk.table) == (info.schema, info.name)
             parent = info if own else self.catalog.get(fk.schema, fk.table)
             if parent is None:
-                raise IntegrityError(f"FOREIGN KEY of {info.name!r}: table {fk.schema}.{fk.table} is gone", "23503")
+                raise ForeignKeyViolation(f"FOREIGN KEY of {info.name!r}: table {fk.schema}.{fk.table} is gone")
             needed: dict[Key, Key] = {}
             for key, row in rows:
                 raw = [row[names.index(c)] for c in fk.columns]
@@ -262,11 +262,10 @@ class Constraints:
             found = self._found(parent, unknown) if unknown else set()
             missing = [k for k, v in state.items() if v is False or (v is None and k not in found)]
             if missing:
-                raise IntegrityError(
+                raise ForeignKeyViolation(
                     f"FOREIGN KEY ({', '.join(fk.columns)}) of {info.name!r}: no row {show(parent, missing[0])} in "
                     f"{parent.name!r} (the row referencing it is {show(info, needed[missing[0]])}); insert the "
                     "referenced row first",
-                    "23503",
                 )
         return refs
 
@@ -282,11 +281,10 @@ class Constraints:
                     continue  # this very statement rewrites or deletes the referencing row (checked as a child)
                 pkey = typed_key(info, [held[c] for c in fk.columns])
                 if pkey in gone:
-                    raise IntegrityError(
+                    raise ForeignKeyViolation(
                         f"cannot delete or change the key of row {show(info, pkey)} of {info.name!r}: row "
                         f"{show(child, key)} of {child.name!r} references it (FOREIGN KEY ({', '.join(fk.columns)})); "
                         "delete or change the referencing rows first",
-                        "23503",
                     )
 
 

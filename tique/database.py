@@ -15,10 +15,10 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from tique import catalog, privileges
+from tique import bootstrap, catalog, privileges
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
-from tique.sequencer import CSequencer, Sequencer, make_sequencer
+from tique.sequencer import Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS
 from tique.storage import StorageGuard
 
@@ -69,29 +69,15 @@ class Database:
         self.storage = StorageGuard(url.path if url.kind == "embedded" else None, remote=url.kind == "server")
         conn = self.engine.connect()
         try:
-            # tique's owner installs; an ordinary user of a served database runs the protocol with PUBLIC's
-            # privileges (tique/privileges.py) and is checked against its own on each table it writes
             self.owner = privileges.owns_tique(conn)
             self.user = str(conn.execute("SELECT CURRENT_USER").scalar())
-            if self.owner:
-                catalog.install(conn)
-            elif isinstance(self.sequencer, CSequencer):
-                self.sequencer.restrict()
-            self.sequencer.install(conn)
-            if self.owner and isinstance(self.sequencer, CSequencer):
-                privileges.install(conn)
-            if url.kind == "embedded":
-                from tique.recovery import recover
-
-                recover(conn, self.sequencer)
+            bootstrap.install(conn, self.sequencer, owner=self.owner)
+            if url.kind == "embedded":  # over MAPI, ``tique serve`` recovered
+                bootstrap.recover_and_view(conn, self.sequencer)
             if lease_ms is not None:
                 self.apply_lease(conn, lease_ms)
             self.default_schema = str(conn.execute("SELECT CURRENT_SCHEMA").scalar())
             self.catalog.refresh(conn)
-            if url.kind == "embedded":
-                from tique.views import ensure
-
-                ensure(conn, self.catalog.all())  # tables created before tique made views get theirs
         finally:
             conn.close()
 

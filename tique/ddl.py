@@ -1,37 +1,29 @@
 """DDL on tique's tables. It takes effect at once, outside any transaction (MonetDB commits DDL by itself),
 as in MySQL; a transaction's writes are not affected.
 
-DROP TABLE of a tique table is versioned (see catalog.py): it runs as a commit of the normal protocol whose
-write-set is the table's schema hash. In order: take a transaction id and a commit timestamp and write the
-record; publish; decide and write a committed outcome; only then change the tables and tique.tables; bump the
-catalog version; advance. So a transaction that overlaps the change in commit order (its snapshot before the
-DDL's timestamp, its own timestamp after) finds the record when it certifies and fails, and one whose timestamp
-is smaller took it before the change began, so its rows went to the old table; one whose snapshot includes the
-DDL began after the version bump and plans against the refreshed catalog. CREATE TABLE takes its id from the same
-counter and bumps the version once the table is registered.
+DROP TABLE and ALTER TABLE of a tique table, and CREATE TABLE of a child table (as DDL of its parents), are
+versioned catalog changes (tique/versioned.py): commits of the normal protocol whose write-set is the tables' schema
+hashes. CREATE TABLE takes its id from the same counter and bumps the catalog version once the table is registered.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from sqlglot import exp
 
-from tique import alter, catalog, ddl_views, views
+from tique import alter, catalog, ddl_parse, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
-from tique.errors import DatabaseError, NotSupportedError, OperationalError, ProgrammingError
+from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import ident, quote
-from tique.outcomes import settle_failed, waiting
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
-from tique.sequencer import CSequencer
+from tique.versioned import versioned
 
 T = TypeVar("T")
-DDL_TIMEOUT_MS = 30000  # waits for earlier commits to publish and settle
 
 uses_tique = ddl_views.uses_tique
 
@@ -83,62 +75,6 @@ def run_ddl(
     return conn.execute(sql)
 
 
-def versioned(
-    db: Database,
-    conn: RawConnection,
-    tables: list[tuple[str, str]],
-    change: Callable[[], T],
-    ids: list[int] | None = None,
-) -> T:
-    """Run ``change()`` as a committed catalog change of ``tables`` ((schema, name) pairs): see the module's
-    docstring for the order of its steps, and catalog.py for why. The change's transaction id is appended to
-    ``ids``: the session that ran it must not count it as another session's DDL against its own transaction."""
-    hashes = [catalog.schema_hash(s, n) for s, n in tables]
-    seq = db.sequencer
-    if seq.restricted:  # before any record: a refused change must not leave a committed DDL record behind
-        raise ProgrammingError(
-            f"DDL on tique's tables ({', '.join(f'{s}.{n}' for s, n in tables)}) needs tique's owner, the admin "
-            "(user monetdb): an ordinary user's session may not change them",
-            "42000",
-        )
-    if isinstance(seq, CSequencer):
-        # registered like a transaction's begin, so the checkpointer keeps the record until it is settled
-        txid, sts = conn.execute(
-            f"SELECT x.t, tique.snapshot_of(x.t) FROM (SELECT tique.begin_txn(0, {DDL_TIMEOUT_MS}) AS t) AS x"
-        ).rows[0]
-        txid, sts = int(txid), int(sts)
-    else:
-        txid, sts = seq.next_txid(conn), seq.sts(conn)
-    # the commit protocol's steps (tique/commit.py), with the schema hashes as the write-set; no certification:
-    # DDL always commits, and a transaction that used the table meanwhile fails its own certification
-    taken = seq.record(conn, txid, sts, hashes)
-    if ids is not None:
-        ids.append(txid)
-    try:
-        cts = waiting(conn, lambda: seq.publish_record(conn, txid, taken, DDL_TIMEOUT_MS))
-        seq.decide_and_record(conn, txid, cts, True)
-    except DatabaseError:
-        settle_failed(conn, seq, txid, taken)  # aborted, unless decide ran (see tique/outcomes.py)
-        if isinstance(seq, CSequencer):
-            with contextlib.suppress(DatabaseError):
-                conn.execute(f"SELECT tique.end_txn({txid})")
-        raise
-    try:
-        return change()
-    finally:
-        try:
-            seq.bump_catalog(conn)  # before the change becomes visible: a snapshot that includes it sees the bump
-        finally:  # the decided commit is settled whatever failed: it must never hold later commits back
-            try:
-                waiting(conn, lambda: seq.finish(conn, txid, cts, DDL_TIMEOUT_MS))
-            except OperationalError as exc:
-                if exc.sqlstate != "HYT00":
-                    raise
-                # settled; the change becomes visible once the earlier commit it waited for settles
-                seq.finish(conn, txid, cts, 0)
-            db.catalog.refresh(conn)
-
-
 def qualify_names(tree: exp.Expression, schema: str, known: Callable[[str, str], bool]) -> exp.Expression:
     """The statement with its unqualified table names put in ``schema``, the session's current one (as MonetDB
     resolves them): the table the statement creates, drops or alters always; any other (a view's body, a FOREIGN
@@ -165,13 +101,13 @@ def dropped_table(tree: exp.Expression, default_schema: str) -> str | None:
 
 
 def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
-    info = catalog.table_from_create(tree, db.default_schema, 0, sql)
+    info = ddl_parse.table_from_create(tree, db.default_schema, 0, sql)
     db.catalog.refresh(conn)  # another process may have created or dropped it
     if db.catalog.get(info.schema, info.name) is not None or _physical_exists(conn, info.schema, info.name):
         if tree.args.get("exists"):
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {info.name!r} already in use", "42S01")
-    info = catalog.resolve_foreign_keys(info, db.catalog.get)
+    info = ddl_parse.resolve_foreign_keys(info, db.catalog.get)
 
     def create(table_id: int) -> catalog.TableInfo:
         made = catalog.placed(conn, replace(info, table_id=table_id))

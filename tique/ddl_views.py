@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 
 from tique import catalog, views
@@ -32,12 +31,10 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident, quote, source_name
+from tique.names import ident, quote
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
-
-VIEW = "view"
-MAX_DEPTH = 32  # views over views: deeper than this is a cycle
+from tique.rewrite.views import VIEW
 
 
 def view_info(table_id: int, schema: str, name: str, select_sql: str) -> TableInfo:
@@ -85,29 +82,6 @@ def _changed(db: Database, conn: RawConnection) -> None:
     """Other processes notice the catalog change at their next begin (catalog.py)."""
     db.sequencer.bump_catalog(conn)
     db.catalog.refresh(conn)
-
-
-def expand_views(tree: exp.Expression, lookup: Any) -> exp.Expression:
-    """Replace every reference to a tique view by its SELECT, under the view's name (or alias)."""
-    for _ in range(MAX_DEPTH):
-        cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
-        replaced = False
-        for table in list(tree.find_all(exp.Table)):
-            if not table.name or (not table.db and table.name in cte_names):
-                continue
-            info = lookup(ident(table.args.get("db")) or None, ident(table))
-            if info is None or info.kind != VIEW:
-                continue
-            body = sqlglot.parse_one(info.storage_ddl, read=MonetDB)
-            alias = table.args.get("alias") or exp.TableAlias(this=source_name(table))
-            subquery = exp.Subquery(this=body, alias=alias.copy())
-            if table is tree:
-                return subquery
-            table.replace(subquery)
-            replaced = True
-        if not replaced:
-            return tree
-    raise NotSupportedError(f"views nested deeper than {MAX_DEPTH} levels (a cycle?) are not supported by tique")
 
 
 def refuse_view_write(info: TableInfo, verb: str) -> None:

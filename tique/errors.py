@@ -7,6 +7,8 @@ is kept as MonetDB wrote it (position and all), so users see what the engine sai
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 
 class Warning(Exception):  # noqa: A001 - the name PEP 249 requires
@@ -14,11 +16,15 @@ class Warning(Exception):  # noqa: A001 - the name PEP 249 requires
 
 
 class Error(Exception):
-    """Base of every tique error; ``sqlstate`` holds the five-character code when one is known."""
+    """Base of every tique error; ``sqlstate`` holds the five-character code when one is known (a class
+    registered for a code carries it as its default, as psycopg's classes do)."""
+
+    sqlstate: str | None = None
 
     def __init__(self, message: str = "", sqlstate: str | None = None) -> None:
         super().__init__(message)
-        self.sqlstate = sqlstate
+        if sqlstate is not None:
+            self.sqlstate = sqlstate
 
 
 class InterfaceError(Error):
@@ -53,24 +59,53 @@ class NotSupportedError(DatabaseError):
     """A construct or API that tique or MonetDB does not support."""
 
 
+# ---- the registry: one class per SQLSTATE tique tells apart (psycopg.errors style) -------------------------
+
+_REGISTRY: dict[str, type[Error]] = {}
+E = TypeVar("E", bound=type[Error])
+
+
+def _code(sqlstate: str) -> Callable[[E], E]:
+    """Register a class for ``sqlstate``; its instances carry that code unless given another."""
+
+    def register(cls: E) -> E:
+        cls.sqlstate = sqlstate
+        _REGISTRY[sqlstate] = cls
+        return cls
+
+    return register
+
+
+def lookup(sqlstate: str) -> type[Error]:
+    """The class registered for exactly ``sqlstate`` (as psycopg.errors.lookup); KeyError when none is. For any
+    code, ``class_for_sqlstate`` gives the class an error with it is raised as."""
+    return _REGISTRY[sqlstate]
+
+
+@_code("23502")
+class NotNullViolation(IntegrityError):
+    """NULL in a NOT NULL column."""
+
+
+@_code("23503")
+class ForeignKeyViolation(IntegrityError):
+    """A FOREIGN KEY would name no row, or a row still referenced would be deleted or re-keyed."""
+
+
+@_code("23505")
+class UniqueViolation(IntegrityError):
+    """A duplicate PRIMARY KEY or UNIQUE value."""
+
+
+@_code("40001")
 class SerializationFailure(OperationalError):
     """The transaction lost a write-write conflict (first committer wins) and was rolled back.
 
     Nothing it wrote is visible. It is safe to run the whole transaction again (``Connection.run`` does).
     """
 
-    def __init__(self, message: str = "", sqlstate: str | None = "40001") -> None:
-        super().__init__(message, sqlstate)
 
-
-class CommitOutcomeUnknown(OperationalError):
-    """The connection was lost during COMMIT: the transaction may or may not have committed.
-
-    Recovery settles it when the engine restarts; reconnect and check whether its effects are there before
-    running it again.
-    """
-
-
+@_code("53100")
 class StorageFull(OperationalError):
     """The disk holding the database is full (or under tique's free-space minimum), or the engine failed to write
     for want of space. Nothing of the failed transaction was committed.
@@ -79,8 +114,60 @@ class StorageFull(OperationalError):
     it), then run the transaction again. Not a conflict: retrying at once fails the same way.
     """
 
-    def __init__(self, message: str = "", sqlstate: str | None = "53100") -> None:
-        super().__init__(message, sqlstate)
+
+@_code("08000")
+class ConnectionException(OperationalError):
+    """The connection to the engine failed."""
+
+
+@_code("08003")
+class ConnectionDoesNotExist(ConnectionException):
+    """The engine connection was closed (by this process, or after an interrupt left it out of step)."""
+
+
+@_code("08006")
+class ConnectionFailure(ConnectionException):
+    """The engine connection was lost mid-statement (the server died or closed it): the statement's outcome is
+    unknown."""
+
+
+@_code("HYT00")
+class Timeout(OperationalError):
+    """A wait ran out of time: typically a commit waiting for an earlier one that is stuck."""
+
+
+# tique's own conditions, in class TQ (implementation-defined: neither MonetDB nor PostgreSQL uses it). README
+# "Errors" lists them.
+
+
+@_code("TQ001")
+class TransactionFailed(InterfaceError):
+    """A statement in a transaction that can only be rolled back (an earlier statement failed after some of its
+    rows may have reached the engine, or its lease ran out): call rollback()."""
+
+
+@_code("TQ002")
+class CommitOutcomeUnknown(OperationalError):
+    """The connection was lost during COMMIT, or COMMIT failed after its commit point: the transaction may (or,
+    after the commit point, did) commit.
+
+    Recovery settles it when the engine restarts; reconnect and check whether its effects are there before
+    running it again.
+    """
+
+
+@_code("TQ003")
+class LeaseExpired(SerializationFailure):
+    """The transaction's lease ran out (its snapshot's, while it stayed idle, or its commit's, while it stalled
+    in COMMIT), so it was rolled back: the checkpointer may have moved versions it read, or later commits went
+    ahead without it. Like any SerializationFailure, safe to retry."""
+
+
+@_code("TQ004")
+class CommitStuck(Timeout):
+    """A commit waited for an earlier one that decided its outcome but never finished (its client died after
+    deciding): the driver settles such a commit with its decided outcome and waits again; raised only when it
+    could not."""
 
 
 _SQLSTATE_IN_MESSAGE = re.compile(r"^(?:[A-Za-z_ ]*(?:Exception|Error)?:[\w.]*:)?\s*([0-9A-Z]{5})!(.*)$", re.S)
@@ -103,22 +190,21 @@ def split_monetdb_message(raw: str) -> tuple[str | None, str]:
     return match.group(1), message
 
 
-def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[DatabaseError]:
-    """The PEP 249 class a SQLSTATE belongs to, by its class (the first two characters). Codes PEP 249 has no
-    class for (HY..., 08..., MonetDB's own M0...) are OperationalError, as pymonetdb reports every code it does
-    not know."""
+def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[Error]:
+    """The class an error with ``sqlstate`` is raised as: the one registered for the code, else the PEP 249
+    class of its class (the first two characters). Codes PEP 249 has no class for (HY..., MonetDB's own
+    M0...) are OperationalError, as pymonetdb reports every code it does not know."""
     if sqlstate is None:
         return OperationalError
-    if sqlstate == "40001":
-        return SerializationFailure
-    if sqlstate.startswith("53"):  # insufficient resources: 53100 disk full (tique's C module)
+    if sqlstate in _REGISTRY:
+        return _REGISTRY[sqlstate]
+    if sqlstate.startswith("08"):
+        return ConnectionException
+    if sqlstate.startswith("53"):  # insufficient resources
         return StorageFull
-    if sqlstate == "40000" and "concurrency conflicts" in message:
-        # MonetDB's own optimistic transactions lost a conflict: also safe to retry.
-        return SerializationFailure
+    if sqlstate == "40000":
+        return _monetdb_commit_failure(message)
     if sqlstate.startswith("23") or sqlstate in ("40002", "M0M29", "2D000"):
-        return IntegrityError
-    if sqlstate == "40000" and "constraint" in message.lower():
         return IntegrityError
     if sqlstate.startswith("22"):
         return DataError
@@ -126,6 +212,16 @@ def class_for_sqlstate(sqlstate: str | None, message: str = "") -> type[Database
         return NotSupportedError
     if sqlstate.startswith(("42", "3F", "3D", "07", "26", "34")):
         return ProgrammingError
+    return OperationalError
+
+
+def _monetdb_commit_failure(message: str) -> type[DatabaseError]:
+    """MonetDB reports every failed COMMIT of its own as 40000; only its words tell a lost conflict of its
+    optimistic transactions (safe to retry) from a broken constraint."""
+    if "concurrency conflicts" in message:
+        return SerializationFailure
+    if "constraint" in message.lower():
+        return IntegrityError
     return OperationalError
 
 
@@ -156,8 +252,8 @@ def from_monetdb(raw: str, context: str | None = None) -> DatabaseError:
     cls = class_for_sqlstate(sqlstate, message)
     if context:
         message = f"{message} ({context})"
-    if cls in (SerializationFailure, StorageFull):
-        return cls(message, sqlstate)
+    if not issubclass(cls, DatabaseError):  # a driver-side code (TQ001) relayed by an engine: still its error
+        cls = OperationalError
     return cls(message, sqlstate)
 
 
@@ -200,7 +296,7 @@ def restated(statement: str, error: ProgrammingError) -> ProgrammingError:
     """A syntax error MonetDB found in the SQL tique rewrote quotes that SQL: name the user's statement instead."""
     message = str(error)
     match = _ENGINE_SNIPPET.search(message)
-    if "syntax error" not in message or not match:
+    if not engine_syntax_error(error) or not match:
         return error
     return ProgrammingError(f"{message[: match.start()]} in the statement {statement!r}", error.sqlstate)
 
@@ -208,10 +304,63 @@ def restated(statement: str, error: ProgrammingError) -> ProgrammingError:
 CONNECTION_LOST = ("08006", "08003")  # connection failure (the engine adapters raise it), connection closed
 
 
-def connection_lost(exc: Exception) -> bool:
-    """The engine connection is gone (the server died or closed it): the statement's outcome is unknown. Told by
-    the SQLSTATE the engine adapters give it; pymonetdb's own socket errors, reached some other way, by text."""
-    if getattr(exc, "sqlstate", None) in CONNECTION_LOST:
-        return True
-    text = str(exc).lower()
-    return "lost the connection" in text or "broken pipe" in text
+def connection_lost(exc: BaseException) -> bool:
+    """The engine connection is gone (the server died or closed it): the statement's outcome is unknown. The
+    engine adapters give every such error its SQLSTATE."""
+    return getattr(exc, "sqlstate", None) in CONNECTION_LOST
+
+
+_STUCK_COMMIT = re.compile(r"for commit (\d+) \(state deciding\)")
+
+
+def stuck_commit(exc: BaseException) -> int | None:
+    """The commit a CommitStuck error (TQ004, from the C module) waited for: the C module names it in the
+    message only."""
+    if not isinstance(exc, CommitStuck):
+        return None
+    found = _STUCK_COMMIT.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+# ---- MonetDB conditions without a code of their own ---------------------------------------------------------
+# MonetDB gives these a generic SQLSTATE (42000) or none: its words tell them apart, and only here.
+
+_WRITE_FAILED = re.compile(r"append failed|no space left|disk (is )?full|could not extend", re.I)
+
+
+def engine_syntax_error(exc: BaseException) -> bool:
+    """MonetDB's parser refused the text (42000, like many other refusals)."""
+    return "syntax error" in str(exc)
+
+
+def engine_access_denied(exc: BaseException) -> bool:
+    """MonetDB refused a statement for want of a privilege (42000)."""
+    return "access denied" in str(exc)
+
+
+def prepared_statement_missing(exc: BaseException) -> bool:
+    """An EXEC named a prepared statement the session does not hold (42000)."""
+    return "PREPARED Statement missing" in str(exc)
+
+
+_COPY_REFUSED = re.compile(r"Failed to import table '[^']*'")
+
+
+def copy_refused_value(exc: BaseException) -> str | None:
+    """A COPY INTO refused a value of the file: the engine's message without the (internal) table it names, else
+    None."""
+    message, refused = _COPY_REFUSED.subn("", str(exc))
+    return message if refused else None
+
+
+_LOGIN_REFUSED = re.compile(r"InvalidCredentialsException|password", re.I)
+
+
+def login_refused(exc: BaseException) -> bool:
+    """A MonetDB server refused the login (pymonetdb's error at connect carries no code)."""
+    return _LOGIN_REFUSED.search(str(exc)) is not None
+
+
+def engine_write_failed(exc: BaseException) -> bool:
+    """The engine failed a write for want of space: it says so in words only (tique/storage.py)."""
+    return _WRITE_FAILED.search(str(exc)) is not None

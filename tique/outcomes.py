@@ -10,16 +10,14 @@ must never exist, so every writer here uses the verdict when there is one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TypeVar
 
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, OperationalError
+from tique.errors import CommitStuck, DatabaseError, stuck_commit
 from tique.sequencer import CSequencer, Sequencer
 
 T = TypeVar("T")
-_STUCK = re.compile(r"for commit (\d+) \(state deciding\)")
 
 
 def waiting(conn: RawConnection, call: Callable[[], T], restricted: bool = False) -> T:
@@ -29,9 +27,9 @@ def waiting(conn: RawConnection, call: Callable[[], T], restricted: bool = False
     while True:
         try:
             return call()
-        except OperationalError as exc:
-            stuck = _STUCK.search(str(exc))
-            if exc.sqlstate != "HYT00" or not stuck or not settle_if_decided(conn, int(stuck.group(1)), restricted):
+        except CommitStuck as exc:
+            stuck = stuck_commit(exc)
+            if stuck is None or not settle_if_decided(conn, stuck, restricted):
                 raise
 
 

@@ -19,12 +19,13 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from tique.engine.base import RawConnection, Result
-from tique.errors import Error, connection_lost
+from tique.errors import Error, connection_lost, prepared_statement_missing
 from tique.rewrite.template import SLOT_PREFIX, Template
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
 PREPARE_PROTOCOL = True  # run_template prepares; benchmarks/stmts.py turns it off to measure the old path
-_DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
+# DEALLOCATE [PREPARE] ALL | id: the forms MonetDB takes, and which ids they drop
+DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
 
 # Called after every statement a tique connection sends to the engine, with (SQL, seconds, error or None):
 # Connection.statement_hooks, for tracing, logging and counting round trips.
@@ -78,7 +79,7 @@ class PreparingConnection:
 
     def _deallocated(self, sql: str) -> None:
         """Forget the ids a DEALLOCATE dropped (measured on 11.41: it leaves the id count as it is)."""
-        dropped = _DEALLOCATE.match(sql)
+        dropped = DEALLOCATE.match(sql)
         if dropped is None:  # a form whose effect is not known: stop preparing on this session
             self.enabled = False
             self._ids.clear()
@@ -108,7 +109,7 @@ class PreparingConnection:
         try:
             return self.execute(f"EXEC {sid}({args})")
         except Error as exc:
-            if "PREPARED Statement missing" not in str(exc):
+            if not prepared_statement_missing(exc):
                 raise
             self.enabled = False  # the count went wrong: run as text from now on
             return self.execute(template.render(values))

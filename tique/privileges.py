@@ -27,9 +27,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tique.catalog import DATA_SCHEMA, TableInfo, literal
+from tique.catalog import DATA_SCHEMA, TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, ProgrammingError
+from tique.params import literal
 
 # The engine functions a client's transaction calls (begin, reads, commit, generated keys, free space).
 PUBLIC_FUNCTIONS = (

@@ -11,7 +11,7 @@ from typing import Any
 from tique.catalog import SequenceDefault, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tique.errors import IntegrityError
+from tique.errors import NotNullViolation
 from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DEFAULT
 from tique.write_buffer import Key, row_key, typed_key
@@ -41,7 +41,7 @@ def inserted_rows(
                 value = next(numbers[col.name])
             value = coerce(value, col.sql_type, col.name, info.name)
             if value is None and col.not_null:
-                raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
+                raise NotNullViolation(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL")
             full.append(value)
         if info.has_rowid:
             full.append((txid << 24) | next(_rowids) & 0xFFFFFF)
@@ -62,7 +62,7 @@ def updated_rows(info: TableInfo, selected: Sequence[Row]) -> tuple[list[tuple[K
         for i, col in enumerate(info.columns):
             new[i] = coerce(new[i], col.sql_type, col.name, info.name)
             if new[i] is None and col.not_null:
-                raise IntegrityError(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL", "23502")
+                raise NotNullViolation(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL")
         row = _stored_key(info, tuple(new))
         new_key = row_key(info, row)
         if new_key != old_key:

@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 
 from tique import sqlfiles
 from tique.engine.base import RawConnection
-from tique.errors import NotSupportedError, OperationalError, SerializationFailure
+from tique.errors import LeaseExpired, NotSupportedError, OperationalError, Timeout
 from tique.prepared import protocol_template, run_template
 from tique.rewrite.template import Template
 from tique.settings import COMMIT_LEASE_MS
@@ -338,7 +338,7 @@ class SqlSequencer:
 
     def _check_not_abandoned(self, conn: RawConnection, cts: int) -> None:
         if self._abandoned(conn, cts):
-            raise SerializationFailure(
+            raise LeaseExpired(
                 f"tique: commit {cts} was abandoned after its lease ({self.lease_ms} ms) ran out; retry the transaction"
             )
 
@@ -392,10 +392,9 @@ class SqlSequencer:
                 blocked = [c for c in range(sts + 1, cts) if _settled_kind(events.get(c, set())) is None]
             self._abandon_stale(conn, blocked, events, first_seen)
             if time.monotonic() >= deadline:
-                raise OperationalError(
+                raise Timeout(
                     f"tique: commit {cts} waited {timeout_ms} ms for commit {blocked[0] if blocked else sts + 1}; "
-                    f"its client may have died: recovery or the lease ({self.lease_ms} ms) will settle it",
-                    "HYT00",
+                    f"its client may have died: recovery or the lease ({self.lease_ms} ms) will settle it"
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.02)

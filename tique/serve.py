@@ -12,45 +12,25 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from tique.bootstrap import bootstrap
 from tique.engine.embedded import EmbeddedConnection, EmbeddedEngine
 from tique.engine.url import EngineURL
 from tique.errors import Error, OperationalError
+from tique.sequencer import CSequencer, SqlSequencer
 
 
-# Code that runs once the database is open, before the readiness line: the transaction layer registers its
-# installation and recovery here.
-def _install_sequencers(conn: EmbeddedConnection) -> None:
-    from tique import catalog, privileges
-    from tique.recovery import recover
-    from tique.sequencer import CSequencer, SqlSequencer
-
-    catalog.install(conn)
-    sequencer = CSequencer()
-    sequencer.install(conn)
-    privileges.install(conn)  # ordinary users log in over MAPI: what they may call and write (privileges.py)
-    report = recover(conn, sequencer)
+def _set_up(conn: EmbeddedConnection) -> None:
+    """Once the database is open, before the readiness line: tique's bootstrap, recovery included."""
+    # ordinary users log in over MAPI: the protocol procedures say what they may call and write (privileges.py)
+    report = bootstrap(conn, CSequencer())
     if report.aborted:
         print(f"tique serve: recovery aborted {report.aborted} unfinished transaction(s)", flush=True)
-    _ensure_views(conn)
     # For tests and comparisons only: SEQUENCEs are unsafe under concurrency on this kernel (see sequencer.py).
     if os.environ.get("TIQUE_INSTALL_SQL_SEQUENCER") == "1":
         SqlSequencer(unsafe_sequences=True).install(conn)
-
-
-def _ensure_views(conn: EmbeddedConnection) -> None:
-    """Tables made by a tique without views get theirs (tique/views.py)."""
-    from tique import catalog, views
-
-    tables = catalog.Catalog()
-    tables.refresh(conn)
-    views.ensure(conn, tables.all())
-
-
-ON_OPEN: list[Callable[[EmbeddedConnection], None]] = [_install_sequencers]
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -62,8 +42,8 @@ def port_in_use(host: str, port: int) -> bool:
 def set_admin_password(conn: EmbeddedConnection, password: str) -> None:
     """Make the 'monetdb' admin log in with ``password`` over MAPI.
 
-    In embedded mode MonetDB stores a placeholder that deciphers to '0'; on later starts the stored value is
-    the hash set here (see ENGINE_NOTES).
+    In embedded mode MonetDB stores a placeholder that deciphers to the password '0', so no login works until
+    it is changed; on later starts the old password is the SHA-512 hash set here (the server offers SHA512 only).
     """
     digest = hashlib.sha512(password.encode()).hexdigest()
     for old in ("0", digest):
@@ -140,7 +120,7 @@ class Server:
             raise OperationalError(f"cannot create the parent directory {parent} of {self.directory}: {exc}") from None
         if port_in_use("127.0.0.1", port):
             raise OperationalError(f"port {port} is already in use on this machine; choose another with --port")
-        # The MAPI listener accepts logins as soon as the kernel opens, before recovery (an ON_OPEN hook) has
+        # The MAPI listener accepts logins as soon as the kernel opens, before recovery (_set_up) has
         # restored the counters: the C module refuses ids, timestamps and snapshots until then (a retryable
         # SerializationFailure), when this is set before it loads.
         os.environ["TIQUE_HOLD_UNTIL_RECOVERED"] = "1"
@@ -158,8 +138,7 @@ class Server:
             )
         try:
             set_admin_password(self.conn, password)
-            for hook in ON_OPEN:
-                hook(self.conn)
+            _set_up(self.conn)
         except BaseException:
             self.stop()
             raise

@@ -11,6 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 COMMIT_LEASE_MS = 1000
 # How long a priority retry's key reservations hold (Connection.run(priority=True)).
 RESERVATION_MS = 10000
+# How long a transaction's snapshot pin outlives its last statement (Settings.snapshot_lease_ms).
+SNAPSHOT_LEASE_MS = 60000
+# How long a checkpointer's lock outlives its last renewal: a killed checkpointer's lock is free after this.
+CHECKPOINT_LOCK_LEASE_MS = 10000
 
 
 class Settings(BaseModel):
@@ -67,7 +71,7 @@ class Settings(BaseModel):
         f"(default {COMMIT_LEASE_MS} ms there); None leaves it as it is",
     )
     snapshot_lease_ms: int = Field(
-        60000,
+        SNAPSHOT_LEASE_MS,
         gt=0,
         description="the checkpointer keeps every version a transaction's snapshot may read for this long after "
         "its last statement (renewed while it runs); a transaction idle for longer aborts on its next statement",

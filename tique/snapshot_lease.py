@@ -8,7 +8,7 @@ import time
 
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, OperationalError, SerializationFailure
+from tique.errors import DatabaseError, LeaseExpired, Timeout
 from tique.outcomes import settle_if_decided, waiting
 from tique.prepared import protocol_template, run_template
 from tique.rewrite.template import STS, TXID
@@ -74,13 +74,11 @@ class SnapshotLease:
                 lambda: self.conn.execute(f"SELECT {advance}({int(cts)}, {timeout})"),
                 self.db.sequencer.restricted,
             )
-        except OperationalError as exc:
-            if exc.sqlstate != "HYT00":
-                raise
-            raise OperationalError(
+        except Timeout as exc:
+            raise Timeout(
                 f"this session's last commit ({cts}) is committed but still not visible after {timeout} ms: an "
                 f"earlier commit is stuck; the new transaction did not start, try again ({exc})",
-                "HYT00",
+                exc.sqlstate,
             ) from exc
         return self.db.sequencer.sts(self.conn)
 
@@ -99,10 +97,7 @@ class SnapshotLease:
         deadline = time.monotonic() + timeout_ms / 1000
         while (sts := self.db.sequencer.sts(self.conn)) < target:
             if time.monotonic() > deadline:
-                raise OperationalError(
-                    f"{what} ({target}) is not visible yet after {timeout_ms} ms: an earlier commit is stuck",
-                    "HYT00",
-                )
+                raise Timeout(f"{what} ({target}) is not visible yet after {timeout_ms} ms: an earlier commit is stuck")
             time.sleep(0.001)
         return sts
 
@@ -115,7 +110,7 @@ class SnapshotLease:
             return
         sent = time.monotonic()
         if not self.conn.execute(f"SELECT tique.renew({self.txid}, {self.settings.snapshot_lease_ms})").scalar():
-            raise SerializationFailure(
+            raise LeaseExpired(
                 f"transaction {self.txid} was idle past its snapshot lease ({self.settings.snapshot_lease_ms} ms), "
                 "so the checkpointer may have moved versions it reads; it was rolled back and is safe to retry "
                 "(a longer snapshot_lease_ms keeps it longer)"

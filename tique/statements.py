@@ -9,12 +9,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique.catalog import TableInfo
+from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import NAME, read_names
+from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, engine_syntax_error, syntax_error
+from tique.names import NAME, ident, quote, read_names
 from tique.params import Params, resolve, scan, value
+from tique.prepared import DEALLOCATE
 from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.parse import Unparsed, parse
@@ -158,7 +159,6 @@ def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: boo
 
 
 # MonetDB syntax sqlglot cannot read, around a statement it can: EXPLAIN / PLAN before a query, SAMPLE after it
-_DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(?:ALL|\d+)\s*;?\s*$", re.I)
 _PREFIXED = re.compile(r"^\s*(EXPLAIN|PLAN)\s+(?=\S)", re.I)
 _SAMPLED = re.compile(r"\s+(SAMPLE\s+(?:\d+(?:\.\d*)?|\.\d+)(?:\s+SEED\s+\d+)?)\s*;?\s*$", re.I)
 
@@ -207,7 +207,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     access = access_statement(sql)  # CREATE USER, GRANT/REVOKE: tique adds to them (privileges.py)
     if access:
         return access
-    if _DEALLOCATE.match(sql):  # no SQL parser reads it; tique's session wrapper keeps its own statements in step
+    if DEALLOCATE.match(sql):  # no SQL parser reads it; tique's session wrapper keeps its own statements in step
         return PassThrough(Template.from_sql(sql))
     prefixed = _PREFIXED.match(sql)
     if prefixed:
@@ -294,13 +294,11 @@ def _plan_copy(
     sql: str,
     copied: re.Match[str],
     info: TableInfo,
-    lookup: Callable[[str | None, str], TableInfo | None],
+    lookup: Lookup,
     options: ReadOptions,
 ) -> CopyPlan:
     """COPY [n RECORDS] INTO t [(columns)] FROM ...: the engine reads the source as it would for t (file, STDIN
     data, delimiters, NULL marker unchanged), into a staging table with t's column types."""
-    from tique.catalog import quote
-
     listed = _COLUMN_LIST.match(sql, copied.end())
     names = (
         [n.strip()[1:-1] if n.strip().startswith('"') else n.strip().lower() for n in listed.group(1).split(",")]
@@ -319,21 +317,15 @@ def _plan_copy(
     return CopyPlan(f"tmp.{staging}", create, copy, plan_insert(tree, lookup, options))
 
 
-def _managed(lookup: Callable[[str | None, str], TableInfo | None], table: exp.Table) -> bool:
+def _managed(lookup: Lookup, table: exp.Table) -> bool:
     """Is ``table`` one of tique's (a transactional table or a view of tique's)?"""
-    from tique.rewrite.writes import ident
-
     info = lookup(ident(table.args.get("db")) or None, ident(table))
     return info is not None and info.kind != "plain"
 
 
-def truncate_as_delete(
-    tree: exp.TruncateTable, lookup: Callable[[str | None, str], TableInfo | None]
-) -> exp.Delete | None:
+def truncate_as_delete(tree: exp.TruncateTable, lookup: Lookup) -> exp.Delete | None:
     """TRUNCATE of a transactional table is a DELETE of every row the transaction sees (tique/ddl_views.py);
     None when it names no table of tique's."""
-    from tique.names import ident
-
     tables = list(tree.expressions)
     infos = [lookup(ident(t.args.get("db")) or None, ident(t)) for t in tables]
     if not any(i is not None and i.kind in ("tx", "view") for i in infos):
@@ -390,10 +382,6 @@ def engine_verdict(
     """sqlglot could not parse the statement: let MonetDB say what is wrong, in its own words and position,
     without running anything (PREPARE only compiles). A syntax error is restated for the user's statement; any
     other verdict means MonetDB can read what tique's parser cannot, so both are reported."""
-    import re
-
-    from tique.errors import DatabaseError, syntax_error
-
     quote = scan(sql).unclosed
     if quote is not None:
         return unclosed_quote(sql, quote)
@@ -402,9 +390,9 @@ def engine_verdict(
         conn.execute(f"PREPARE {text}")
     except DatabaseError as engine_error:
         message = str(engine_error)
-        if "syntax error" in message:
+        if engine_syntax_error(engine_error):
             return syntax_error(sql, message, "prepare ", origin)
-        missing = re.search(r"no such table '([^']+)'", message)
+        missing = re.search(r"no such table '([^']+)'", message) if engine_error.sqlstate == "42S02" else None
         if missing and managed(missing.group(1)):  # MonetDB read it, but tique's tables exist only rewritten
             return NotSupportedError(
                 f"tique's SQL parser cannot read this statement, so it cannot run it on tique's table "

@@ -19,17 +19,15 @@ under it:
 from __future__ import annotations
 
 import os
-import re
 
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, SerializationFailure, StorageFull
+from tique.errors import DatabaseError, SerializationFailure, StorageFull, engine_write_failed
 
 MIN_FREE_ENV = "TIQUE_MIN_FREE_MB"
 DEFAULT_MIN_FREE_MB = 64
 LOW_FLOOR = 1 << 20  # the least minimum: under 1 MB free a failed write is taken for a full disk
 
 # MonetDB's words when a write failed for want of space (a failed log append surfaces as "Append failed")
-_WRITE_FAILED = re.compile(r"append failed|no space left|disk (is )?full|could not extend", re.I)
 
 
 def min_free_bytes() -> int:
@@ -123,7 +121,7 @@ class StorageGuard:
         if isinstance(exc, StorageFull):
             return self.stop(exc)
         conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
-        if _WRITE_FAILED.search(str(exc)) is None and not (conflict and self._low(conn)):
+        if not engine_write_failed(exc) and not (conflict and self._low(conn)):
             return exc
         self.broken = BROKEN.format(error=exc)
         try:

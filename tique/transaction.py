@@ -21,10 +21,12 @@ from tique.errors import (
     DatabaseError,
     DataError,
     IntegrityError,
-    InterfaceError,
+    LeaseExpired,
     ProgrammingError,
     SerializationFailure,
     StorageFull,
+    TransactionFailed,
+    UniqueViolation,
     connection_lost,
 )
 from tique.prepared import PreparingConnection
@@ -103,10 +105,10 @@ class Transaction:
     def check_usable(self) -> None:
         """Before every statement: refuse one in a failed transaction, and keep the snapshot's lease."""
         if self.failed:
-            raise InterfaceError(f"the transaction was aborted ({self.failed}); call rollback() to start a new one")
+            raise TransactionFailed(f"the transaction was aborted ({self.failed}); call rollback() to start a new one")
         try:
             self.lease.renew()
-        except SerializationFailure:
+        except LeaseExpired:
             self.failed = "its snapshot lease ran out"
             raise
 
@@ -223,7 +225,7 @@ class Transaction:
         leaving = {old for old, _, _ in moved}
         arriving = [new for _, new, _ in moved]
         if len(set(arriving)) != len(arriving):
-            raise IntegrityError(f"UPDATE would give several rows of {info.name!r} the same primary key", "23505")
+            raise UniqueViolation(f"UPDATE would give several rows of {info.name!r} the same primary key")
         touched = [k for k, _ in in_place] + list(leaving) + arriving
         written = in_place + [(new_key, row) for _, new_key, row in moved]
         gone = sorted(leaving - set(arriving), key=repr)

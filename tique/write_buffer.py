@@ -11,11 +11,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tique.catalog import ROWID, Catalog, TableInfo
+from tique.catalog import Catalog, TableInfo
 from tique.names import quote
 from tique.params import literal
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.values import coerce, key_value
+from tique.rewrite.writes import stored_type as key_type
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
@@ -274,10 +275,6 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
         state.pop(key, None)
     else:
         state[key] = value
-
-
-def key_type(info: TableInfo, name: str) -> str:
-    return "BIGINT" if name == ROWID else info.column(name).sql_type
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:

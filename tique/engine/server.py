@@ -11,7 +11,15 @@ from typing import Any
 
 from tique.engine.base import Column, Result
 from tique.engine.url import EngineURL
-from tique.errors import DataError, InterfaceError, OperationalError, from_monetdb
+from tique.errors import (
+    ConnectionException,
+    ConnectionFailure,
+    DataError,
+    InterfaceError,
+    OperationalError,
+    from_monetdb,
+    login_refused,
+)
 
 _ASCII_RUNS = re.compile("([\x00-\x7f]+)")
 
@@ -72,17 +80,19 @@ class ServerConnection:
                 connect_timeout=engine.connect_timeout,
             )
         except (ConnectionRefusedError, socket.gaierror, TimeoutError) as exc:
-            raise OperationalError(
+            raise ConnectionException(
                 f"cannot reach a MonetDB server at {url.host}:{url.port} ({exc}); is it running? "
-                f"Start one with: tique serve DIR --port {url.port}"
+                f"Start one with: tique serve DIR --port {url.port}",
+                "08001",
             ) from None
         except OSError as exc:
-            raise OperationalError(f"cannot connect to {engine.describe()}: {exc}") from None
+            raise ConnectionException(f"cannot connect to {engine.describe()}: {exc}", "08001") from None
         except pymonetdb.DatabaseError as exc:
-            text = str(exc).strip()
-            if "InvalidCredentialsException" in text or "password" in text.lower():
-                raise OperationalError(f"login to {engine.describe()} refused: wrong user name or password") from None
-            raise OperationalError(f"cannot connect to {engine.describe()}: {text}") from None
+            if login_refused(exc):
+                raise OperationalError(
+                    f"login to {engine.describe()} refused: wrong user name or password", "28000"
+                ) from None
+            raise ConnectionException(f"cannot connect to {engine.describe()}: {str(exc).strip()}", "08001") from None
         self._cursor = self._conn.cursor()
         self._cursor.arraysize = 10000
 
@@ -111,7 +121,7 @@ class ServerConnection:
                 raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
             except (OSError, EOFError) as exc:
                 self._abandon()
-                raise OperationalError(f"lost the connection to {self.engine.describe()}: {exc}", "08006") from None
+                raise ConnectionFailure(f"lost the connection to {self.engine.describe()}: {exc}") from None
             except BaseException:
                 # interrupted (KeyboardInterrupt) mid-exchange: the statement's reply may still come, and would
                 # answer the next statement; drop the connection, so the next one fails as a lost connection

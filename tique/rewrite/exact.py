@@ -12,19 +12,19 @@ Other temporal expressions keep the adapter's precision (milliseconds on the emb
 from __future__ import annotations
 
 import decimal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
 
-from tique.catalog import TableInfo
+from tique.catalog import Lookup, TableInfo
 from tique.engine.base import Column, Result
 from tique.errors import DataError, NotSupportedError
+from tique.names import ident
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.values import parse_temporal, sql_type
 
-Lookup = Callable[[str | None, str], TableInfo | None]
 TEXT = "VARCHAR(64)"
 
 
@@ -118,8 +118,6 @@ def _sources(select: exp.Select, lookup: Lookup) -> dict[str, TableInfo | None]:
     items += [j.this for j in select.args.get("joins") or []]
     ctes = {cte.alias for cte in select.find_all(exp.CTE)}
     out: dict[str, TableInfo | None] = {}
-    from tique.names import ident
-
     for item in items:
         alias_node = item.args.get("alias")
         alias = ident(alias_node.this if alias_node is not None else item.this)
@@ -132,15 +130,11 @@ def _sources(select: exp.Select, lookup: Lookup) -> dict[str, TableInfo | None]:
 
 def _qualifier(column: exp.Column) -> str:
     """The table a column names, as MonetDB folds it ("" if none)."""
-    from tique.names import ident
-
     table = column.args.get("table")
     return ident(table) if table is not None else ""
 
 
 def _column_type(column: exp.Column, sources: dict[str, TableInfo | None]) -> str | None:
-    from tique.names import ident
-
     name = ident(column)
     if column.table:
         infos = [sources.get(_qualifier(column))]
@@ -223,8 +217,6 @@ def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
 
 def _qualified(node: exp.Expression, sources: dict[str, TableInfo | None]) -> exp.Expression:
     """A bare column qualified with its table, so that it cannot mean the output of the same name."""
-    from tique.names import ident
-
     if not isinstance(node, exp.Column) or node.table:
         return node
     owners = [a for a, info in sources.items() if info is not None and ident(node) in info.column_names]
@@ -233,8 +225,6 @@ def _qualified(node: exp.Expression, sources: dict[str, TableInfo | None]) -> ex
 
 def _order_by_values(select: exp.Select, originals: dict[str, exp.Expression]) -> None:
     """ORDER BY an output name would sort the text the output became: sort by the original value instead."""
-    from tique.names import ident
-
     order = select.args.get("order")
     if order is None or not originals:
         return
@@ -246,8 +236,6 @@ def _order_by_values(select: exp.Select, originals: dict[str, exp.Expression]) -
 
 def _output_name(node: exp.Expression) -> str:
     """The name MonetDB gives an output: its alias or column name, folded as unquoted names are ("" if none)."""
-    from tique.names import ident
-
     if isinstance(node, exp.Alias):
         return ident(node.args["alias"])
     return ident(node) if isinstance(node, exp.Column) else ""

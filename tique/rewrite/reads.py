@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
 
-from tique.catalog import TableInfo
-from tique.names import source_name
+from tique.catalog import Lookup, TableInfo
+from tique.names import ident, source_name
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
+from tique.rewrite.views import expand_views
 
-Lookup = Callable[[str | None, str], TableInfo | None]
 # Per table read by key equality on parameters: (table, the parameter slot of each key column in key order, ""
 # for a column no parameter pins). A transaction need not flush pending writes of such a table before the read
 # unless one has those values in the pinned columns.
@@ -34,12 +33,6 @@ class ReadOptions:
     expose_rowid: frozenset[str] = frozenset()  # tables whose hidden row id the statement needs (writes)
     own: frozenset[str] | None = None  # tables the transaction has written (None: assume all of them)
     schema: str | None = None  # the session's current schema (SET SCHEMA) for unqualified names; None: the default
-
-
-def _ident(node: exp.Expression | None) -> str:
-    from tique.names import ident
-
-    return ident(node)
 
 
 def _is_value(node: exp.Expression) -> bool:
@@ -93,7 +86,7 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
             candidates = []
         for col in candidates:
             owner = col.table
-            if _ident(col) in key and (owner == alias or (not owner and single_source)):
+            if ident(col) in key and (owner == alias or (not owner and single_source)):
                 found.append(pred)
     return found
 
@@ -104,7 +97,7 @@ _UNSAFE = (exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Rand, exp.Star
 def _owner(col: exp.Column, alias: str, info: TableInfo, others: list[TableInfo | None]) -> bool:
     """Does ``col`` name a column of this table (qualified by its alias, or unqualified and no other source of
     the same SELECT can have it)?"""
-    name = _ident(col).lower()
+    name = ident(col).lower()
     if name not in {c.lower() for c in info.column_names}:
         return False
     if col.table:
@@ -124,7 +117,7 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
     for src in _sources(select):
         if src is table:
             continue
-        known = lookup(_ident(src.args.get("db")) or None, _ident(src)) if isinstance(src, exp.Table) else None
+        known = lookup(ident(src.args.get("db")) or None, ident(src)) if isinstance(src, exp.Table) else None
         others.append(known)
     joins = select.args.get("joins") or []
     sides = {str(j.args.get("side") or "").upper() for j in joins}
@@ -154,7 +147,7 @@ def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...
         col, val = (pred.this, pred.expression) if isinstance(pred.this, exp.Column) else (pred.expression, pred.this)
         name = slot_name(val)
         if isinstance(col, exp.Column) and name and name not in ("sts", "txid"):
-            slots[_ident(col)] = name
+            slots[ident(col)] = name
     if any(k in slots for k in info.key):
         return tuple(slots.get(k, "") for k in info.key)
     return None
@@ -171,12 +164,12 @@ def _column_uses(tree: exp.Expression) -> tuple[set[tuple[str, str]], set[str]] 
         if isinstance(node, exp.Join):
             if str(node.args.get("method") or "").upper() == "NATURAL":
                 return None
-            named.update(("", _ident(u).lower()) for u in node.args.get("using") or [])
+            named.update(("", ident(u).lower()) for u in node.args.get("using") or [])
         elif isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 starred.add(node.table.lower())
             else:
-                named.add((node.table.lower(), _ident(node).lower()))
+                named.add((node.table.lower(), ident(node).lower()))
     return named, starred
 
 
@@ -206,8 +199,6 @@ def _in_subquery_predicate(table: exp.Table) -> bool:
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
     any got the analytical formulation, and which are read by key values (see PointKeys)."""
-    from tique.ddl_views import expand_views
-
     tree = expand_views(tree, lookup)  # tique's views become their SELECTs, read like any query
     analytical = False
     point: dict[str, tuple[str, ...] | None] = {}
@@ -223,7 +214,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             continue
         if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)):
             continue  # a write's or DDL's target, not a read
-        info = lookup(_ident(table.args.get("db")) or None, _ident(table))
+        info = lookup(ident(table.args.get("db")) or None, ident(table))
         if info is None or info.kind != "tx":
             continue
         preds = key_predicates(table, info)

@@ -14,7 +14,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from tique.catalog import ROWID, ColumnSpec, SequenceDefault, SqlDefault, TableInfo
+from tique.catalog import ROWID, ColumnSpec, Lookup, SequenceDefault, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import column_ref, ident, source_name
 from tique.params import literal
@@ -24,8 +24,6 @@ from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import check_type, python_value
 from tique.rewrite.values import sql_type as parse_type
-
-Lookup = Callable[[str | None, str], TableInfo | None]
 
 # An item of a literal row: ("v", python value) or ("s", parameter slot name).
 Item = tuple[str, Any]

@@ -60,11 +60,12 @@
  * default; never while its owner waits inside publish, and counted from when that wait ended): the slot
  * becomes ABANDONED under the mutex, and the late owner's own publish/decide then fails, so it aborts.
  * A slot in DECIDING is never abandoned: its outcome may already be written. A waiter behind one that stayed
- * DECIDING for the lease returns at once (HYT00, "state deciding"); the driver writes the outcome its owner
+ * DECIDING for the lease returns at once (TQ004, "state deciding"); the driver writes the outcome its owner
  * decided (verdict) if none is recorded, advances it, and waits again.
  *
  * Functions return NULL on success and a MonetDB exception string otherwise; "40001!" marks errors after
- * which a retry is safe, "HYT00!" timeouts.
+ * which a retry is safe, "HYT00!" timeouts, and tique's own codes (tique/errors.py, README "Errors") its own
+ * conditions: "TQ003!" a lease that ran out (retry is safe), "TQ004!" a wait for a commit stuck deciding.
  *
  * Built without MonetDB headers (the embedded wheel ships none): the few structures are declared below with
  * the layout of the 11.41 (Jul2021) kernel. With -DTIQUE_MONETDB_HEADERS the real headers are used instead.
@@ -80,7 +81,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 9
+#define TIQUE_UDF_ABI 10
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -335,11 +336,13 @@ static char *
 blocker_error(const char *fcn, tq_lng c, tq_lng wm, int timeout_ms)
 {
 	tq_lng p = wm + 1;
+	int st = state_of(p);
+	/* TQ004: the blocker decided but never finished, so the driver can settle it (errors.CommitStuck) */
 	return createException(TQ_MAL, fcn,
-			       "HYT00!tique: commit %lld waited %d ms for commit %lld (state %s); "
+			       "%s!tique: commit %lld waited %d ms for commit %lld (state %s); "
 			       "its client may have died: recovery or the lease (%lld ms) will settle it",
-			       (long long) c, timeout_ms, (long long) p, state_names[state_of(p)],
-			       (long long) lease_ms);
+			       st == DECIDING ? "TQ004" : "HYT00", (long long) c, timeout_ms, (long long) p,
+			       state_names[st], (long long) lease_ms);
 }
 
 static char *
@@ -481,7 +484,7 @@ TQsnapshot_of(tq_lng *ret, const tq_lng *txid)
 	if (pin_live(p, now_ms()))
 		*ret = p->sts;
 	else
-		err = createException(TQ_MAL, "tique.snapshot_of", "40001!tique: transaction %lld holds no snapshot "
+		err = createException(TQ_MAL, "tique.snapshot_of", "TQ003!tique: transaction %lld holds no snapshot "
 				      "(its lease ran out); retry it", (long long) *txid);
 	pthread_mutex_unlock(&lock);
 	return err;
@@ -638,7 +641,7 @@ TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
 		return err;
 	pthread_mutex_lock(&lock);
 	if (!recovering && !pin_live(pin_find(*txid), now_ms()))
-		err = createException(TQ_MAL, fcn, "40001!tique: transaction %lld holds no snapshot (its lease ran out, "
+		err = createException(TQ_MAL, fcn, "TQ003!tique: transaction %lld holds no snapshot (its lease ran out, "
 				      "so the checkpointer may have folded what it read); retry it", (long long) *txid);
 	else
 		err = take_cts(fcn, *txid, ret);
@@ -675,7 +678,7 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
 		if (st == ABANDONED) {
-			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
+			err = createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease "
 					      "(%lld ms) ran out; retry the transaction", (long long) c,
 					      (long long) lease_ms);
 		} else if (st != TAKEN) {
@@ -740,7 +743,7 @@ TQpublish_own(tq_lng *ret, const tq_lng *txid)
 	if (st == TAKEN || st == PUBLISHED)
 		*ret = slot_of(c)->early ? c : -c;
 	else if (st == ABANDONED || st == FREE)
-		err = createException(TQ_MAL, fcn, "40001!tique: the commit of transaction %lld was abandoned after its "
+		err = createException(TQ_MAL, fcn, "TQ003!tique: the commit of transaction %lld was abandoned after its "
 				      "lease (%lld ms) ran out; retry the transaction", (long long) *txid,
 				      (long long) lease_ms);
 	else
@@ -762,7 +765,7 @@ TQawait_published(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
 		if (st == ABANDONED) {
-			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
+			err = createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease "
 					      "(%lld ms) ran out; retry the transaction", (long long) c,
 					      (long long) lease_ms);
 		} else if (st != PUBLISHED) {
@@ -800,7 +803,7 @@ TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
 			slot_of(c)->verdict = *ok != 0;
 			*ret = c;
 		} else if (st == ABANDONED) {
-			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
+			err = createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease "
 					      "(%lld ms) ran out; retry the transaction", (long long) c,
 					      (long long) lease_ms);
 		} else {

@@ -39,31 +39,27 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.catalog import ROWID, Catalog, TableInfo
+from tique.catalog import Catalog, TableInfo, install
+from tique.checkpoint.opening import check_database
+from tique.checkpoint.values import INT_TYPES, column_types, from_text, zero_keys
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, OperationalError, SerializationFailure, connection_lost
+from tique.errors import DatabaseError, OperationalError, SerializationFailure
 from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
 from tique.rewrite.snapshot import NO_LIMIT
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
+from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 
 WRITE_BATCH = 1000  # Storage rows per statement
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
 STEPS = ("settled", "planned", "logged", "read", "wrote", "cleaned", "trimmed_commits", "trimmed", "finished")
 RUNNING = -1  # the errors column of a run's log row until the run finished
-LOCK_LEASE_MS = 10000  # a checkpointer that stops renewing (killed) frees the lock after this
-
-
-class NotATiqueDatabase(OperationalError):
-    pass
 
 
 class CheckpointerBusy(OperationalError):
@@ -122,34 +118,6 @@ def _conflict(exc: Exception) -> bool:
     return isinstance(exc, SerializationFailure)  # MonetDB's own "concurrency conflicts" (40000) are mapped to it
 
 
-def check_database(conn: RawConnection) -> None:
-    """Refuse a database tique never set up (rather than creating tique's tables in it), or an engine without
-    tique's C module."""
-    check_tables(conn)
-    try:
-        conn.execute("SELECT tique.horizon()")
-    except DatabaseError as exc:
-        raise NotATiqueDatabase(
-            f"the engine has no tique.horizon(): tique's C module (ABI 8) is not loaded ({exc}); "
-            "checkpoint through 'tique serve' or an embedded URL"
-        ) from exc
-
-
-def check_tables(conn: RawConnection) -> None:
-    names = {
-        str(r[0])
-        for r in conn.execute(
-            "SELECT t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = 'tique'"
-        ).rows
-    }
-    missing = {"commits", "outcomes", "tables"} - names
-    if missing:
-        raise NotATiqueDatabase(
-            f"not a tique database: table(s) {', '.join('tique.' + m for m in sorted(missing))} missing; "
-            "open it once with tique.connect() (or 'tique serve') before checkpointing it"
-        )
-
-
 class Checkpointer:
     """Runs checkpoints over one raw connection. ``retries``/``backoff_s`` bound how long a conflicting Cache
     DELETE is retried before it is deferred to the next run."""
@@ -162,7 +130,7 @@ class Checkpointer:
         backoff_s: float = 0.002,
         owner: int | None = None,
         step_hook: Callable[[str], None] | None = None,
-        lock_lease_ms: int = LOCK_LEASE_MS,
+        lock_lease_ms: int = CHECKPOINT_LOCK_LEASE_MS,
     ) -> None:
         self.conn = conn
         self.lock_lease_ms = lock_lease_ms
@@ -175,8 +143,6 @@ class Checkpointer:
         self._ensure_log()
 
     def _ensure_log(self) -> None:
-        from tique.catalog import install
-
         install(self.conn)  # adds tique.checkpoints to a database created before it existed
 
     # ---- the lock ------------------------------------------------------------------------------------------
@@ -339,7 +305,7 @@ class Checkpointer:
         ).rows
         self._hook("read")
         key_pos = [cols.index(k) for k in info.key]
-        rows = [_zero_keys(r, key_pos) for r in rows]
+        rows = [zero_keys(r, key_pos) for r in rows]
         for start in range(0, len(rows), WRITE_BATCH):
             batch = rows[start : start + WRITE_BATCH]
             keys = [tuple(r[i] for i in key_pos) for r in batch]
@@ -373,7 +339,7 @@ class Checkpointer:
         then Python compares whole keys exactly. None (delete them all) unless every key column is an integer
         and few values are probed."""
         types = column_types(info)
-        if any(types[k].upper().split("(")[0].strip() not in _INT_TYPES for k in info.key):
+        if any(types[k].upper().split("(")[0].strip() not in INT_TYPES for k in info.key):
             return None
         try:
             parsed = {k: tuple(int(v) for v in k) for k in keys}
@@ -487,290 +453,3 @@ class Checkpointer:
             "AND last_txid < (SELECT MAX(last_txid) FROM tique.checkpoints) "
             "AND last_cts < (SELECT MAX(last_cts) FROM tique.checkpoints)"
         )
-
-
-_TEXT_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CLOB", "TEXT", "STRING"})
-_INT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
-_BOOL_TYPES = frozenset({"BOOLEAN", "BOOL"})
-_FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
-_INTEGER = re.compile(r"-?[0-9]+")
-
-
-def _zero_keys(row: Sequence[Any], key_pos: Sequence[int]) -> Sequence[Any]:
-    """A row read as engine text with a key column's -0 as 0 (a Cache row written before keys were stored so):
-    MonetDB 11.41 hashes a DOUBLE by its bits, so a -0 key in Storage would escape a hashed lookup of 0."""
-    if not any(row[i] == "-0" for i in key_pos):
-        return row
-    return [("0" if i in key_pos and v == "-0" else v) for i, v in enumerate(row)]
-
-
-def column_types(info: TableInfo) -> dict[str, str]:
-    """Each stored column's SQL type (the hidden row id is a BIGINT)."""
-    return {**{c.name: c.sql_type for c in info.columns}, **({ROWID: "BIGINT"} if info.has_rowid else {})}
-
-
-def from_text(text: Any, sql_type: str) -> str:
-    """SQL for the value whose engine text (``CAST(v AS CLOB)``) is ``text``, as the engine casts it back: exact
-    for every type (DOUBLE prints the shortest text that reads back the same bits, -0 included). An interval
-    prints as its count of months or seconds, which only the single-field interval reads back."""
-    if text is None:
-        return "NULL"
-    quoted = literal(str(text))
-    upper = sql_type.upper()
-    base = upper.split("(")[0].strip()
-    # the cheap cases (a CAST per value doubles the cost of a Storage write): a string literal is the string,
-    # digits are the integer, and true/false the boolean
-    if base in _TEXT_TYPES:
-        return quoted
-    if (base in _INT_TYPES and _INTEGER.fullmatch(str(text))) or (base in _BOOL_TYPES and text in ("true", "false")):
-        return str(text)
-    if base in _FLOAT_TYPES and text == "-0":  # MonetDB parses '-0' as REAL +0 (as DOUBLE, -0)
-        return f"CAST(CAST('-0' AS DOUBLE) AS {sql_type})"
-    if upper.startswith("INTERVAL"):
-        unit = "SECOND" if any(f in upper for f in ("DAY", "HOUR", "MINUTE", "SECOND")) else "MONTH"
-        return f"CAST(INTERVAL {quoted} {unit} AS {sql_type})"
-    return f"CAST({quoted} AS {sql_type})"
-
-
-def stats(conn: RawConnection) -> dict[str, Any]:
-    """What an operator watches: Cache rows per table, metadata rows, horizon lag and the last run."""
-    catalog = Catalog()
-    catalog.refresh(conn)
-    horizon, sts, last_cts, pins = (
-        int(v) for v in conn.execute("SELECT tique.horizon(), tique.sts(), tique.last_cts(), tique.pins()").rows[0]
-    )
-    cache = {
-        f"{info.schema}.{info.name}": int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar())
-        for info in catalog.all()
-        if info.kind == "tx"
-    }
-    meta = {
-        name: int(conn.execute(f"SELECT COUNT(*) FROM tique.{name}").scalar())
-        for name in ("commits", "outcomes", "reservations")
-    }
-    last = conn.execute(
-        "SELECT started_ms, duration_ms, horizon, low_txid, moved, cleaned, trimmed, conflicts, errors, note "
-        "FROM tique.checkpoints ORDER BY started_ms DESC LIMIT 1"
-    )
-    last_run = dict(zip([c.name for c in last.columns], last.rows[0])) if last.rows else None
-    runs = int(conn.execute("SELECT COUNT(*) FROM tique.checkpoints").scalar())
-    return {
-        "cache_rows": cache,
-        "metadata_rows": meta,
-        "horizon": horizon,
-        "sts": sts,
-        "last_cts": last_cts,
-        "horizon_lag": sts - horizon,  # commits visible to new transactions but not yet foldable
-        "running_transactions": pins,
-        "runs_logged": runs,
-        "last_run": last_run,
-    }
-
-
-class BackgroundCheckpointer:
-    """The checkpointer as a thread of the process that holds the engine (an embedded database allows one
-    process). Runs every ``interval_s`` or sooner when a Cache table holds more than ``max_cache_rows``."""
-
-    def __init__(
-        self,
-        connect: Callable[[], RawConnection],
-        interval_s: float,
-        max_cache_rows: int | None = None,
-        on_report: Callable[[CheckpointReport], None] | None = None,
-    ) -> None:
-        self._connect = connect
-        self.interval_s = interval_s
-        self.max_cache_rows = max_cache_rows
-        self.on_report = on_report
-        self.reports: list[CheckpointReport] = []  # the last 100
-        self.totals = {"runs": 0, "moved": 0, "cleaned": 0, "conflicts": 0, "busy_s": 0.0}
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="tique-checkpointer", daemon=True)
-
-    def start(self) -> BackgroundCheckpointer:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
-
-    def _loop(self) -> None:
-        conn = self._connect()
-        try:
-            ckpt = Checkpointer(conn)
-            run_loop(ckpt, self.interval_s, self.max_cache_rows, self._stop, self._record)
-            ckpt.release()
-        except Exception as exc:  # the thread must say why it stopped
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-        finally:
-            conn.close()
-
-    def _record(self, report: CheckpointReport) -> None:
-        for name, value in (
-            ("runs", 1),
-            ("moved", report.moved),
-            ("cleaned", report.cleaned),
-            ("conflicts", report.conflicts),
-            ("busy_s", report.duration_s),
-        ):
-            self.totals[name] += value
-        self.reports.append(report)
-        del self.reports[:-100]
-        if self.on_report:
-            self.on_report(report)
-
-
-def _over_limit(conn: RawConnection, catalog: Catalog, limit: int) -> bool:
-    return any(
-        int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar()) > limit
-        for info in catalog.all()
-        if info.kind == "tx"
-    )
-
-
-def run_loop(
-    ckpt: Checkpointer,
-    interval_s: float,
-    max_cache_rows: int | None,
-    stop: threading.Event,
-    on_report: Callable[[CheckpointReport], None],
-) -> None:
-    """Checkpoint every ``interval_s`` (sooner when a Cache table outgrows ``max_cache_rows``) until ``stop``.
-    A failed run is reported and retried at the next tick; a lost connection, or another checkpointer holding the
-    lock (CheckpointerBusy: the CLI then exits 2, or waits with --wait), ends the loop."""
-    last = 0.0
-    poll = min(interval_s, 0.5)
-    while not stop.is_set():
-        ckpt.acquire()  # held (renewed) for as long as the loop runs: a second checkpointer is told so
-        due = time.monotonic() - last >= interval_s
-        if not due and max_cache_rows is not None:
-            due = _over_limit(ckpt.conn, ckpt.catalog, max_cache_rows)
-        if due:
-            last = time.monotonic()
-            try:
-                on_report(ckpt.run_once(release=False))
-            except CheckpointerBusy:
-                raise
-            except DatabaseError as exc:
-                if connection_lost(exc):
-                    raise
-                failed = CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[str(exc)])
-                on_report(failed)
-        stop.wait(poll)
-
-
-def open_for_checkpoint(url: str) -> tuple[Any, RawConnection]:
-    """The engine and a raw connection of a database to checkpoint; an embedded one is recovered first (this
-    process is then its only user). Refuses a database tique never set up."""
-    from tique.engine import open_engine
-    from tique.engine.url import parse_url
-
-    parsed = parse_url(url)
-    engine = open_engine(parsed, create=False) if parsed.kind == "embedded" else open_engine(parsed)
-    conn = engine.connect()
-    try:
-        check_tables(conn)
-        if parsed.kind == "embedded":
-            from tique.recovery import recover
-            from tique.sequencer import CSequencer
-
-            sequencer = CSequencer()
-            sequencer.install(conn)
-            recover(conn, sequencer)
-        check_database(conn)
-    except Exception:
-        conn.close()
-        engine.close()
-        raise
-    return engine, conn
-
-
-_background: dict[int, BackgroundCheckpointer] = {}
-
-
-def start_background(
-    url: str, interval_s: float = 5.0, max_cache_rows: int | None = 100_000, verbose: bool = False
-) -> BackgroundCheckpointer:
-    """Run the checkpointer as a thread of this process, on the database ``url`` as tique.connect opens it
-    (the way to checkpoint an embedded database that this process holds). One per database; stopped at exit."""
-    import atexit
-
-    from tique.database import Database
-
-    db = Database.get(url)
-    existing = _background.get(id(db))
-    if existing is not None and existing._thread.is_alive():
-        return existing
-    on_report = (lambda r: print(r.line(), flush=True)) if verbose else None
-    worker = BackgroundCheckpointer(db.connect_raw, interval_s, max_cache_rows, on_report).start()
-    _background[id(db)] = worker
-    db.on_close.append(worker.stop)
-    atexit.register(worker.stop)  # before the engine's own exit handler closes the kernel under it
-    return worker
-
-
-def _pause_hook(step: str | None) -> Callable[[str], None] | None:
-    """Crash tests: stop at a named step (one of STEPS), say so, and wait to be killed."""
-    if not step:
-        return None
-
-    def hook(name: str) -> None:
-        if name == step:
-            print(f"paused at {name}", flush=True)
-            time.sleep(3600)
-
-    return hook
-
-
-def main(args: Any) -> int:
-    """``tique checkpoint``: exit 0, 1 on an error, 2 when another checkpointer holds the lock, 3 when the
-    database is not a tique database."""
-    import json
-    import signal
-    import sys
-
-    try:
-        engine, conn = open_for_checkpoint(args.url)
-    except NotATiqueDatabase as exc:
-        print(f"tique checkpoint: {exc}", file=sys.stderr)
-        return 3
-    except DatabaseError as exc:
-        print(f"tique checkpoint: cannot open {args.url}: {exc}", file=sys.stderr)
-        return 1
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        if args.stats:
-            print(json.dumps(stats(conn), indent=2, default=str))
-            return 0
-        ckpt = Checkpointer(
-            conn,
-            step_hook=_pause_hook(os.environ.get("TIQUE_CHECKPOINT_PAUSE")),
-            lock_lease_ms=int(args.lock_lease * 1000),
-        )
-        while True:
-            try:
-                if args.once:
-                    print(ckpt.run_once().line(), flush=True)
-                else:
-                    print(f"tique checkpoint: every {args.interval} s on {engine.describe()}", flush=True)
-                    run_loop(ckpt, args.interval, args.max_cache_rows, stop, lambda r: print(r.line(), flush=True))
-                break
-            except CheckpointerBusy as exc:
-                if not args.wait:
-                    print(f"tique checkpoint: {exc}; exiting (--wait waits for it)", file=sys.stderr)
-                    return 2
-                if stop.wait(1.0):
-                    break
-        ckpt.release()
-        return 0
-    except KeyboardInterrupt:
-        return 0
-    except DatabaseError as exc:
-        print(f"tique checkpoint: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        conn.close()
-        engine.close()

@@ -1,0 +1,128 @@
+"""When the checkpointer runs: every interval, sooner when a Cache table grows, as a loop or a background thread."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from collections.abc import Callable
+
+from tique.catalog import Catalog
+from tique.checkpoint.algorithm import Checkpointer, CheckpointerBusy, CheckpointReport
+from tique.database import Database
+from tique.engine.base import RawConnection
+from tique.errors import DatabaseError, connection_lost
+
+
+class BackgroundCheckpointer:
+    """The checkpointer as a thread of the process that holds the engine (an embedded database allows one
+    process). Runs every ``interval_s`` or sooner when a Cache table holds more than ``max_cache_rows``."""
+
+    def __init__(
+        self,
+        connect: Callable[[], RawConnection],
+        interval_s: float,
+        max_cache_rows: int | None = None,
+        on_report: Callable[[CheckpointReport], None] | None = None,
+    ) -> None:
+        self._connect = connect
+        self.interval_s = interval_s
+        self.max_cache_rows = max_cache_rows
+        self.on_report = on_report
+        self.reports: list[CheckpointReport] = []  # the last 100
+        self.totals = {"runs": 0, "moved": 0, "cleaned": 0, "conflicts": 0, "busy_s": 0.0}
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tique-checkpointer", daemon=True)
+
+    def start(self) -> BackgroundCheckpointer:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        conn = self._connect()
+        try:
+            ckpt = Checkpointer(conn)
+            run_loop(ckpt, self.interval_s, self.max_cache_rows, self._stop, self._record)
+            ckpt.release()
+        except Exception as exc:  # the thread must say why it stopped
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            conn.close()
+
+    def _record(self, report: CheckpointReport) -> None:
+        for name, value in (
+            ("runs", 1),
+            ("moved", report.moved),
+            ("cleaned", report.cleaned),
+            ("conflicts", report.conflicts),
+            ("busy_s", report.duration_s),
+        ):
+            self.totals[name] += value
+        self.reports.append(report)
+        del self.reports[:-100]
+        if self.on_report:
+            self.on_report(report)
+
+
+def _over_limit(conn: RawConnection, catalog: Catalog, limit: int) -> bool:
+    return any(
+        int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar()) > limit
+        for info in catalog.all()
+        if info.kind == "tx"
+    )
+
+
+def run_loop(
+    ckpt: Checkpointer,
+    interval_s: float,
+    max_cache_rows: int | None,
+    stop: threading.Event,
+    on_report: Callable[[CheckpointReport], None],
+) -> None:
+    """Checkpoint every ``interval_s`` (sooner when a Cache table outgrows ``max_cache_rows``) until ``stop``.
+    A failed run is reported and retried at the next tick; a lost connection, or another checkpointer holding the
+    lock (CheckpointerBusy: the CLI then exits 2, or waits with --wait), ends the loop."""
+    last = 0.0
+    poll = min(interval_s, 0.5)
+    while not stop.is_set():
+        ckpt.acquire()  # held (renewed) for as long as the loop runs: a second checkpointer is told so
+        due = time.monotonic() - last >= interval_s
+        if not due and max_cache_rows is not None:
+            due = _over_limit(ckpt.conn, ckpt.catalog, max_cache_rows)
+        if due:
+            last = time.monotonic()
+            try:
+                on_report(ckpt.run_once(release=False))
+            except CheckpointerBusy:
+                raise
+            except DatabaseError as exc:
+                if connection_lost(exc):
+                    raise
+                failed = CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[str(exc)])
+                on_report(failed)
+        stop.wait(poll)
+
+
+_background: dict[int, BackgroundCheckpointer] = {}
+
+
+def start_background(
+    url: str, interval_s: float = 5.0, max_cache_rows: int | None = 100_000, verbose: bool = False
+) -> BackgroundCheckpointer:
+    """Run the checkpointer as a thread of this process, on the database ``url`` as tique.connect opens it
+    (the way to checkpoint an embedded database that this process holds). One per database; stopped at exit."""
+    db = Database.get(url)
+    existing = _background.get(id(db))
+    if existing is not None and existing._thread.is_alive():
+        return existing
+    on_report = (lambda r: print(r.line(), flush=True)) if verbose else None
+    worker = BackgroundCheckpointer(db.connect_raw, interval_s, max_cache_rows, on_report).start()
+    _background[id(db)] = worker
+    db.on_close.append(worker.stop)
+    atexit.register(worker.stop)  # before the engine's own exit handler closes the kernel under it
+    return worker

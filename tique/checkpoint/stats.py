@@ -1,0 +1,43 @@
+"""What an operator watches of the checkpointer (``tique checkpoint --stats``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tique.catalog import Catalog
+from tique.engine.base import RawConnection
+
+
+def stats(conn: RawConnection) -> dict[str, Any]:
+    """What an operator watches: Cache rows per table, metadata rows, horizon lag and the last run."""
+    catalog = Catalog()
+    catalog.refresh(conn)
+    horizon, sts, last_cts, pins = (
+        int(v) for v in conn.execute("SELECT tique.horizon(), tique.sts(), tique.last_cts(), tique.pins()").rows[0]
+    )
+    cache = {
+        f"{info.schema}.{info.name}": int(conn.execute(f"SELECT COUNT(*) FROM {info.cache}").scalar())
+        for info in catalog.all()
+        if info.kind == "tx"
+    }
+    meta = {
+        name: int(conn.execute(f"SELECT COUNT(*) FROM tique.{name}").scalar())
+        for name in ("commits", "outcomes", "reservations")
+    }
+    last = conn.execute(
+        "SELECT started_ms, duration_ms, horizon, low_txid, moved, cleaned, trimmed, conflicts, errors, note "
+        "FROM tique.checkpoints ORDER BY started_ms DESC LIMIT 1"
+    )
+    last_run = dict(zip([c.name for c in last.columns], last.rows[0])) if last.rows else None
+    runs = int(conn.execute("SELECT COUNT(*) FROM tique.checkpoints").scalar())
+    return {
+        "cache_rows": cache,
+        "metadata_rows": meta,
+        "horizon": horizon,
+        "sts": sts,
+        "last_cts": last_cts,
+        "horizon_lag": sts - horizon,  # commits visible to new transactions but not yet foldable
+        "running_transactions": pins,
+        "runs_logged": runs,
+        "last_run": last_run,
+    }

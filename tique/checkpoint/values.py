@@ -1,0 +1,52 @@
+"""Values as the engine's own text and back: how the checkpointer copies a version to Storage bit for bit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tique.catalog import ROWID, TableInfo
+from tique.params import literal
+
+TEXT_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CLOB", "TEXT", "STRING"})
+INT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
+BOOL_TYPES = frozenset({"BOOLEAN", "BOOL"})
+FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def zero_keys(row: Sequence[Any], key_pos: Sequence[int]) -> Sequence[Any]:
+    """A row read as engine text with a key column's -0 as 0 (a Cache row written before keys were stored so):
+    MonetDB 11.41 hashes a DOUBLE by its bits, so a -0 key in Storage would escape a hashed lookup of 0."""
+    if not any(row[i] == "-0" for i in key_pos):
+        return row
+    return [("0" if i in key_pos and v == "-0" else v) for i, v in enumerate(row)]
+
+
+def column_types(info: TableInfo) -> dict[str, str]:
+    """Each stored column's SQL type (the hidden row id is a BIGINT)."""
+    return {**{c.name: c.sql_type for c in info.columns}, **({ROWID: "BIGINT"} if info.has_rowid else {})}
+
+
+def from_text(text: Any, sql_type: str) -> str:
+    """SQL for the value whose engine text (``CAST(v AS CLOB)``) is ``text``, as the engine casts it back: exact
+    for every type (DOUBLE prints the shortest text that reads back the same bits, -0 included). An interval
+    prints as its count of months or seconds, which only the single-field interval reads back."""
+    if text is None:
+        return "NULL"
+    quoted = literal(str(text))
+    upper = sql_type.upper()
+    base = upper.split("(")[0].strip()
+    # the cheap cases (a CAST per value doubles the cost of a Storage write): a string literal is the string,
+    # digits are the integer, and true/false the boolean
+    if base in TEXT_TYPES:
+        return quoted
+    if (base in INT_TYPES and _INTEGER.fullmatch(str(text))) or (base in BOOL_TYPES and text in ("true", "false")):
+        return str(text)
+    if base in FLOAT_TYPES and text == "-0":  # MonetDB parses '-0' as REAL +0 (as DOUBLE, -0)
+        return f"CAST(CAST('-0' AS DOUBLE) AS {sql_type})"
+    if upper.startswith("INTERVAL"):
+        unit = "SECOND" if any(f in upper for f in ("DAY", "HOUR", "MINUTE", "SECOND")) else "MONTH"
+        return f"CAST(INTERVAL {quoted} {unit} AS {sql_type})"
+    return f"CAST({quoted} AS {sql_type})"

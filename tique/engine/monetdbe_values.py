@@ -1,0 +1,124 @@
+"""Decoding a monetdbe result: the C API's typed columns into Python values (HUGEINT and DECIMAL included)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Callable
+from typing import Any
+
+from tique.engine.base import Column, Result
+from tique.errors import OperationalError, from_monetdb
+
+# monetdbe_types in the C API; 5 (int128, HUGEINT) is missing from the wheel's cffi enum.
+_C_TYPES: dict[int, tuple[str, str | None]] = {
+    0: ("boolean", "bool"),
+    1: ("tinyint", "int8_t"),
+    2: ("smallint", "int16_t"),
+    3: ("int", "int32_t"),
+    4: ("bigint", "int64_t"),
+    5: ("hugeint", None),
+    6: ("bigint", "size_t"),
+    7: ("real", "float"),
+    8: ("double", "double"),
+    9: ("varchar", "str"),
+    10: ("blob", "blob"),
+    11: ("date", "date"),
+    12: ("time", "time"),
+    13: ("timestamp", "timestamp"),
+}
+_HUGE_NIL = -(2**127)
+_WIDE = decimal.Context(prec=100)  # 38-digit decimals: the default context keeps 28
+
+
+def read_result(ffi: Any, lib: Any, res: Any) -> Result:
+    nrows = int(res.nrows)
+    columns: list[Column] = []
+    values: list[list[Any]] = []
+    for c in range(res.ncols):
+        col_p = ffi.new("monetdbe_column **")
+        err = lib.monetdbe_result_fetch(res, col_p, c)
+        if err != ffi.NULL:
+            raise from_monetdb(ffi.string(err).decode(), "reading a result column")
+        col = col_p[0]
+        name = ffi.string(col.name).decode() if col.name != ffi.NULL else f"%{c}"
+        type_name, c_name = _C_TYPES.get(col.type, ("unknown", None))
+        if col.type == 5:
+            scale = _hugeint_scale(ffi, col)
+            columns.append(Column(name, "decimal" if scale else "hugeint", scale=scale if scale else None))
+            values.append(_read_hugeint(ffi, col, nrows, scale))
+            continue
+        if c_name is None:
+            raise OperationalError(f"result column {name!r} has a type the embedded driver cannot read ({col.type})")
+        typed = ffi.cast(f"monetdbe_column_{c_name} *", col)
+        scale = 0
+        if col.type in (1, 2, 3, 4) and typed.scale and typed.scale > 1:
+            type_name = "decimal"
+            scale = len(str(int(typed.scale))) - 1
+        columns.append(Column(name, type_name, scale=scale if type_name == "decimal" else None))
+        values.append(_read_column(ffi, col.type, typed, nrows, scale))
+    return Result(columns=columns, rows=list(zip(*values)) if values else [], rowcount=nrows)
+
+
+def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any]:
+    if n == 0:
+        return []
+    if ctype in (1, 2, 3, 4, 6, 7, 8, 0):
+        nil = col.null_value
+        raw = ffi.unpack(col.data, n)
+        if ctype in (7, 8):  # floating point nil is NaN in MonetDB's C API
+            return [None if v != v or v == nil else v for v in raw]
+        if ctype == 0:
+            return [None if v == nil else bool(v) for v in raw]
+        if scale:
+            return [None if v == nil else decimal.Decimal(v).scaleb(-scale, _WIDE) for v in raw]
+        return [None if v == nil else v for v in raw]
+    convert = _CONVERTERS[ctype]
+    is_null: Callable[[Any], int] = col.is_null
+    return [None if is_null(col.data + i) else convert(ffi, col.data[i]) for i in range(n)]
+
+
+# struct monetdbe_column_int128_t {type; data; count; name; __int128 null_value; double scale; is_null}: the
+# wheel's cffi module does not declare it; the 128-bit null_value is 16-byte aligned, so scale sits at byte 48.
+_HUGE_SCALE_OFFSET = 48
+
+
+def _hugeint_scale(ffi: Any, col: Any) -> int:
+    """Decimal digits of a HUGEINT-backed column (a DECIMAL with precision above 18); 0 for a plain HUGEINT."""
+    factor = ffi.cast("double *", ffi.cast("char *", col) + _HUGE_SCALE_OFFSET)[0]
+    return len(str(int(factor))) - 1 if factor > 1 else 0
+
+
+def _read_hugeint(ffi: Any, col: Any, n: int, scale: int) -> list[Any]:
+    if n == 0:
+        return []
+    raw = ffi.buffer(ffi.cast("char *", col.data), 16 * n)[:]
+    out: list[Any] = []
+    for i in range(n):
+        v = int.from_bytes(raw[16 * i : 16 * i + 16], "little", signed=True)
+        out.append(None if v == _HUGE_NIL else decimal.Decimal(v).scaleb(-scale, _WIDE) if scale else v)
+    return out
+
+
+def _str(ffi: Any, v: Any) -> str:
+    return ffi.string(v).decode()
+
+
+def _blob(ffi: Any, v: Any) -> bytes:
+    return bytes(ffi.buffer(v.data, v.size))
+
+
+def _date(ffi: Any, v: Any) -> datetime.date:
+    return datetime.date(v.year, v.month, v.day)
+
+
+def _time(ffi: Any, v: Any) -> datetime.time:
+    return datetime.time(v.hours, v.minutes, v.seconds, v.ms * 1000)
+
+
+def _timestamp(ffi: Any, v: Any) -> datetime.datetime:
+    d, t = v.date, v.time
+    return datetime.datetime(d.year, d.month, d.day, t.hours, t.minutes, t.seconds, t.ms * 1000)
+
+
+_CONVERTERS: dict[int, Callable[[Any, Any], Any]] = {9: _str, 10: _blob, 11: _date, 12: _time, 13: _timestamp}

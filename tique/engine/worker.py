@@ -1,0 +1,60 @@
+"""Worker threads for the embedded kernel: each connection's kernel calls run on one thread that never ends."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class Worker:
+    """A thread that never ends, on which one connection's kernel calls run.
+
+    The kernel checks stack depth against the stack it recorded for the calling OS thread when it first saw
+    it. A Python thread that ended leaves that record behind, and a new thread can reuse its id: its calls
+    then fail with "Query too complex: running out of stack space". Kernel calls therefore run only on
+    these workers, which never end; application threads come and go freely.
+    """
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[tuple[bool, Any]]]] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._loop, name="tique-kernel", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            fn, reply = self._requests.get()
+            try:
+                reply.put((True, fn()))
+            except BaseException as exc:
+                reply.put((False, exc))
+            # The call closes over its connection: kept in this never-ending frame until the next call, it would
+            # keep a forgotten connection (and its kernel session, of 64) alive for good.
+            del fn, reply
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the worker and return its result. Each call has its own reply queue: when the caller is
+        interrupted (KeyboardInterrupt) the call still runs to its end, and its reply must not answer the next
+        call (which then waits behind it)."""
+        replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        self._requests.put((fn, replies))
+        ok, value = replies.get()
+        if ok:
+            return value
+        raise value
+
+
+_free_workers: list[Worker] = []
+_workers_lock = threading.Lock()
+
+
+def take_worker() -> Worker:
+    with _workers_lock:
+        return _free_workers.pop() if _free_workers else Worker()
+
+
+def give_back(worker: Worker) -> None:
+    with _workers_lock:
+        _free_workers.append(worker)
