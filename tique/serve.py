@@ -151,8 +151,8 @@ class Server:
             from tique.engine import udf
 
             udf.set_max_clients(max_clients + OWN_SESSIONS)
-        # The kernel listens only on a private UNIX socket (port 0: no TCP listener); tique's gate owns the TCP port and counts failed
-        # logins per source (tique/login_guard.py).
+        # The kernel listens only on a private UNIX socket (port 0: no TCP listener); tique's gate owns the TCP
+        # port and counts failed logins per source (tique/login_guard.py).
         self._socket_dir, kernel_socket = private_socket_path()
         self.engine = EmbeddedEngine(
             EngineURL(kind="embedded", path=self.directory), mapi_port=0, mapi_usock=kernel_socket
