@@ -28,6 +28,14 @@
  *
  * One checkpointer at a time: ckpt_acquire(owner, lease) / ckpt_release(owner), a lock with a lease.
  *
+ * Sessions: a transaction id belongs to the kernel session that began it, and so does every commit timestamp
+ * taken for it. The calls that act for one (MAL begin_as, renew_as, end_as, next_cts_as, publish_as, decide_as)
+ * take one more argument, `who`: the caller's session + 1, which SQL functions of the same names without "_as"
+ * fill in from sys.current_sessionid() (sql/udf_functions.sql; PUBLIC may call only those), or 0 from tique's
+ * owner (recovery, the checkpointer settle others' commits). Another session's id is refused (42501); end_txn
+ * and begin_txn leave another session's pin alone instead. A session id is reused after its client leaves:
+ * a new session with the same id could act for the dead one's transaction until its leases run out.
+ *
  * Generated keys (AUTO_INCREMENT / SERIAL / IDENTITY columns), one counter per table id, never a SQL SEQUENCE:
  *
  *   next_ids(table, n, floor)  reserve n consecutive values and return the last one. A counter unknown since
@@ -80,7 +88,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 8
+#define TIQUE_UDF_ABI 9
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -131,6 +139,7 @@ static const char *const state_names[] = {"free", "taken", "published", "decidin
 typedef struct {
 	tq_lng cts;
 	tq_lng txid;      /* the owner (next_cts_for), 0 if unknown */
+	int session;      /* the owner's kernel session + 1 (0: taken unchecked, by tique's owner) */
 	int state;
 	int verdict;      /* from decide: 1 committed, 0 aborted; -1 before */
 	int waiting;      /* the owner is waiting inside publish: alive, never abandoned meanwhile */
@@ -361,6 +370,7 @@ typedef struct {
 	tq_lng txid; /* PIN_EMPTY, PIN_GONE or an id */
 	tq_lng sts;
 	int64_t until_ms;
+	int session; /* the kernel session that began it, + 1 (0: begun unchecked, by tique's owner) */
 } pin_t;
 
 static pin_t pins[PINS];
@@ -424,8 +434,30 @@ pin_live(pin_t *p, int64_t now)
 	return true;
 }
 
+/* Transaction ids are bound to the kernel session that began them. A call acting for a transaction passes
+ * `who`: the caller's session + 1 (sys.current_sessionid() + 1, filled in by the SQL functions PUBLIC may call:
+ * sql/udf_functions.sql), or 0 from tique's owner (recovery, the checkpointer), which may act for any. */
+static int
+who_arg(const int *who)
+{
+	return *who == INT_NIL ? -1 : *who;
+}
+
+static bool
+acts_for(int who, int session)
+{
+	return who == 0 || who == session;
+}
+
 static char *
-pin_add(tq_lng txid, tq_lng s, int64_t until)
+not_yours(const char *fcn, const char *what, tq_lng id)
+{
+	return createException(TQ_MAL, fcn, "42501!tique: %s %lld belongs to another session: a session acts only for "
+			       "the transactions it began", what, (long long) id);
+}
+
+static char *
+pin_add(tq_lng txid, tq_lng s, int64_t until, int session)
 {
 	if (pins_gone > PINS / 4)
 		pins_rehash();
@@ -437,6 +469,7 @@ pin_add(tq_lng txid, tq_lng s, int64_t until)
 			p->txid = txid;
 			p->sts = s;
 			p->until_ms = until;
+			p->session = session;
 			pins_live++;
 			return NULL;
 		}
@@ -451,9 +484,10 @@ lease_arg(const int *ms)
 }
 
 static char *
-TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
+TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease, const int *who_)
 {
 	char *err;
+	int who = who_arg(who_);
 	pthread_mutex_lock(&lock);
 	if (recovering) {
 		pthread_mutex_unlock(&lock);
@@ -461,11 +495,11 @@ TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
 	}
 	if (*prev != LNG_NIL && *prev > 0) {
 		pin_t *p = pin_find(*prev);
-		if (p)
+		if (p && acts_for(who, p->session)) /* another session's transaction is left alone */
 			pin_drop(p);
 	}
 	tq_lng txid = last_txid + 1;
-	if ((err = pin_add(txid, sts, now_ms() + lease_arg(lease))) == NULL)
+	if ((err = pin_add(txid, sts, now_ms() + lease_arg(lease), who)) == NULL)
 		*ret = last_txid = txid;
 	pthread_mutex_unlock(&lock);
 	return err;
@@ -487,25 +521,31 @@ TQsnapshot_of(tq_lng *ret, const tq_lng *txid)
 }
 
 static char *
-TQrenew(int *ret, const tq_lng *txid, const int *lease)
+TQrenew(int *ret, const tq_lng *txid, const int *lease, const int *who)
 {
+	char *err = NULL;
 	pthread_mutex_lock(&lock);
 	int64_t now = now_ms();
 	pin_t *p = pin_find(*txid);
-	*ret = pin_live(p, now);
-	if (*ret)
-		p->until_ms = now + lease_arg(lease);
+	if (p && !acts_for(who_arg(who), p->session)) {
+		err = not_yours("tique.renew", "transaction", *txid);
+	} else {
+		*ret = pin_live(p, now);
+		if (*ret)
+			p->until_ms = now + lease_arg(lease);
+	}
 	pthread_mutex_unlock(&lock);
-	return NULL;
+	return err;
 }
 
+/* ends txid's pin; another session's is left alone (0), so ending a stale id never fails */
 static char *
-TQend(int *ret, const tq_lng *txid)
+TQend(int *ret, const tq_lng *txid, const int *who)
 {
 	pthread_mutex_lock(&lock);
 	pin_t *p = pin_find(*txid);
-	*ret = p != NULL;
-	if (p)
+	*ret = p != NULL && acts_for(who_arg(who), p->session);
+	if (*ret)
 		pin_drop(p);
 	pthread_mutex_unlock(&lock);
 	return NULL;
@@ -603,7 +643,7 @@ TQnext_txid(tq_lng *ret)
 
 /* a new commit timestamp owned by txid (0: unknown), TAKEN; caller holds the lock */
 static char *
-take_cts(const char *fcn, tq_lng txid, tq_lng *ret)
+take_cts(const char *fcn, tq_lng txid, int session, tq_lng *ret)
 {
 	if (recovering)
 		return still_recovering(fcn);
@@ -613,6 +653,7 @@ take_cts(const char *fcn, tq_lng txid, tq_lng *ret)
 	set_state(*ret, TAKEN);
 	slot_t *s = slot_of(*ret);
 	s->txid = txid;
+	s->session = session;
 	s->verdict = -1;
 	s->waiting = 0;
 	return NULL;
@@ -622,24 +663,28 @@ static char *
 TQnext_cts(tq_lng *ret)
 {
 	pthread_mutex_lock(&lock);
-	char *err = take_cts("tique.next_cts", 0, ret);
+	char *err = take_cts("tique.next_cts", 0, 0, ret);
 	pthread_mutex_unlock(&lock);
 	return err;
 }
 
 static char *
-TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
+TQnext_cts_for(tq_lng *ret, const tq_lng *txid, const int *who_)
 {
 	const char *fcn = "tique.next_cts_for";
+	int who = who_arg(who_);
 	char *err = storage_refusal(fcn); /* before a commit record: a full disk refuses it */
 	if (err)
 		return err;
 	pthread_mutex_lock(&lock);
-	if (!recovering && !pin_live(pin_find(*txid), now_ms()))
+	pin_t *p = pin_find(*txid);
+	if (!recovering && !pin_live(p, now_ms()))
 		err = createException(TQ_MAL, fcn, "40001!tique: transaction %lld holds no snapshot (its lease ran out, "
 				      "so the checkpointer may have folded what it read); retry it", (long long) *txid);
+	else if (p && !acts_for(who, p->session))
+		err = not_yours(fcn, "transaction", *txid);
 	else
-		err = take_cts(fcn, *txid, ret);
+		err = take_cts(fcn, *txid, p ? p->session : who, ret);
 	pthread_mutex_unlock(&lock);
 	return err;
 }
@@ -663,7 +708,7 @@ TQpublished(tq_lng *ret)
 }
 
 static char *
-TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
+TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms, const int *who)
 {
 	const char *fcn = "tique.publish";
 	tq_lng c = *cts;
@@ -672,7 +717,9 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 	pthread_mutex_lock(&lock);
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
-		if (st == ABANDONED) {
+		if (!acts_for(who_arg(who), slot_of(c)->session)) {
+			err = not_yours(fcn, "commit", c);
+		} else if (st == ABANDONED) {
 			err = createException(TQ_MAL, fcn, "40001!tique: commit %lld was abandoned after its lease "
 					      "(%lld ms) ran out; retry the transaction", (long long) c,
 					      (long long) lease_ms);
@@ -698,7 +745,7 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 }
 
 static char *
-TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
+decide(tq_lng *ret, const tq_lng *cts, const int *ok, int who)
 {
 	const char *fcn = "tique.decide";
 	tq_lng c = *cts;
@@ -706,7 +753,9 @@ TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
 	pthread_mutex_lock(&lock);
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
-		if (*ok == INT_NIL) {
+		if (!acts_for(who, slot_of(c)->session)) {
+			err = not_yours(fcn, "commit", c);
+		} else if (*ok == INT_NIL) {
 			err = createException(TQ_MAL, fcn, "42000!tique: decide needs a verdict (1 or 0)");
 		} else if (st == TAKEN || st == PUBLISHED) {
 			set_state(c, DECIDING);
@@ -723,6 +772,18 @@ TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
 	}
 	pthread_mutex_unlock(&lock);
 	return err;
+}
+
+static char *
+TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
+{
+	return decide(ret, cts, ok, 0);
+}
+
+static char *
+TQdecide_as(tq_lng *ret, const tq_lng *cts, const int *ok, const int *who)
+{
+	return decide(ret, cts, ok, who_arg(who));
 }
 
 static char *
@@ -978,8 +1039,9 @@ static mel_func tique_functions[] = {
 	FN("next_cts", TQnext_cts, 1, 1, LNG),
 	FN("sts", TQsts, 1, 1, LNG),
 	FN("published", TQpublished, 1, 1, LNG),
-	FN("publish", TQpublish, 1, 3, LNG, LNG, INT),
+	FN("publish_as", TQpublish, 1, 4, LNG, LNG, INT, INT),
 	FN("decide", TQdecide, 1, 3, LNG, LNG, INT),
+	FN("decide_as", TQdecide_as, 1, 4, LNG, LNG, INT, INT),
 	FN("verdict", TQverdict, 1, 2, INT, LNG),
 	FN("owner", TQowner, 1, 2, LNG, LNG),
 	FN("advance", TQadvance, 1, 3, LNG, LNG, INT),
@@ -993,14 +1055,14 @@ static mel_func tique_functions[] = {
 	FN("stuck", TQstuck, 1, 1, LNG),
 	FN("expire", TQexpire, 1, 2, LNG, LNG),
 	FN("abi", TQabi, 1, 1, INT),
-	FN("begin_txn", TQbegin, 1, 3, LNG, LNG, INT),
+	FN("begin_as", TQbegin, 1, 4, LNG, LNG, INT, INT),
 	FN("snapshot_of", TQsnapshot_of, 1, 2, LNG, LNG),
-	FN("renew", TQrenew, 1, 3, INT, LNG, INT),
-	FN("end_txn", TQend, 1, 2, INT, LNG),
+	FN("renew_as", TQrenew, 1, 4, INT, LNG, INT, INT),
+	FN("end_as", TQend, 1, 3, INT, LNG, INT),
 	FN("horizon", TQhorizon, 1, 1, LNG),
 	FN("oldest_txid", TQoldest_txid, 1, 1, LNG),
 	FN("pins", TQpins, 1, 1, INT),
-	FN("next_cts_for", TQnext_cts_for, 1, 2, LNG, LNG),
+	FN("next_cts_as", TQnext_cts_for, 1, 3, LNG, LNG, INT),
 	FN("ckpt_acquire", TQckpt_acquire, 1, 3, LNG, LNG, INT),
 	FN("ckpt_release", TQckpt_release, 1, 2, INT, LNG),
 	FN("next_ids", TQnext_ids, 1, 4, LNG, LNG, INT, LNG),
