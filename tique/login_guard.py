@@ -14,7 +14,10 @@ For each client connection the gate:
    follows). The kernel then owns the socket: tique is not in the data path, and statements cost nothing more.
    A connection costs a second login exchange (a round trip and a password check, about a millisecond here).
 
-Correct logins are never slowed by other sources' failures, and failures age out of the window.
+Logins from one source are checked one at a time (``LoginGuard.turn``), so guesses sent in parallel are cut off
+at the limit too; a pool opening many connections at once waits about a millisecond per connection, and a client
+that stalls its login holds back only its own address's next logins (for ``LOGIN_TIMEOUT_S`` at most). Correct
+logins are never slowed by other sources' failures, and failures age out of the window.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 DEFAULT_MAX_FAILED = 10
@@ -48,6 +53,25 @@ class LoginGuard:
         self.window_s = window_s
         self._failures: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
+        self._turns: dict[str, tuple[threading.Lock, int]] = {}  # per source: its login lock, and its users
+
+    @contextmanager
+    def turn(self, source: str) -> Iterator[None]:
+        """One login check at a time per source: parallel guesses would all be checked before the first failure
+        counts. A pool opening connections at once waits about a millisecond per connection."""
+        with self._lock:
+            lock, users = self._turns.get(source, (threading.Lock(), 0))
+            self._turns[source] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._lock:
+                lock, users = self._turns[source]
+                if users == 1:
+                    del self._turns[source]
+                else:
+                    self._turns[source] = (lock, users - 1)
 
     def _recent(self, source: str, now: float) -> deque[float]:
         times = self._failures.get(source, deque())
@@ -150,11 +174,13 @@ class Gate:
     def _serve_login(self, client: socket.socket, source: str) -> None:
         try:
             client.settimeout(LOGIN_TIMEOUT_S)
-            wait = self.guard.blocked_for(source)
-            if wait > 0:
-                self._refuse(client, source, wait)
-                return
-            if self._check_login(client, source):
+            with self.guard.turn(source):
+                wait = self.guard.blocked_for(source)
+                if wait > 0:
+                    self._refuse(client, source, wait)
+                    return
+                accepted = self._check_login(client, source)
+            if accepted:
                 self._hand_over(client)
         except (OSError, ConnectionError):
             pass  # the client went away during the login: nothing to serve
@@ -189,9 +215,9 @@ class Gate:
             write_message(kernel, response)
             verdict = read_message(kernel)
         if verdict.startswith(b"!"):
-            write_message(client, verdict)
-            if b"InvalidCredentials" in verdict or b"credentials" in verdict.lower():
+            if b"credentials" in verdict.lower():  # counted before the client hears of it and tries again
                 self._count_failure(source, response)
+            write_message(client, verdict)
             return False
         if verdict.startswith(b"^"):
             write_message(client, verdict)  # the kernel's own redirect: the client follows it

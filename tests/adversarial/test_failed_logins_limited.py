@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.conftest import start_serve
 
 LIMIT = 5
 WINDOW_S = 4.0
+_SOCKET = socket.socket  # unpatched, to subclass
 
 
 def _login(port: int, password: str, database: str) -> Any:
@@ -30,13 +32,16 @@ def _error(port: int, password: str, database: str) -> str:
     return str(caught.value)
 
 
-class _FromOtherAddress(socket.socket):
-    """A TCP socket whose connections come from 127.0.0.2 (another source on the loopback network)."""
+def _from(source: str) -> type[_SOCKET]:
+    """TCP sockets whose connections come from ``source`` (another address on the loopback network)."""
 
-    def connect(self, address: Any) -> None:
-        if self.family == socket.AF_INET:
-            self.bind(("127.0.0.2", 0))
-        super().connect(address)
+    class FromSource(_SOCKET):
+        def connect(self, address: Any) -> None:
+            if self.family == socket.AF_INET:
+                self.bind((source, 0))
+            super().connect(address)
+
+    return FromSource
 
 
 def test_wrong_passwords_are_cut_off_per_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,12 +68,18 @@ def test_wrong_passwords_are_cut_off_per_source(tmp_path: Path, monkeypatch: pyt
         assert cur.fetchone() == (11,)
 
         with monkeypatch.context() as patch:
-            patch.setattr(socket, "socket", _FromOtherAddress)
+            patch.setattr(socket, "socket", _from("127.0.0.2"))
             other = _login(server.port, server.password, name)
             other_cur = other.cursor()
             other_cur.execute("SELECT COUNT(*) FROM sys.tables")
             assert other_cur.fetchone()[0] > 0
             other.close()
+            # guesses sent in parallel are cut off at the limit too, not after all of them were checked
+            patch.setattr(socket, "socket", _from("127.0.0.3"))
+            with ThreadPoolExecutor(8) as pool:
+                messages = list(pool.map(lambda i: _error(server.port, f"guess{i}", name), range(3 * LIMIT)))
+            checked = [m for m in messages if "too many failed logins" not in m]
+            assert len(checked) == LIMIT, messages
 
         time.sleep(max(0.0, first_failure + WINDOW_S + 0.5 - time.monotonic()))
         again = tique.connect(server.url)  # the failures aged out: the same source logs in
