@@ -33,7 +33,8 @@
  * take one more argument, `who`: the caller's session + 1, which SQL functions of the same names without "_as"
  * fill in from sys.current_sessionid() (sql/udf_functions.sql; PUBLIC may call only those), or 0 from tique's
  * owner (recovery, the checkpointer settle others' commits). Another session's id is refused (42501); end_txn
- * and begin_txn leave another session's pin alone instead. A session id is reused after its client leaves:
+ * and begin_txn leave another session's pin alone instead. What the owner took unchecked (next_cts, *_as with
+ * who 0) is bound to no session. A session id is reused after its client leaves:
  * a new session with the same id could act for the dead one's transaction until its leases run out.
  *
  * Generated keys (AUTO_INCREMENT / SERIAL / IDENTITY columns), one counter per table id, never a SQL SEQUENCE:
@@ -443,10 +444,12 @@ who_arg(const int *who)
 	return *who == INT_NIL ? -1 : *who;
 }
 
+/* who may act for what session began: the owner's unchecked calls for any, a session for its own; what was
+ * begun unchecked (session 0: the owner's next_cts or *_as(..., 0), never a client's) is bound to none */
 static bool
 acts_for(int who, int session)
 {
-	return who == 0 || who == session;
+	return who == 0 || session == 0 || who == session;
 }
 
 static char *
