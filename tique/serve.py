@@ -158,7 +158,11 @@ class Server:
             EngineURL(kind="embedded", path=self.directory), mapi_port=0, mapi_usock=kernel_socket
         )
         self.conn = self.engine.connect()
-        self.gate = Gate(host, port, kernel_socket, guard or LoginGuard()).start()
+        try:
+            self.gate = Gate(host, port, kernel_socket, guard or LoginGuard()).start()
+        except OSError as exc:
+            self.stop()
+            raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
         if max_clients is not None and not udf.max_clients_took_effect():
             self.stop()
             raise OperationalError(
