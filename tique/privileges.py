@@ -20,8 +20,8 @@ cannot), and GRANT works on views. So (``install``):
 
 Transaction ids are bound to the kernel session that began them: the functions PUBLIC calls to act for a
 transaction (begin_txn's end of the previous one, renew, end_txn, next_cts_for, publish, and decide inside
-put_outcome / close_outcome) pass the caller's ``sys.current_sessionid()`` to the C module, which refuses another
-session's transaction (sql/udf_functions.sql). The threat model this leaves is in the README, "Users and
+put_outcome / close_outcome) pass the caller's user and session (``tique.who()``) to the C module, which refuses
+another session's transaction (sequencer.SESSION_FUNCTIONS). The threat model this leaves is in the README, "Users and
 privileges".
 """
 
@@ -66,7 +66,7 @@ PROTOCOL = (
     """CREATE OR REPLACE PROCEDURE tique.put_outcome(t BIGINT, c BIGINT, ok INT)
 BEGIN
   INSERT INTO tique.outcomes SELECT t, tique.decide_as(CASE WHEN tique.owner(c) = t THEN c ELSE 0 END, ok,
-    sys.current_sessionid() + 1), ok = 1;
+    tique.who()), ok = 1;
 END""",
     # a commit stuck DECIDING: the outcome its owner decided (outcomes.settle_if_decided)
     """CREATE OR REPLACE PROCEDURE tique.settle_outcome(c BIGINT)
@@ -81,7 +81,7 @@ BEGIN
   DECLARE d BIGINT;
   IF tique.owner(c) = t THEN
     IF tique.verdict(c) < 0 AND tique.cts_state(c) IN (1, 2) THEN
-      SET d = tique.decide_as(c, 0, sys.current_sessionid() + 1);
+      SET d = tique.decide_as(c, 0, tique.who());
     END IF;
     INSERT INTO tique.outcomes SELECT t, c, tique.verdict(c) = 1;
   END IF;
@@ -117,8 +117,8 @@ def install(conn: RawConnection) -> None:
     }
     for stmt in PROTOCOL:
         name = stmt.split("tique.", 1)[1].split("(", 1)[0]
-        checks_session = "current_sessionid" in stmt
-        if name not in present or (checks_session and "current_sessionid" not in present[name]):
+        checks_session = "tique.who()" in stmt
+        if name not in present or (checks_session and "tique.who()" not in present[name]):
             conn.execute(stmt)
     granted = _granted_to_public(conn)
     wanted = [f"GRANT SELECT ON tique.{t} TO PUBLIC" for t in PUBLIC_READ]

@@ -129,6 +129,26 @@ def _one(conn: RawConnection, sql: str) -> int:
     return int(conn.execute(sql).scalar())
 
 
+# What PUBLIC calls to act for a transaction: the C module's *_as functions with the caller's "who" (its user id
+# * 2^20 + its kernel session id + 1; CURRENT_USER is the caller's inside these owner-rights functions), which
+# binds a transaction id to the session that began it (tique_udf.c, "Sessions").
+SESSION_FUNCTIONS = (
+    """CREATE OR REPLACE FUNCTION tique.who() RETURNS BIGINT
+BEGIN
+  RETURN SELECT a.id * 1048576 + sys.current_sessionid() + 1 FROM sys.auths AS a WHERE a.name = CURRENT_USER;
+END""",
+    "CREATE OR REPLACE FUNCTION tique.begin_txn(prev BIGINT, lease_ms INT) RETURNS BIGINT "
+    "RETURN tique.begin_txn_as(prev, lease_ms, tique.who())",
+    "CREATE OR REPLACE FUNCTION tique.renew(txid BIGINT, lease_ms INT) RETURNS INT "
+    "RETURN tique.renew_as(txid, lease_ms, tique.who())",
+    "CREATE OR REPLACE FUNCTION tique.end_txn(txid BIGINT) RETURNS INT RETURN tique.end_txn_as(txid, tique.who())",
+    "CREATE OR REPLACE FUNCTION tique.next_cts_for(txid BIGINT) RETURNS BIGINT "
+    "RETURN tique.next_cts_for_as(txid, tique.who())",
+    "CREATE OR REPLACE FUNCTION tique.publish(c BIGINT, timeout_ms INT) RETURNS BIGINT "
+    "RETURN tique.publish_as(c, timeout_ms, tique.who())",
+)
+
+
 class CSequencer:
     """The C module's functions, called through SQL."""
 
@@ -145,7 +165,7 @@ class CSequencer:
     def install(self, conn: RawConnection) -> None:
         if not self.restricted:  # an ordinary user only checks the module is there
             ensure_schema(conn)
-            for stmt in sqlfiles.statements("udf_functions"):
+            for stmt in (*sqlfiles.statements("udf_functions"), *SESSION_FUNCTIONS):
                 conn.execute(stmt)
         try:
             abi = _one(conn, "SELECT tique.abi()")

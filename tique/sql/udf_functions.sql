@@ -30,18 +30,13 @@ CREATE OR REPLACE FUNCTION tique.catalog_version(after_id BIGINT) RETURNS BIGINT
 CREATE OR REPLACE FUNCTION tique.bump_catalog() RETURNS BIGINT EXTERNAL NAME tique.bump_catalog;
 CREATE OR REPLACE FUNCTION tique.storage_ok() RETURNS INT EXTERNAL NAME tique.storage_ok;
 CREATE OR REPLACE FUNCTION tique.storage_failed() RETURNS INT EXTERNAL NAME tique.storage_failed;
--- Calls that act for a transaction carry the caller's kernel session + 1 ("who"): the C module binds a transaction
--- id to the session that began it and refuses the others (0: tique's owner, which may act for any: recovery, the
--- checkpointer). PUBLIC may call only the functions below them, which fill in the caller's own session; they run
--- with their owner's rights, so the *_as functions need no grant (privileges.py).
-CREATE OR REPLACE FUNCTION tique.begin_txn_as(prev BIGINT, lease_ms INT, who INT) RETURNS BIGINT EXTERNAL NAME tique.begin_as;
-CREATE OR REPLACE FUNCTION tique.renew_as(txid BIGINT, lease_ms INT, who INT) RETURNS INT EXTERNAL NAME tique.renew_as;
-CREATE OR REPLACE FUNCTION tique.end_txn_as(txid BIGINT, who INT) RETURNS INT EXTERNAL NAME tique.end_as;
-CREATE OR REPLACE FUNCTION tique.next_cts_for_as(txid BIGINT, who INT) RETURNS BIGINT EXTERNAL NAME tique.next_cts_as;
-CREATE OR REPLACE FUNCTION tique.publish_as(c BIGINT, timeout_ms INT, who INT) RETURNS BIGINT EXTERNAL NAME tique.publish_as;
-CREATE OR REPLACE FUNCTION tique.decide_as(c BIGINT, ok INT, who INT) RETURNS BIGINT EXTERNAL NAME tique.decide_as;
-CREATE OR REPLACE FUNCTION tique.begin_txn(prev BIGINT, lease_ms INT) RETURNS BIGINT RETURN tique.begin_txn_as(prev, lease_ms, sys.current_sessionid() + 1);
-CREATE OR REPLACE FUNCTION tique.renew(txid BIGINT, lease_ms INT) RETURNS INT RETURN tique.renew_as(txid, lease_ms, sys.current_sessionid() + 1);
-CREATE OR REPLACE FUNCTION tique.end_txn(txid BIGINT) RETURNS INT RETURN tique.end_txn_as(txid, sys.current_sessionid() + 1);
-CREATE OR REPLACE FUNCTION tique.next_cts_for(txid BIGINT) RETURNS BIGINT RETURN tique.next_cts_for_as(txid, sys.current_sessionid() + 1);
-CREATE OR REPLACE FUNCTION tique.publish(c BIGINT, timeout_ms INT) RETURNS BIGINT RETURN tique.publish_as(c, timeout_ms, sys.current_sessionid() + 1);
+-- Calls that act for a transaction carry the caller's user and kernel session ("who"): the C module binds a
+-- transaction id to the session that began it and refuses the others (0: tique's owner, which may act for any:
+-- recovery, the checkpointer). PUBLIC may call only the functions of the same names without "_as", which fill in
+-- the caller's own (sequencer.SESSION_FUNCTIONS); they run with their owner's rights, so these need no grant.
+CREATE OR REPLACE FUNCTION tique.begin_txn_as(prev BIGINT, lease_ms INT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.begin_as;
+CREATE OR REPLACE FUNCTION tique.renew_as(txid BIGINT, lease_ms INT, who BIGINT) RETURNS INT EXTERNAL NAME tique.renew_as;
+CREATE OR REPLACE FUNCTION tique.end_txn_as(txid BIGINT, who BIGINT) RETURNS INT EXTERNAL NAME tique.end_as;
+CREATE OR REPLACE FUNCTION tique.next_cts_for_as(txid BIGINT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_cts_as;
+CREATE OR REPLACE FUNCTION tique.publish_as(c BIGINT, timeout_ms INT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.publish_as;
+CREATE OR REPLACE FUNCTION tique.decide_as(c BIGINT, ok INT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.decide_as;

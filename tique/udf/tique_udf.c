@@ -30,12 +30,12 @@
  *
  * Sessions: a transaction id belongs to the kernel session that began it, and so does every commit timestamp
  * taken for it. The calls that act for one (MAL begin_as, renew_as, end_as, next_cts_as, publish_as, decide_as)
- * take one more argument, `who`: the caller's session + 1, which SQL functions of the same names without "_as"
- * fill in from sys.current_sessionid() (sql/udf_functions.sql; PUBLIC may call only those), or 0 from tique's
+ * take one more argument, `who`: the caller's user and session, which SQL functions of the same names without
+ * "_as" fill in from tique.who() (sequencer.SESSION_FUNCTIONS; PUBLIC may call only those), or 0 from tique's
  * owner (recovery, the checkpointer settle others' commits). Another session's id is refused (42501); end_txn
  * and begin_txn leave another session's pin alone instead. What the owner took unchecked (next_cts, *_as with
- * who 0) is bound to no session. A session id is reused after its client leaves:
- * a new session with the same id could act for the dead one's transaction until its leases run out.
+ * who 0) is bound to no session. A session id is reused after its client leaves: a new session of the same
+ * user with the same id could act for the dead one's transaction until its leases run out.
  *
  * Generated keys (AUTO_INCREMENT / SERIAL / IDENTITY columns), one counter per table id, never a SQL SEQUENCE:
  *
@@ -140,7 +140,7 @@ static const char *const state_names[] = {"free", "taken", "published", "decidin
 typedef struct {
 	tq_lng cts;
 	tq_lng txid;      /* the owner (next_cts_for), 0 if unknown */
-	int session;      /* the owner's kernel session + 1 (0: taken unchecked, by tique's owner) */
+	tq_lng session;   /* who took it (see who_arg; 0: taken unchecked, by tique's owner) */
 	int state;
 	int verdict;      /* from decide: 1 committed, 0 aborted; -1 before */
 	int waiting;      /* the owner is waiting inside publish: alive, never abandoned meanwhile */
@@ -371,7 +371,7 @@ typedef struct {
 	tq_lng txid; /* PIN_EMPTY, PIN_GONE or an id */
 	tq_lng sts;
 	int64_t until_ms;
-	int session; /* the kernel session that began it, + 1 (0: begun unchecked, by tique's owner) */
+	tq_lng session; /* who began it (see who_arg; 0: begun unchecked, by tique's owner) */
 } pin_t;
 
 static pin_t pins[PINS];
@@ -435,19 +435,20 @@ pin_live(pin_t *p, int64_t now)
 	return true;
 }
 
-/* Transaction ids are bound to the kernel session that began them. A call acting for a transaction passes
- * `who`: the caller's session + 1 (sys.current_sessionid() + 1, filled in by the SQL functions PUBLIC may call:
- * sql/udf_functions.sql), or 0 from tique's owner (recovery, the checkpointer), which may act for any. */
-static int
-who_arg(const int *who)
+/* Transaction ids are bound to the kernel session (and user) that began them. A call acting for a transaction
+ * passes `who`: the caller's user id * 2^20 + its session id + 1 (tique.who(), filled in by the SQL functions
+ * PUBLIC may call: sequencer.SESSION_FUNCTIONS; with the user, a session id reused by another user's client is
+ * another `who`), or 0 from tique's owner (recovery, the checkpointer), which may act for any. */
+static tq_lng
+who_arg(const tq_lng *who)
 {
-	return *who == INT_NIL ? -1 : *who;
+	return *who == LNG_NIL ? -1 : *who;
 }
 
 /* who may act for what session began: the owner's unchecked calls for any, a session for its own; what was
  * begun unchecked (session 0: the owner's next_cts or *_as(..., 0), never a client's) is bound to none */
 static bool
-acts_for(int who, int session)
+acts_for(tq_lng who, tq_lng session)
 {
 	return who == 0 || session == 0 || who == session;
 }
@@ -460,7 +461,7 @@ not_yours(const char *fcn, const char *what, tq_lng id)
 }
 
 static char *
-pin_add(tq_lng txid, tq_lng s, int64_t until, int session)
+pin_add(tq_lng txid, tq_lng s, int64_t until, tq_lng session)
 {
 	if (pins_gone > PINS / 4)
 		pins_rehash();
@@ -487,10 +488,10 @@ lease_arg(const int *ms)
 }
 
 static char *
-TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease, const int *who_)
+TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease, const tq_lng *who_)
 {
 	char *err;
-	int who = who_arg(who_);
+	tq_lng who = who_arg(who_);
 	pthread_mutex_lock(&lock);
 	if (recovering) {
 		pthread_mutex_unlock(&lock);
@@ -524,7 +525,7 @@ TQsnapshot_of(tq_lng *ret, const tq_lng *txid)
 }
 
 static char *
-TQrenew(int *ret, const tq_lng *txid, const int *lease, const int *who)
+TQrenew(int *ret, const tq_lng *txid, const int *lease, const tq_lng *who)
 {
 	char *err = NULL;
 	pthread_mutex_lock(&lock);
@@ -543,7 +544,7 @@ TQrenew(int *ret, const tq_lng *txid, const int *lease, const int *who)
 
 /* ends txid's pin; another session's is left alone (0), so ending a stale id never fails */
 static char *
-TQend(int *ret, const tq_lng *txid, const int *who)
+TQend(int *ret, const tq_lng *txid, const tq_lng *who)
 {
 	pthread_mutex_lock(&lock);
 	pin_t *p = pin_find(*txid);
@@ -646,7 +647,7 @@ TQnext_txid(tq_lng *ret)
 
 /* a new commit timestamp owned by txid (0: unknown), TAKEN; caller holds the lock */
 static char *
-take_cts(const char *fcn, tq_lng txid, int session, tq_lng *ret)
+take_cts(const char *fcn, tq_lng txid, tq_lng session, tq_lng *ret)
 {
 	if (recovering)
 		return still_recovering(fcn);
@@ -672,10 +673,10 @@ TQnext_cts(tq_lng *ret)
 }
 
 static char *
-TQnext_cts_for(tq_lng *ret, const tq_lng *txid, const int *who_)
+TQnext_cts_for(tq_lng *ret, const tq_lng *txid, const tq_lng *who_)
 {
 	const char *fcn = "tique.next_cts_for";
-	int who = who_arg(who_);
+	tq_lng who = who_arg(who_);
 	char *err = storage_refusal(fcn); /* before a commit record: a full disk refuses it */
 	if (err)
 		return err;
@@ -711,7 +712,7 @@ TQpublished(tq_lng *ret)
 }
 
 static char *
-TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms, const int *who)
+TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms, const tq_lng *who)
 {
 	const char *fcn = "tique.publish";
 	tq_lng c = *cts;
@@ -748,7 +749,7 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms, const int *who)
 }
 
 static char *
-decide(tq_lng *ret, const tq_lng *cts, const int *ok, int who)
+decide(tq_lng *ret, const tq_lng *cts, const int *ok, tq_lng who)
 {
 	const char *fcn = "tique.decide";
 	tq_lng c = *cts;
@@ -784,7 +785,7 @@ TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
 }
 
 static char *
-TQdecide_as(tq_lng *ret, const tq_lng *cts, const int *ok, const int *who)
+TQdecide_as(tq_lng *ret, const tq_lng *cts, const int *ok, const tq_lng *who)
 {
 	return decide(ret, cts, ok, who_arg(who));
 }
@@ -1042,9 +1043,9 @@ static mel_func tique_functions[] = {
 	FN("next_cts", TQnext_cts, 1, 1, LNG),
 	FN("sts", TQsts, 1, 1, LNG),
 	FN("published", TQpublished, 1, 1, LNG),
-	FN("publish_as", TQpublish, 1, 4, LNG, LNG, INT, INT),
+	FN("publish_as", TQpublish, 1, 4, LNG, LNG, INT, LNG),
 	FN("decide", TQdecide, 1, 3, LNG, LNG, INT),
-	FN("decide_as", TQdecide_as, 1, 4, LNG, LNG, INT, INT),
+	FN("decide_as", TQdecide_as, 1, 4, LNG, LNG, INT, LNG),
 	FN("verdict", TQverdict, 1, 2, INT, LNG),
 	FN("owner", TQowner, 1, 2, LNG, LNG),
 	FN("advance", TQadvance, 1, 3, LNG, LNG, INT),
@@ -1058,14 +1059,14 @@ static mel_func tique_functions[] = {
 	FN("stuck", TQstuck, 1, 1, LNG),
 	FN("expire", TQexpire, 1, 2, LNG, LNG),
 	FN("abi", TQabi, 1, 1, INT),
-	FN("begin_as", TQbegin, 1, 4, LNG, LNG, INT, INT),
+	FN("begin_as", TQbegin, 1, 4, LNG, LNG, INT, LNG),
 	FN("snapshot_of", TQsnapshot_of, 1, 2, LNG, LNG),
-	FN("renew_as", TQrenew, 1, 4, INT, LNG, INT, INT),
-	FN("end_as", TQend, 1, 3, INT, LNG, INT),
+	FN("renew_as", TQrenew, 1, 4, INT, LNG, INT, LNG),
+	FN("end_as", TQend, 1, 3, INT, LNG, LNG),
 	FN("horizon", TQhorizon, 1, 1, LNG),
 	FN("oldest_txid", TQoldest_txid, 1, 1, LNG),
 	FN("pins", TQpins, 1, 1, INT),
-	FN("next_cts_as", TQnext_cts_for, 1, 3, LNG, LNG, INT),
+	FN("next_cts_as", TQnext_cts_for, 1, 3, LNG, LNG, LNG),
 	FN("ckpt_acquire", TQckpt_acquire, 1, 3, LNG, LNG, INT),
 	FN("ckpt_release", TQckpt_release, 1, 2, INT, LNG),
 	FN("next_ids", TQnext_ids, 1, 4, LNG, LNG, INT, LNG),
