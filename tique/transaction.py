@@ -137,7 +137,8 @@ class Transaction:
             # that includes a DDL comes with that DDL's version (see catalog.py).
             txid, sts, stuck, version = self.conn.execute(
                 "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
-                f"(SELECT tique.begin_txn({int(prev_txid)}, {self.settings.snapshot_lease_ms}) AS t) AS x"
+                f"(SELECT {self.db.sequencer.call('begin_txn', int(prev_txid), self.settings.snapshot_lease_ms)} AS t) "
+                "AS x"
             ).rows[0]
             sts, txid = int(sts), int(txid)
             if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
@@ -185,7 +186,7 @@ class Transaction:
         """Release a snapshot pin of a transaction that will not run (best effort: the lease ends it too)."""
         if isinstance(self.db.sequencer, CSequencer):
             try:
-                self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
+                self.conn.execute(f"SELECT {self.db.sequencer.call('end_txn', int(txid))}")
             except DatabaseError:
                 pass
 
@@ -225,7 +226,8 @@ class Transaction:
         if time.monotonic() - self.renewed_at < self.settings.snapshot_lease_ms / 2000:
             return
         sent = time.monotonic()
-        if not self.conn.execute(f"SELECT tique.renew({self.txid}, {self.settings.snapshot_lease_ms})").scalar():
+        renew = self.db.sequencer.call("renew", self.txid, self.settings.snapshot_lease_ms)
+        if not self.conn.execute(f"SELECT {renew}").scalar():
             self.failed = "its snapshot lease ran out"
             raise SerializationFailure(
                 f"transaction {self.txid} was idle past its snapshot lease ({self.settings.snapshot_lease_ms} ms), "

@@ -100,6 +100,37 @@ def test_another_user_cannot_act_for_a_running_transaction(served: ServeProcess)
     bob.close()
 
 
+def test_another_user_cannot_act_for_the_admins_transaction(served: ServeProcess) -> None:
+    """The admin's driver runs its own transactions with the unchecked calls (no session lookup): they are bound to
+    the admin, so an ordinary user is refused just the same."""
+    admin = pymonetdb.connect(
+        database=served.directory.name,
+        hostname="127.0.0.1",
+        port=served.port,
+        username="monetdb",
+        password=served.password,
+        autocommit=True,
+    )
+    bob = raw_session(served, "bob")
+    txid = int(one(admin, "SELECT tique.begin_txn_as(0, 60000, 0)"))
+    cts = int(one(admin, f"SELECT tique.next_cts_for_as({txid}, 0)"))
+    for attack in (
+        f"SELECT tique.next_cts_for({txid})",
+        f"SELECT tique.publish({cts}, 100)",
+        f"CALL tique.put_outcome({txid}, {cts}, 1)",
+        f"CALL tique.close_outcome({txid}, {cts})",
+        f"SELECT tique.renew({txid}, 600000)",
+    ):
+        assert "belongs to another session" in refused(bob, attack), attack
+    assert int(one(bob, f"SELECT tique.end_txn({txid})")) == 0
+    assert int(one(bob, f"SELECT tique.cts_state({cts})")) == TAKEN
+    admin.cursor().execute(f"SELECT tique.publish_as({cts}, 5000, 0)")
+    admin.cursor().execute(f"INSERT INTO tique.outcomes SELECT {txid}, tique.decide({cts}, 0), FALSE")
+    admin.cursor().execute(f"SELECT tique.advance({cts}, 5000), tique.end_txn_as({txid}, 0)")
+    admin.close()
+    bob.close()
+
+
 def test_owners_commit_through_tique_while_others_watch(served: ServeProcess) -> None:
     url = served.url.replace(f"monetdb:{served.password}@", "{user}:{user}%20pw@")
     alice = tique.connect(url.format(user="alice"))

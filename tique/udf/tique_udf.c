@@ -34,7 +34,8 @@
  * "_as" fill in from tique.who() (sequencer.SESSION_FUNCTIONS; PUBLIC may call only those), or 0 from tique's
  * owner (recovery, the checkpointer settle others' commits). Another session's id is refused (42501); end_txn
  * and begin_txn leave another session's pin alone instead. What the owner took unchecked (next_cts, *_as with
- * who 0) is bound to no session. A session id is reused after its client leaves: a new session of the same
+ * who 0: the driver does so for the owner's own transactions, sequencer.CSequencer.call) only the owner may act
+ * for. A session id is reused after its client leaves: a new session of the same
  * user with the same id could act for the dead one's transaction until its leases run out.
  *
  * Generated keys (AUTO_INCREMENT / SERIAL / IDENTITY columns), one counter per table id, never a SQL SEQUENCE:
@@ -445,12 +446,12 @@ who_arg(const tq_lng *who)
 	return *who == LNG_NIL ? -1 : *who;
 }
 
-/* who may act for what session began: the owner's unchecked calls for any, a session for its own; what was
- * begun unchecked (session 0: the owner's next_cts or *_as(..., 0), never a client's) is bound to none */
+/* who may act for what: the owner's unchecked calls (who 0) for any; a session for its own only. What the owner
+ * began unchecked (session 0: tique's owner runs its own transactions so, at no cost) is the owner's alone. */
 static bool
 acts_for(tq_lng who, tq_lng session)
 {
-	return who == 0 || session == 0 || who == session;
+	return who == 0 || who == session;
 }
 
 static char *
