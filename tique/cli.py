@@ -26,6 +26,19 @@ def main(argv: list[str] | None = None) -> int:
         help="client sessions the server admits at once (default 60: the embedded kernel's 64 less tique's own); "
         "one more is refused with 'maximum concurrent client limit reached'",
     )
+    serve.add_argument(
+        "--max-failed-logins",
+        type=int,
+        default=10,
+        help="failed logins from one source address within --login-window after which its connections are "
+        "refused (with an error saying for how long) until the oldest failure ages out (default 10)",
+    )
+    serve.add_argument(
+        "--login-window",
+        type=float,
+        default=60.0,
+        help="seconds a failed login counts against its source address (default 60)",
+    )
     secret = serve.add_mutually_exclusive_group()
     secret.add_argument(
         "--password",
@@ -102,10 +115,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return checkpoint_main(args)
     if args.command == "serve":
+        from tique.login_guard import LoginGuard
         from tique.serve import admin_password
         from tique.serve import serve as run_serve
 
         try:
+            guard = LoginGuard(args.max_failed_logins, args.login_window)
             password = admin_password(args.password, args.password_file, os.environ.get("TIQUE_PASSWORD"))
         except OSError as exc:
             print(f"tique serve: cannot read --password-file {args.password_file}: {exc.strerror}", file=sys.stderr)
@@ -119,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             password,
             checkpoint_interval=args.checkpoint_interval,
             max_clients=args.max_clients,
+            guard=guard,
         )
     parser.error(f"unknown command {args.command}")
     return 2

@@ -347,7 +347,7 @@ class Connection:
         self._closed = True
         if self._last_txid and isinstance(self.db.sequencer, CSequencer):
             try:  # release the snapshot pin now rather than at the end of its lease
-                self._raw.execute(f"SELECT tique.end_txn({self._last_txid})")
+                self._raw.execute(f"SELECT {self.db.sequencer.call('end_txn', self._last_txid)}")
             except errors.Error:  # a lost connection: the lease ends the pin
                 pass
         try:

@@ -18,8 +18,11 @@ cannot), and GRANT works on views. So (``install``):
   through tique (``sync_table``): SELECT on T gives SELECT on both, INSERT/UPDATE/DELETE on T give INSERT on the
   Cache (tique's writes are appended versions); nobody but the owner may UPDATE or DELETE them.
 
-The threat model this leaves (README, "Users and privileges") comes from the protocol running in the client:
-transaction ids are not bound to MonetDB sessions, so a user who learns a running transaction's id can act for it.
+Transaction ids are bound to the kernel session that began them: the functions PUBLIC calls to act for a
+transaction (begin_txn's end of the previous one, renew, end_txn, next_cts_for, publish, and decide inside
+put_outcome / close_outcome) pass the caller's user and session (``tique.who()``) to the C module, which refuses
+another session's transaction (sequencer.SESSION_FUNCTIONS). The threat model this leaves is in the README, "Users and
+privileges".
 """
 
 from __future__ import annotations
@@ -62,10 +65,12 @@ PUBLIC_INSERT = ("commits", "reservations")
 # Run with their owner's rights (MonetDB SQL functions and procedures do). States: 1 TAKEN, 2 PUBLISHED, 4 DONE,
 # 5 ABANDONED (sequencer.py). decide/advance of 0 fail ("not a commit timestamp handed out").
 PROTOCOL = (
-    # step 4 of COMMIT: decide c with the verdict and record it, for the transaction that took c only
+    # step 4 of COMMIT: decide c with the verdict and record it, for the transaction that took c only, from the
+    # session that began it (the C module checks)
     """CREATE OR REPLACE PROCEDURE tique.put_outcome(t BIGINT, c BIGINT, ok INT)
 BEGIN
-  INSERT INTO tique.outcomes SELECT t, tique.decide(CASE WHEN tique.owner(c) = t THEN c ELSE 0 END, ok), ok = 1;
+  INSERT INTO tique.outcomes SELECT t, tique.decide_as(CASE WHEN tique.owner(c) = t THEN c ELSE 0 END, ok,
+    tique.who()), ok = 1;
 END""",
     # a commit stuck DECIDING: the outcome its owner decided (outcomes.settle_if_decided)
     """CREATE OR REPLACE PROCEDURE tique.settle_outcome(c BIGINT)
@@ -73,14 +78,14 @@ BEGIN
   INSERT INTO tique.outcomes SELECT x.o, c, x.v = 1 FROM (SELECT tique.owner(c) AS o, tique.verdict(c) AS v) AS x
   WHERE x.v >= 0 AND x.o > 0;
 END""",
-    # the owner gives up its commit c before deciding it (outcomes.record_outcome): decided aborted first, so
-    # nobody can decide it committed afterwards; a decided one keeps its verdict
+    # the owner gives up its commit c before deciding it (outcomes.record_outcome): decided aborted first (only by
+    # the session that began it), so nobody can decide it committed afterwards; a decided one keeps its verdict
     """CREATE OR REPLACE PROCEDURE tique.close_outcome(t BIGINT, c BIGINT)
 BEGIN
   DECLARE d BIGINT;
   IF tique.owner(c) = t THEN
     IF tique.verdict(c) < 0 AND tique.cts_state(c) IN (1, 2) THEN
-      SET d = tique.decide(c, 0);
+      SET d = tique.decide_as(c, 0, tique.who());
     END IF;
     INSERT INTO tique.outcomes SELECT t, c, tique.verdict(c) = 1;
   END IF;
@@ -106,16 +111,18 @@ def owns_tique(conn: RawConnection) -> bool:
 
 def install(conn: RawConnection) -> None:
     """The protocol procedures and PUBLIC's privileges on tique's schema (by its owner; idempotent). Made only
-    when missing: replacing a procedure other sessions call races with them on the engine's catalog."""
+    when missing or made by a tique before sessions were checked: replacing a procedure other sessions call
+    races with them on the engine's catalog."""
     present = {
-        str(r[0])
+        str(r[0]): str(r[1]).lower()
         for r in conn.execute(
-            "SELECT f.name FROM sys.functions f JOIN sys.schemas s ON f.schema_id = s.id WHERE s.name = 'tique'"
+            "SELECT f.name, f.func FROM sys.functions f JOIN sys.schemas s ON f.schema_id = s.id WHERE s.name = 'tique'"
         ).rows
     }
     for stmt in PROTOCOL:
         name = stmt.split("tique.", 1)[1].split("(", 1)[0]
-        if name not in present:
+        checks_session = "tique.who()" in stmt
+        if name not in present or (checks_session and "tique.who()" not in present[name]):
             conn.execute(stmt)
     granted = _granted_to_public(conn)
     wanted = [f"GRANT SELECT ON tique.{t} TO PUBLIC" for t in PUBLIC_READ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -19,6 +20,7 @@ from tique.bootstrap import bootstrap
 from tique.engine.embedded import EmbeddedConnection, EmbeddedEngine
 from tique.engine.url import EngineURL
 from tique.errors import Error, OperationalError
+from tique.login_guard import Gate, LoginGuard, private_socket_path
 from tique.sequencer import CSequencer, SqlSequencer
 
 
@@ -104,6 +106,7 @@ class Server:
         password: str = "monetdb",
         host: str = "127.0.0.1",
         max_clients: int | None = None,
+        guard: LoginGuard | None = None,
     ) -> None:
         if max_clients is not None:
             check_max_clients(max_clients)
@@ -128,8 +131,18 @@ class Server:
             from tique.engine import udf
 
             udf.set_max_clients(max_clients + OWN_SESSIONS)
-        self.engine = EmbeddedEngine(EngineURL(kind="embedded", path=self.directory), mapi_port=port)
+        # The kernel listens only on a private UNIX socket (port 0: no TCP listener); tique's gate owns the TCP
+        # port and counts failed logins per source (tique/login_guard.py).
+        self._socket_dir, kernel_socket = private_socket_path()
+        self.engine = EmbeddedEngine(
+            EngineURL(kind="embedded", path=self.directory), mapi_port=0, mapi_usock=kernel_socket
+        )
         self.conn = self.engine.connect()
+        try:
+            self.gate = Gate(host, port, kernel_socket, guard or LoginGuard()).start()
+        except OSError as exc:
+            self.stop()
+            raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
         if max_clients is not None and not udf.max_clients_took_effect():
             self.stop()
             raise OperationalError(
@@ -150,7 +163,10 @@ class Server:
     def stop(self) -> None:
         if not self._stopped.is_set():
             self._stopped.set()
+            if getattr(self, "gate", None) is not None:
+                self.gate.stop()
             self.engine.close()
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     def wait(self) -> None:
         while not self._stopped.wait(0.5):
@@ -164,12 +180,13 @@ def serve(
     out: TextIO = sys.stdout,
     checkpoint_interval: float | None = None,
     max_clients: int | None = None,
+    guard: LoginGuard | None = None,
 ) -> int:
     """Run until SIGTERM or SIGINT; print one readiness line when clients can connect. With
     ``checkpoint_interval`` the checkpointer runs as a thread of the server (no separate process needed);
     ``max_clients`` sets how many client sessions the kernel admits (default: its 64, of which tique keeps a few)."""
     try:
-        server = Server(directory, port, password, max_clients=max_clients)
+        server = Server(directory, port, password, max_clients=max_clients, guard=guard)
     except Error as exc:
         print(f"tique serve: {exc}", file=sys.stderr)
         return 2

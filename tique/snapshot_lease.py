@@ -4,6 +4,7 @@ commit to become visible, and the pin's end."""
 
 from __future__ import annotations
 
+import functools
 import time
 
 from tique.database import Database
@@ -11,15 +12,19 @@ from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, LeaseExpired, Timeout
 from tique.outcomes import settle_if_decided, waiting
 from tique.prepared import protocol_template, run_template
-from tique.rewrite.template import STS, TXID
+from tique.rewrite.template import STS, TXID, Template
 from tique.sequencer import CSequencer
 from tique.settings import COMMIT_LEASE_MS, Settings
 
-# Prepared once per session (EXEC skips MonetDB's parser and optimizer: about 0.2 -> 0.07 ms)
-_BEGIN = protocol_template(
-    "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
-    "(SELECT tique.begin_txn({prev}, CAST({lease} AS INT)) AS t) AS x"
-)
+
+@functools.cache
+def _begin_template(begin_txn: str) -> Template:
+    """begin's statement, prepared once per session (EXEC skips MonetDB's parser and optimizer: about 0.2 ->
+    0.07 ms); ``begin_txn`` is the sequencer's call, bound to the session for an ordinary user."""
+    return protocol_template(
+        "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
+        f"(SELECT {begin_txn} AS t) AS x"
+    )
 
 
 class SnapshotLease:
@@ -41,7 +46,8 @@ class SnapshotLease:
             # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
             # that includes a DDL comes with that DDL's version (see catalog.py).
             values = {"prev": str(int(prev_txid)), "lease": str(int(self.settings.snapshot_lease_ms))}
-            txid, sts, stuck, version = run_template(self.conn, _BEGIN, values).rows[0]
+            begin = _begin_template(self.db.sequencer.call("begin_txn", "{prev}", "CAST({lease} AS INT)"))
+            txid, sts, stuck, version = run_template(self.conn, begin, values).rows[0]
             sts, txid = int(sts), int(txid)
             if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
@@ -86,7 +92,7 @@ class SnapshotLease:
         """Release a snapshot pin of a transaction that will not run (best effort: the lease ends it too)."""
         if isinstance(self.db.sequencer, CSequencer):
             try:
-                self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
+                self.conn.execute(f"SELECT {self.db.sequencer.call('end_txn', int(txid))}")
             except DatabaseError:
                 pass
 
@@ -109,7 +115,8 @@ class SnapshotLease:
         if time.monotonic() - self.renewed_at < self.settings.snapshot_lease_ms / 2000:
             return
         sent = time.monotonic()
-        if not self.conn.execute(f"SELECT tique.renew({self.txid}, {self.settings.snapshot_lease_ms})").scalar():
+        renew = self.db.sequencer.call("renew", self.txid, self.settings.snapshot_lease_ms)
+        if not self.conn.execute(f"SELECT {renew}").scalar():
             raise LeaseExpired(
                 f"transaction {self.txid} was idle past its snapshot lease ({self.settings.snapshot_lease_ms} ms), "
                 "so the checkpointer may have moved versions it reads; it was rolled back and is safe to retry "

@@ -18,6 +18,7 @@ from tique.params import Params, resolve, scan, value
 from tique.prepared import DEALLOCATE
 from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
+from tique.rewrite.lists import lifting
 from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
@@ -152,7 +153,8 @@ def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: boo
     key = (sql, with_params, options, db.catalog.version)
     plan = db.plans.get(key)
     if plan is None:
-        plan = _plan(db, conn, sql, with_params, options)
+        with lifting():  # long IN lists skip parsing and rewriting (rewrite/lists.py)
+            plan = _plan(db, conn, sql, with_params, options)
         if not isinstance(plan, (DDL, Control)):
             db.plans.put((sql, with_params, options, db.catalog.version), plan)
     return plan

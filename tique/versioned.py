@@ -47,7 +47,7 @@ def versioned(
     if isinstance(seq, CSequencer):
         # registered like a transaction's begin, so the checkpointer keeps the record until it is settled
         txid, sts = conn.execute(
-            f"SELECT x.t, tique.snapshot_of(x.t) FROM (SELECT tique.begin_txn(0, {DDL_TIMEOUT_MS}) AS t) AS x"
+            f"SELECT x.t, tique.snapshot_of(x.t) FROM (SELECT {seq.call('begin_txn', 0, DDL_TIMEOUT_MS)} AS t) AS x"
         ).rows[0]
         txid, sts = int(txid), int(sts)
     else:
@@ -64,7 +64,7 @@ def versioned(
         settle_failed(conn, seq, txid, taken)  # aborted, unless decide ran (see tique/outcomes.py)
         if isinstance(seq, CSequencer):
             with contextlib.suppress(DatabaseError):
-                conn.execute(f"SELECT tique.end_txn({txid})")
+                conn.execute(f"SELECT {seq.call('end_txn', txid)}")
         raise
     try:
         return change()

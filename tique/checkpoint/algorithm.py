@@ -257,13 +257,13 @@ class Checkpointer:
             if not self.conn.execute(f"SELECT COUNT(*) FROM tique.outcomes WHERE txid = {int(txid)}").scalar():
                 # and its snapshot pin ends: a transaction in COMMIT never reads a version again
                 record_outcome(self.conn, None, int(txid), int(cts))  # aborted unless decided
-                self.conn.execute(f"SELECT tique.end_txn({int(txid)})")
+                self.conn.execute(f"SELECT tique.end_txn_as({int(txid)}, 0)")  # another session's: as the owner
                 settled += 1
         while True:
             stuck = int(self.conn.execute("SELECT tique.stuck()").scalar())
             if not stuck or not settle_if_decided(self.conn, stuck):
                 return settled
-            self.conn.execute(f"SELECT tique.end_txn(tique.owner({stuck}))")
+            self.conn.execute(f"SELECT tique.end_txn_as(tique.owner({stuck}), 0)")
             settled += 1
 
     # ---- one table -----------------------------------------------------------------------------------------

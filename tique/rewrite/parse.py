@@ -12,6 +12,7 @@ from sqlglot.errors import ParseError, TokenError
 from tique.errors import ProgrammingError
 from tique.params import scan, slot_for_name
 from tique.rewrite.dialect import MonetDB
+from tique.rewrite.lists import lift
 from tique.rewrite.template import slot
 
 
@@ -72,7 +73,7 @@ def _parser_said(exc: Exception) -> str:
 
 def parse(sql: str, with_params: bool) -> list[exp.Expression]:
     """Parse one or more statements; parameters become slots (``pN`` positional, ``n_HEX`` named)."""
-    text = number_placeholders(sql) if with_params else sql
+    text = lift(number_placeholders(sql) if with_params else sql)
     try:
         trees = [t for t in sqlglot.parse(text, read=MonetDB) if t is not None]
     except (ParseError, TokenError) as exc:

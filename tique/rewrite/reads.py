@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from tique.catalog import Lookup, TableInfo
 from tique.names import ident, source_name
+from tique.rewrite.lists import MAX_PUSHED_VALUES, is_lifted
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
 from tique.rewrite.views import expand_views
@@ -55,13 +56,10 @@ def _sources(select: exp.Select) -> list[exp.Expression]:
     return ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
 
 
-MAX_PUSHED_VALUES = 1000  # an IN list longer than this stays in the query's WHERE only (see _long_list)
-
-
 def _long_list(pred: exp.Expression) -> bool:
     """Does ``pred`` hold an IN list too long to copy into a snapshot's branches? Each copy is printed and parsed
     again (a 200k-value list took 71 s to plan); the query's own WHERE still filters by it."""
-    return any(len(n.expressions) > MAX_PUSHED_VALUES for n in pred.find_all(exp.In))
+    return any(len(n.expressions) > MAX_PUSHED_VALUES or is_lifted(n) for n in pred.find_all(exp.In))
 
 
 def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from tique.rewrite.dialect import MonetDB
+from tique.rewrite.lists import put_back
 
 # Slot names carry a per-process nonce, so no text a user writes can be mistaken for one.
 NONCE = secrets.token_hex(3)
@@ -41,7 +42,7 @@ class Template:
 
     @classmethod
     def from_tree(cls, tree: exp.Expression) -> Template:
-        return cls.from_sql(tree.sql(dialect=MonetDB))
+        return cls.from_sql(put_back(tree.sql(dialect=MonetDB), _SLOT_PREFIX))
 
     @classmethod
     def from_sql(cls, sql: str) -> Template:

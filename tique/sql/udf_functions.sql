@@ -4,7 +4,6 @@ CREATE OR REPLACE FUNCTION tique.next_txid() RETURNS BIGINT EXTERNAL NAME tique.
 CREATE OR REPLACE FUNCTION tique.next_cts() RETURNS BIGINT EXTERNAL NAME tique.next_cts;
 CREATE OR REPLACE FUNCTION tique.sts() RETURNS BIGINT EXTERNAL NAME tique.sts;
 CREATE OR REPLACE FUNCTION tique.published() RETURNS BIGINT EXTERNAL NAME tique.published;
-CREATE OR REPLACE FUNCTION tique.publish(c BIGINT, timeout_ms INT) RETURNS BIGINT EXTERNAL NAME tique.publish;
 DROP FUNCTION IF EXISTS tique.decide(BIGINT);
 CREATE OR REPLACE FUNCTION tique.decide(c BIGINT, ok INT) RETURNS BIGINT EXTERNAL NAME tique.decide;
 CREATE OR REPLACE FUNCTION tique.verdict(c BIGINT) RETURNS INT EXTERNAL NAME tique.verdict;
@@ -20,14 +19,10 @@ CREATE OR REPLACE FUNCTION tique.abandoned() RETURNS BIGINT EXTERNAL NAME tique.
 CREATE OR REPLACE FUNCTION tique.stuck() RETURNS BIGINT EXTERNAL NAME tique.stuck;
 CREATE OR REPLACE FUNCTION tique.expire(c BIGINT) RETURNS BIGINT EXTERNAL NAME tique.expire;
 CREATE OR REPLACE FUNCTION tique.abi() RETURNS INT EXTERNAL NAME tique.abi;
-CREATE OR REPLACE FUNCTION tique.begin_txn(prev BIGINT, lease_ms INT) RETURNS BIGINT EXTERNAL NAME tique.begin_txn;
 CREATE OR REPLACE FUNCTION tique.snapshot_of(txid BIGINT) RETURNS BIGINT EXTERNAL NAME tique.snapshot_of;
-CREATE OR REPLACE FUNCTION tique.renew(txid BIGINT, lease_ms INT) RETURNS INT EXTERNAL NAME tique.renew;
-CREATE OR REPLACE FUNCTION tique.end_txn(txid BIGINT) RETURNS INT EXTERNAL NAME tique.end_txn;
 CREATE OR REPLACE FUNCTION tique.horizon() RETURNS BIGINT EXTERNAL NAME tique.horizon;
 CREATE OR REPLACE FUNCTION tique.oldest_txid() RETURNS BIGINT EXTERNAL NAME tique.oldest_txid;
 CREATE OR REPLACE FUNCTION tique.pins() RETURNS INT EXTERNAL NAME tique.pins;
-CREATE OR REPLACE FUNCTION tique.next_cts_for(txid BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_cts_for;
 CREATE OR REPLACE FUNCTION tique.ckpt_acquire(owner BIGINT, lease_ms INT) RETURNS BIGINT EXTERNAL NAME tique.ckpt_acquire;
 CREATE OR REPLACE FUNCTION tique.ckpt_release(owner BIGINT) RETURNS INT EXTERNAL NAME tique.ckpt_release;
 CREATE OR REPLACE FUNCTION tique.next_ids(table_id BIGINT, n INT, lowest BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_ids;
@@ -35,6 +30,16 @@ CREATE OR REPLACE FUNCTION tique.catalog_version(after_id BIGINT) RETURNS BIGINT
 CREATE OR REPLACE FUNCTION tique.bump_catalog() RETURNS BIGINT EXTERNAL NAME tique.bump_catalog;
 CREATE OR REPLACE FUNCTION tique.storage_ok() RETURNS INT EXTERNAL NAME tique.storage_ok;
 CREATE OR REPLACE FUNCTION tique.storage_failed() RETURNS INT EXTERNAL NAME tique.storage_failed;
-CREATE OR REPLACE FUNCTION tique.record_cts(txid BIGINT) RETURNS BIGINT EXTERNAL NAME tique.record_cts;
-CREATE OR REPLACE FUNCTION tique.publish_own(txid BIGINT) RETURNS BIGINT EXTERNAL NAME tique.publish_own;
+-- Calls that act for a transaction carry the caller's user and kernel session ("who"): the C module binds a
+-- transaction id to the session that began it and refuses the others (0: tique's owner, which may act for any:
+-- recovery, the checkpointer). PUBLIC may call only the functions of the same names without "_as", which fill in
+-- the caller's own (sequencer.SESSION_FUNCTIONS); they run with their owner's rights, so these need no grant.
+CREATE OR REPLACE FUNCTION tique.begin_txn_as(prev BIGINT, lease_ms INT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.begin_as;
+CREATE OR REPLACE FUNCTION tique.renew_as(txid BIGINT, lease_ms INT, who BIGINT) RETURNS INT EXTERNAL NAME tique.renew_as;
+CREATE OR REPLACE FUNCTION tique.end_txn_as(txid BIGINT, who BIGINT) RETURNS INT EXTERNAL NAME tique.end_as;
+CREATE OR REPLACE FUNCTION tique.next_cts_for_as(txid BIGINT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_cts_as;
+CREATE OR REPLACE FUNCTION tique.publish_as(c BIGINT, timeout_ms INT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.publish_as;
+CREATE OR REPLACE FUNCTION tique.decide_as(c BIGINT, ok INT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.decide_as;
+CREATE OR REPLACE FUNCTION tique.record_cts_as(txid BIGINT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.record_cts_as;
+CREATE OR REPLACE FUNCTION tique.publish_own_as(txid BIGINT, who BIGINT) RETURNS BIGINT EXTERNAL NAME tique.publish_own_as;
 CREATE OR REPLACE FUNCTION tique.await_published(c BIGINT, timeout_ms INT) RETURNS BIGINT EXTERNAL NAME tique.await_published;

@@ -28,6 +28,16 @@
  *
  * One checkpointer at a time: ckpt_acquire(owner, lease) / ckpt_release(owner), a lock with a lease.
  *
+ * Sessions: a transaction id belongs to the kernel session that began it, and so does every commit timestamp
+ * taken for it. The calls that act for one (MAL begin_as, renew_as, end_as, next_cts_as, record_cts_as,
+ * publish_as, publish_own_as, decide_as) take one more argument, `who`: the caller's user and session, which SQL functions of the same names without
+ * "_as" fill in from tique.who() (sequencer.SESSION_FUNCTIONS; PUBLIC may call only those), or 0 from tique's
+ * owner (recovery, the checkpointer settle others' commits). Another session's id is refused (42501); end_txn
+ * and begin_txn leave another session's pin alone instead. What the owner took unchecked (next_cts, *_as with
+ * who 0: the driver does so for the owner's own transactions, sequencer.CSequencer.call) only the owner may act
+ * for. A session id is reused after its client leaves: a new session of the same
+ * user with the same id could act for the dead one's transaction until its leases run out.
+ *
  * Generated keys (AUTO_INCREMENT / SERIAL / IDENTITY columns), one counter per table id, never a SQL SEQUENCE:
  *
  *   next_ids(table, n, floor)  reserve n consecutive values and return the last one. A counter unknown since
@@ -81,7 +91,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 10
+#define TIQUE_UDF_ABI 11
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -132,6 +142,7 @@ static const char *const state_names[] = {"free", "taken", "published", "decidin
 typedef struct {
 	tq_lng cts;
 	tq_lng txid;      /* the owner (next_cts_for), 0 if unknown */
+	tq_lng session;   /* who took it (see who_arg; 0: taken unchecked, by tique's owner) */
 	int state;
 	int verdict;      /* from decide: 1 committed, 0 aborted; -1 before */
 	int waiting;      /* the owner is waiting inside publish: alive, never abandoned meanwhile */
@@ -365,6 +376,7 @@ typedef struct {
 	tq_lng txid; /* PIN_EMPTY, PIN_GONE or an id */
 	tq_lng sts;
 	int64_t until_ms;
+	tq_lng session; /* who began it (see who_arg; 0: begun unchecked, by tique's owner) */
 } pin_t;
 
 static pin_t pins[PINS];
@@ -428,8 +440,33 @@ pin_live(pin_t *p, int64_t now)
 	return true;
 }
 
+/* Transaction ids are bound to the kernel session (and user) that began them. A call acting for a transaction
+ * passes `who`: the caller's user id * 2^20 + its session id + 1 (tique.who(), filled in by the SQL functions
+ * PUBLIC may call: sequencer.SESSION_FUNCTIONS; with the user, a session id reused by another user's client is
+ * another `who`), or 0 from tique's owner (recovery, the checkpointer), which may act for any. */
+static tq_lng
+who_arg(const tq_lng *who)
+{
+	return *who == LNG_NIL ? -1 : *who;
+}
+
+/* who may act for what: the owner's unchecked calls (who 0) for any; a session for its own only. What the owner
+ * began unchecked (session 0: tique's owner runs its own transactions so, at no cost) is the owner's alone. */
+static bool
+acts_for(tq_lng who, tq_lng session)
+{
+	return who == 0 || who == session;
+}
+
 static char *
-pin_add(tq_lng txid, tq_lng s, int64_t until)
+not_yours(const char *fcn, const char *what, tq_lng id)
+{
+	return createException(TQ_MAL, fcn, "42501!tique: %s %lld belongs to another session: a session acts only for "
+			       "the transactions it began", what, (long long) id);
+}
+
+static char *
+pin_add(tq_lng txid, tq_lng s, int64_t until, tq_lng session)
 {
 	if (pins_gone > PINS / 4)
 		pins_rehash();
@@ -441,6 +478,7 @@ pin_add(tq_lng txid, tq_lng s, int64_t until)
 			p->txid = txid;
 			p->sts = s;
 			p->until_ms = until;
+			p->session = session;
 			pins_live++;
 			return NULL;
 		}
@@ -455,9 +493,10 @@ lease_arg(const int *ms)
 }
 
 static char *
-TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
+TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease, const tq_lng *who_)
 {
 	char *err;
+	tq_lng who = who_arg(who_);
 	pthread_mutex_lock(&lock);
 	if (recovering) {
 		pthread_mutex_unlock(&lock);
@@ -465,11 +504,11 @@ TQbegin(tq_lng *ret, const tq_lng *prev, const int *lease)
 	}
 	if (*prev != LNG_NIL && *prev > 0) {
 		pin_t *p = pin_find(*prev);
-		if (p)
+		if (p && acts_for(who, p->session)) /* another session's transaction is left alone */
 			pin_drop(p);
 	}
 	tq_lng txid = last_txid + 1;
-	if ((err = pin_add(txid, sts, now_ms() + lease_arg(lease))) == NULL)
+	if ((err = pin_add(txid, sts, now_ms() + lease_arg(lease), who)) == NULL)
 		*ret = last_txid = txid;
 	pthread_mutex_unlock(&lock);
 	return err;
@@ -491,25 +530,31 @@ TQsnapshot_of(tq_lng *ret, const tq_lng *txid)
 }
 
 static char *
-TQrenew(int *ret, const tq_lng *txid, const int *lease)
+TQrenew(int *ret, const tq_lng *txid, const int *lease, const tq_lng *who)
 {
+	char *err = NULL;
 	pthread_mutex_lock(&lock);
 	int64_t now = now_ms();
 	pin_t *p = pin_find(*txid);
-	*ret = pin_live(p, now);
-	if (*ret)
-		p->until_ms = now + lease_arg(lease);
+	if (p && !acts_for(who_arg(who), p->session)) {
+		err = not_yours("tique.renew", "transaction", *txid);
+	} else {
+		*ret = pin_live(p, now);
+		if (*ret)
+			p->until_ms = now + lease_arg(lease);
+	}
 	pthread_mutex_unlock(&lock);
-	return NULL;
+	return err;
 }
 
+/* ends txid's pin; another session's is left alone (0), so ending a stale id never fails */
 static char *
-TQend(int *ret, const tq_lng *txid)
+TQend(int *ret, const tq_lng *txid, const tq_lng *who)
 {
 	pthread_mutex_lock(&lock);
 	pin_t *p = pin_find(*txid);
-	*ret = p != NULL;
-	if (p)
+	*ret = p != NULL && acts_for(who_arg(who), p->session);
+	if (*ret)
 		pin_drop(p);
 	pthread_mutex_unlock(&lock);
 	return NULL;
@@ -607,7 +652,7 @@ TQnext_txid(tq_lng *ret)
 
 /* a new commit timestamp owned by txid (0: unknown), TAKEN; caller holds the lock */
 static char *
-take_cts(const char *fcn, tq_lng txid, tq_lng *ret)
+take_cts(const char *fcn, tq_lng txid, tq_lng session, tq_lng *ret)
 {
 	if (recovering)
 		return still_recovering(fcn);
@@ -617,6 +662,7 @@ take_cts(const char *fcn, tq_lng txid, tq_lng *ret)
 	set_state(*ret, TAKEN);
 	slot_t *s = slot_of(*ret);
 	s->txid = txid;
+	s->session = session;
 	s->verdict = -1;
 	s->waiting = 0;
 	s->early = 0;
@@ -627,24 +673,28 @@ static char *
 TQnext_cts(tq_lng *ret)
 {
 	pthread_mutex_lock(&lock);
-	char *err = take_cts("tique.next_cts", 0, ret);
+	char *err = take_cts("tique.next_cts", 0, 0, ret);
 	pthread_mutex_unlock(&lock);
 	return err;
 }
 
 static char *
-TQnext_cts_for(tq_lng *ret, const tq_lng *txid)
+TQnext_cts_for(tq_lng *ret, const tq_lng *txid, const tq_lng *who_)
 {
 	const char *fcn = "tique.next_cts_for";
+	tq_lng who = who_arg(who_);
 	char *err = storage_refusal(fcn); /* before a commit record: a full disk refuses it */
 	if (err)
 		return err;
 	pthread_mutex_lock(&lock);
-	if (!recovering && !pin_live(pin_find(*txid), now_ms()))
+	pin_t *p = pin_find(*txid);
+	if (!recovering && !pin_live(p, now_ms()))
 		err = createException(TQ_MAL, fcn, "TQ003!tique: transaction %lld holds no snapshot (its lease ran out, "
 				      "so the checkpointer may have folded what it read); retry it", (long long) *txid);
+	else if (p && !acts_for(who, p->session))
+		err = not_yours(fcn, "transaction", *txid);
 	else
-		err = take_cts(fcn, *txid, ret);
+		err = take_cts(fcn, *txid, p ? p->session : who, ret);
 	pthread_mutex_unlock(&lock);
 	return err;
 }
@@ -668,7 +718,7 @@ TQpublished(tq_lng *ret)
 }
 
 static char *
-TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
+TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms, const tq_lng *who)
 {
 	const char *fcn = "tique.publish";
 	tq_lng c = *cts;
@@ -677,7 +727,9 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 	pthread_mutex_lock(&lock);
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
-		if (st == ABANDONED) {
+		if (!acts_for(who_arg(who), slot_of(c)->session)) {
+			err = not_yours(fcn, "commit", c);
+		} else if (st == ABANDONED) {
 			err = createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease "
 					      "(%lld ms) ran out; retry the transaction", (long long) c,
 					      (long long) lease_ms);
@@ -706,9 +758,9 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
  * published by now (their records committed), so that a statement of the owner starting after this one sees
  * every earlier record without waiting (publish_own) */
 static char *
-TQrecord_cts(tq_lng *ret, const tq_lng *txid)
+TQrecord_cts(tq_lng *ret, const tq_lng *txid, const tq_lng *who)
 {
-	char *err = TQnext_cts_for(ret, txid);
+	char *err = TQnext_cts_for(ret, txid, who);
 	if (err)
 		return err;
 	pthread_mutex_lock(&lock);
@@ -724,7 +776,7 @@ TQrecord_cts(tq_lng *ret, const tq_lng *txid)
  * ended, so the statement's snapshot holds every earlier record and its certification stands; -c otherwise:
  * the owner waits (await_published) and certifies again. Idempotent: the engine may call it more than once. */
 static char *
-TQpublish_own(tq_lng *ret, const tq_lng *txid)
+TQpublish_own(tq_lng *ret, const tq_lng *txid, const tq_lng *who)
 {
 	const char *fcn = "tique.publish_own";
 	char *err = NULL;
@@ -736,19 +788,22 @@ TQpublish_own(tq_lng *ret, const tq_lng *txid)
 			c = p;
 	}
 	int st = c ? state_of(c) : FREE;
-	if (st == TAKEN) {
-		set_state(c, PUBLISHED);
-		move_watermarks();
-	}
-	if (st == TAKEN || st == PUBLISHED)
+	if (c && !acts_for(who_arg(who), slot_of(c)->session)) {
+		err = not_yours(fcn, "commit", c);
+	} else if (st == TAKEN || st == PUBLISHED) {
+		if (st == TAKEN) {
+			set_state(c, PUBLISHED);
+			move_watermarks();
+		}
 		*ret = slot_of(c)->early ? c : -c;
-	else if (st == ABANDONED || st == FREE)
+	} else if (st == ABANDONED || st == FREE) {
 		err = createException(TQ_MAL, fcn, "TQ003!tique: the commit of transaction %lld was abandoned after its "
 				      "lease (%lld ms) ran out; retry the transaction", (long long) *txid,
 				      (long long) lease_ms);
-	else
+	} else {
 		err = createException(TQ_MAL, fcn, "42000!tique: commit %lld of transaction %lld is %s, not taken",
 				      (long long) c, (long long) *txid, state_names[st]);
+	}
 	pthread_mutex_unlock(&lock);
 	return err;
 }
@@ -788,7 +843,7 @@ TQawait_published(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 }
 
 static char *
-TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
+decide(tq_lng *ret, const tq_lng *cts, const int *ok, tq_lng who)
 {
 	const char *fcn = "tique.decide";
 	tq_lng c = *cts;
@@ -796,7 +851,9 @@ TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
 	pthread_mutex_lock(&lock);
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
-		if (*ok == INT_NIL) {
+		if (!acts_for(who, slot_of(c)->session)) {
+			err = not_yours(fcn, "commit", c);
+		} else if (*ok == INT_NIL) {
 			err = createException(TQ_MAL, fcn, "42000!tique: decide needs a verdict (1 or 0)");
 		} else if (st == TAKEN || st == PUBLISHED) {
 			set_state(c, DECIDING);
@@ -813,6 +870,18 @@ TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
 	}
 	pthread_mutex_unlock(&lock);
 	return err;
+}
+
+static char *
+TQdecide(tq_lng *ret, const tq_lng *cts, const int *ok)
+{
+	return decide(ret, cts, ok, 0);
+}
+
+static char *
+TQdecide_as(tq_lng *ret, const tq_lng *cts, const int *ok, const tq_lng *who)
+{
+	return decide(ret, cts, ok, who_arg(who));
 }
 
 static char *
@@ -1068,8 +1137,9 @@ static mel_func tique_functions[] = {
 	FN("next_cts", TQnext_cts, 1, 1, LNG),
 	FN("sts", TQsts, 1, 1, LNG),
 	FN("published", TQpublished, 1, 1, LNG),
-	FN("publish", TQpublish, 1, 3, LNG, LNG, INT),
+	FN("publish_as", TQpublish, 1, 4, LNG, LNG, INT, LNG),
 	FN("decide", TQdecide, 1, 3, LNG, LNG, INT),
+	FN("decide_as", TQdecide_as, 1, 4, LNG, LNG, INT, LNG),
 	FN("verdict", TQverdict, 1, 2, INT, LNG),
 	FN("owner", TQowner, 1, 2, LNG, LNG),
 	FN("advance", TQadvance, 1, 3, LNG, LNG, INT),
@@ -1083,14 +1153,14 @@ static mel_func tique_functions[] = {
 	FN("stuck", TQstuck, 1, 1, LNG),
 	FN("expire", TQexpire, 1, 2, LNG, LNG),
 	FN("abi", TQabi, 1, 1, INT),
-	FN("begin_txn", TQbegin, 1, 3, LNG, LNG, INT),
+	FN("begin_as", TQbegin, 1, 4, LNG, LNG, INT, LNG),
 	FN("snapshot_of", TQsnapshot_of, 1, 2, LNG, LNG),
-	FN("renew", TQrenew, 1, 3, INT, LNG, INT),
-	FN("end_txn", TQend, 1, 2, INT, LNG),
+	FN("renew_as", TQrenew, 1, 4, INT, LNG, INT, LNG),
+	FN("end_as", TQend, 1, 3, INT, LNG, LNG),
 	FN("horizon", TQhorizon, 1, 1, LNG),
 	FN("oldest_txid", TQoldest_txid, 1, 1, LNG),
 	FN("pins", TQpins, 1, 1, INT),
-	FN("next_cts_for", TQnext_cts_for, 1, 2, LNG, LNG),
+	FN("next_cts_as", TQnext_cts_for, 1, 3, LNG, LNG, LNG),
 	FN("ckpt_acquire", TQckpt_acquire, 1, 3, LNG, LNG, INT),
 	FN("ckpt_release", TQckpt_release, 1, 2, INT, LNG),
 	FN("next_ids", TQnext_ids, 1, 4, LNG, LNG, INT, LNG),
@@ -1098,8 +1168,8 @@ static mel_func tique_functions[] = {
 	FN("bump_catalog", TQbump_catalog, 1, 1, LNG),
 	FN("storage_ok", TQstorage_ok, 1, 1, INT),
 	FN("storage_failed", TQstorage_failed, 1, 1, INT),
-	FN("record_cts", TQrecord_cts, 1, 2, LNG, LNG),
-	FN("publish_own", TQpublish_own, 1, 2, LNG, LNG),
+	FN("record_cts_as", TQrecord_cts, 1, 3, LNG, LNG, LNG),
+	FN("publish_own_as", TQpublish_own, 1, 3, LNG, LNG, LNG),
 	FN("await_published", TQawait_published, 1, 3, LNG, LNG, INT),
 	{.mod = ""},
 };
