@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,3 +64,18 @@ class Engine(Protocol):
     def describe(self) -> str:
         """Where this engine is, for messages (never shows a password)."""
         ...
+
+
+def in_one_transaction(execute: Callable[[str], Any], statements: Sequence[str]) -> None:
+    """Run ``statements`` through ``execute`` inside START TRANSACTION ... COMMIT, rolled back on any failure."""
+    execute("START TRANSACTION")
+    try:
+        for sql in statements:
+            execute(sql)
+        execute("COMMIT")
+    except BaseException:
+        try:
+            execute("ROLLBACK")  # after a failed COMMIT the session is back in autocommit already
+        except Exception:
+            pass
+        raise

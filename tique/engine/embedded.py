@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tique.engine.base import Result
+from tique.engine.base import Result, in_one_transaction
 from tique.engine.monetdbe_values import read_result
 from tique.engine.url import EngineURL
 from tique.engine.worker import give_back, take_worker
@@ -257,20 +257,7 @@ class EmbeddedConnection:
         with self._lock:
             if self._handle is None:
                 raise InterfaceError("connection is closed", "08003")
-            self._worker.call(lambda: self._atomically(statements))
-
-    def _atomically(self, statements: Sequence[str]) -> None:
-        self._execute("START TRANSACTION")
-        try:
-            for sql in statements:
-                self._execute(sql)
-            self._execute("COMMIT")
-        except BaseException:
-            try:
-                self._execute("ROLLBACK")  # after a failed COMMIT the session is back in autocommit already
-            except Exception:
-                pass
-            raise
+            self._worker.call(lambda: in_one_transaction(self._execute, statements))
 
     def _execute(self, sql: str) -> Result:
         ffi, lib = _lowlevel()

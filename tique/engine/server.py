@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from tique.engine.base import Column, Result
+from tique.engine.base import Column, Result, in_one_transaction
 from tique.engine.url import EngineURL
 from tique.errors import (
     ConnectionException,
@@ -136,17 +136,7 @@ class ServerConnection:
             # one text: MonetDB runs it as one transaction and rolls all of it back when a statement fails
             self.execute(";\n".join(statements))
             return
-        self.execute("START TRANSACTION")
-        try:
-            for sql in statements:
-                self.execute(sql)
-            self.execute("COMMIT")
-        except BaseException:
-            try:
-                self.execute("ROLLBACK")  # after a failed COMMIT the session is back in autocommit already
-            except Exception:
-                pass
-            raise
+        in_one_transaction(self.execute, statements)
 
     def _abandon(self) -> None:
         conn, self._conn = self._conn, None

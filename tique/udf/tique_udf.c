@@ -718,6 +718,28 @@ TQpublished(tq_lng *ret)
 }
 
 static char *
+abandoned(const char *fcn, tq_lng c)
+{
+	return createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease (%lld ms) ran out; "
+			       "retry the transaction", (long long) c, (long long) lease_ms);
+}
+
+/* the owner of published c waits until every smaller timestamp is published; caller holds the lock */
+static char *
+await_earlier(const char *fcn, tq_lng c, int timeout, tq_lng *ret)
+{
+	slot_t *s = slot_of(c);
+	s->waiting++;
+	int rc = wait_for(&published, c - 1, c, timeout);
+	s->waiting--;
+	s->since_ms = now_ms(); /* its lease runs from here: the owner was alive until now */
+	if (rc != 0)
+		return blocker_error(fcn, c, published, timeout);
+	*ret = published;
+	return NULL;
+}
+
+static char *
 TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms, const tq_lng *who)
 {
 	const char *fcn = "tique.publish";
@@ -730,24 +752,14 @@ TQpublish(tq_lng *ret, const tq_lng *cts, const int *timeout_ms, const tq_lng *w
 		if (!acts_for(who_arg(who), slot_of(c)->session)) {
 			err = not_yours(fcn, "commit", c);
 		} else if (st == ABANDONED) {
-			err = createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease "
-					      "(%lld ms) ran out; retry the transaction", (long long) c,
-					      (long long) lease_ms);
+			err = abandoned(fcn, c);
 		} else if (st != TAKEN) {
 			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is %s, not taken",
 					      (long long) c, state_names[st]);
 		} else {
 			set_state(c, PUBLISHED);
 			move_watermarks();
-			slot_t *s = slot_of(c);
-			s->waiting++;
-			int rc = wait_for(&published, c - 1, c, timeout);
-			s->waiting--;
-			s->since_ms = now_ms(); /* its lease runs from here: the owner was alive until now */
-			if (rc != 0)
-				err = blocker_error(fcn, c, published, timeout);
-			else
-				*ret = published;
+			err = await_earlier(fcn, c, timeout, ret);
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -820,22 +832,12 @@ TQawait_published(tq_lng *ret, const tq_lng *cts, const int *timeout_ms)
 	if ((err = check_cts(fcn, c)) == NULL) {
 		int st = state_of(c);
 		if (st == ABANDONED) {
-			err = createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease "
-					      "(%lld ms) ran out; retry the transaction", (long long) c,
-					      (long long) lease_ms);
+			err = abandoned(fcn, c);
 		} else if (st != PUBLISHED) {
 			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is %s, not published",
 					      (long long) c, state_names[st]);
 		} else {
-			slot_t *s = slot_of(c);
-			s->waiting++;
-			int rc = wait_for(&published, c - 1, c, timeout);
-			s->waiting--;
-			s->since_ms = now_ms(); /* its lease runs from here: the owner was alive until now */
-			if (rc != 0)
-				err = blocker_error(fcn, c, published, timeout);
-			else
-				*ret = published;
+			err = await_earlier(fcn, c, timeout, ret);
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -860,9 +862,7 @@ decide(tq_lng *ret, const tq_lng *cts, const int *ok, tq_lng who)
 			slot_of(c)->verdict = *ok != 0;
 			*ret = c;
 		} else if (st == ABANDONED) {
-			err = createException(TQ_MAL, fcn, "TQ003!tique: commit %lld was abandoned after its lease "
-					      "(%lld ms) ran out; retry the transaction", (long long) c,
-					      (long long) lease_ms);
+			err = abandoned(fcn, c);
 		} else {
 			err = createException(TQ_MAL, fcn, "42000!tique: commit %lld is %s, cannot decide",
 					      (long long) c, state_names[st]);
