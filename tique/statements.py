@@ -119,16 +119,35 @@ _SAVEPOINTS_REFUSED = (
 )
 
 
+_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
+
+
+def _without_comments(sql: str) -> str:
+    """``sql`` without its comments, for telling a control statement (which holds no string) by its words; a
+    statement with a quote keeps only its leading comments dropped."""
+    if "'" not in sql and '"' not in sql:
+        return _COMMENT.sub(" ", sql)
+    while True:
+        head = _COMMENT.match(sql.lstrip())
+        if head is None:
+            return sql
+        sql = sql.lstrip()[head.end() :]
+
+
 def control_statement(sql: str) -> Control | None:
     """The transaction control statement ``sql`` is, in any spelling SQL or MonetDB accepts; None if it is
     none. Savepoints (SAVEPOINT, RELEASE, ROLLBACK TO) raise NotSupportedError: tique cannot undo rows a
     transaction already sent to the engine, and the engine's own savepoints would not touch tique's."""
-    words = sql.strip().rstrip(";").upper().split()
+    words = _without_comments(sql).strip().rstrip(";").upper().split()
     if not words:
         return None
     first, rest = words[0], words[1:]
     if first in ("SAVEPOINT", "RELEASE") or (first == "ROLLBACK" and "TO" in rest[:2]):
         raise NotSupportedError(_SAVEPOINTS_REFUSED.format(sql=sql.strip()))
+    if first == "SET" and (rest[:1] == ["TRANSACTION"] or rest[:2] == ["LOCAL", "TRANSACTION"]):
+        # MonetDB opens a transaction in the session for SET [LOCAL] TRANSACTION: sent on, the next COMMIT's rows
+        # and record would go into it and never commit. Every tique transaction is snapshot isolated: a begin
+        return Control("begin")
     action = _TX_WORDS.get(first)
     if action is None:
         return None
