@@ -260,8 +260,10 @@ class EmbeddedConnection:
             self._worker.call(lambda: self._atomically(statements))
 
     def _atomically(self, statements: Sequence[str]) -> None:
-        self._execute("START TRANSACTION")
         try:
+            # fails inside a transaction some statement left open: the ROLLBACK ends that one too, rather than
+            # leave the session in it (aborted, every later statement refused)
+            self._execute("START TRANSACTION")
             for sql in statements:
                 self._execute(sql)
             self._execute("COMMIT")
