@@ -119,6 +119,7 @@ _SAVEPOINTS_REFUSED = (
 )
 
 
+_USER_PREPARED = re.compile(r"\s*(?:PREPARE|EXEC|EXECUTE)\b", re.I)
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
 
 
@@ -228,6 +229,13 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return access
     if DEALLOCATE.match(sql):  # no SQL parser reads it; tique's session wrapper keeps its own statements in step
         return PassThrough(Template.from_sql(sql))
+    if _USER_PREPARED.match(_without_comments(sql)):
+        raise NotSupportedError(
+            f"tique does not run PREPARE or EXEC: {sql.strip()!r} was not run. Pass parameters to cursor.execute "
+            "(tique prepares a statement it sees again itself); on this session MonetDB numbers tique's own "
+            "prepared statements with yours, so an EXEC could run one of tique's",
+            "0A000",
+        )
     prefixed = _PREFIXED.match(sql)
     if prefixed:
         word = prefixed.group(1).upper()
