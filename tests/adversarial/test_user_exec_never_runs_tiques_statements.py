@@ -33,7 +33,7 @@ def test_user_prepare_and_exec_are_refused(connect: Connect, unique_name: Callab
     cur.execute(f"UPDATE {table} SET v = 10 WHERE k = 0")
     with pytest.raises(NotSupportedError, match="parameters"):
         cur.execute(statement)
-    assert not [s for s in sent if s.lstrip().upper().startswith(("EXEC 0(5", "EXEC 1(1)", "PREP", "EXECUTE"))]
+    assert statement not in sent, "the user's statement never reached the engine"
     conn.commit()  # the transaction went on: its update commits
     cur.execute(f"SELECT v FROM {table} WHERE k = %s", (0,))
     assert cur.fetchone() == (10,)
