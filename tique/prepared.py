@@ -73,6 +73,7 @@ class PreparingConnection:
         try:
             self.raw.execute_atomically(statements)
         except Error as exc:
+            self._ids.clear()  # an error anywhere in the batch: MonetDB dropped them all, as in execute
             self._tell(";\n".join(statements), started, exc)
             raise
         self._tell(";\n".join(statements), started, None)

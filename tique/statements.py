@@ -120,16 +120,36 @@ _SAVEPOINTS_REFUSED = (
 )
 
 
+_USER_PREPARED = re.compile(r"\s*(?:PREPARE|EXEC|EXECUTE)\b", re.I)
+_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
+
+
+def _without_comments(sql: str) -> str:
+    """``sql`` without its comments, for telling a control statement (which holds no string) by its words; a
+    statement with a quote keeps only its leading comments dropped."""
+    if "'" not in sql and '"' not in sql:
+        return _COMMENT.sub(" ", sql)
+    while True:
+        head = _COMMENT.match(sql.lstrip())
+        if head is None:
+            return sql
+        sql = sql.lstrip()[head.end() :]
+
+
 def control_statement(sql: str) -> Control | None:
     """The transaction control statement ``sql`` is, in any spelling SQL or MonetDB accepts; None if it is
     none. Savepoints (SAVEPOINT, RELEASE, ROLLBACK TO) raise NotSupportedError: tique cannot undo rows a
     transaction already sent to the engine, and the engine's own savepoints would not touch tique's."""
-    words = sql.strip().rstrip(";").upper().split()
+    words = _without_comments(sql).strip().rstrip(";").upper().split()
     if not words:
         return None
     first, rest = words[0], words[1:]
     if first in ("SAVEPOINT", "RELEASE") or (first == "ROLLBACK" and "TO" in rest[:2]):
         raise NotSupportedError(_SAVEPOINTS_REFUSED.format(sql=sql.strip()))
+    if first == "SET" and (rest[:1] == ["TRANSACTION"] or rest[:2] == ["LOCAL", "TRANSACTION"]):
+        # MonetDB opens a transaction in the session for SET [LOCAL] TRANSACTION: sent on, the next COMMIT's rows
+        # and record would go into it and never commit. Every tique transaction is snapshot isolated: a begin
+        return Control("begin")
     action = _TX_WORDS.get(first)
     if action is None:
         return None
@@ -211,6 +231,13 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return access
     if DEALLOCATE.match(sql):  # no SQL parser reads it; tique's session wrapper keeps its own statements in step
         return PassThrough(Template.from_sql(sql))
+    if _USER_PREPARED.match(_without_comments(sql)):
+        raise NotSupportedError(
+            f"tique does not run PREPARE or EXEC: {sql.strip()!r} was not run. Pass parameters to cursor.execute "
+            "(tique prepares a statement it sees again itself); on this session MonetDB numbers tique's own "
+            "prepared statements with yours, so an EXEC could run one of tique's",
+            "0A000",
+        )
     prefixed = _PREFIXED.match(sql)
     if prefixed:
         word = prefixed.group(1).upper()

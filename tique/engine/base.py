@@ -41,9 +41,10 @@ class RawConnection(Protocol):
         ...
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
-        """Run writing statements as one MonetDB transaction, all or none, discarding their results: over MAPI in
-        one round trip (MonetDB runs a text of several statements as one transaction), embedded between START
-        TRANSACTION and COMMIT in one call to the kernel's thread. On an error nothing of them stays."""
+        """Run writing statements as one MonetDB transaction, all or none, discarding their results: between START
+        TRANSACTION and COMMIT, over MAPI in one text (one round trip), embedded in one call to the kernel's
+        thread. On an error nothing of them stays and the session is in autocommit again; on a session left
+        inside a transaction it fails (and ends that one) rather than join it."""
         ...
 
     def close(self) -> None: ...
@@ -68,8 +69,10 @@ class Engine(Protocol):
 
 def in_one_transaction(execute: Callable[[str], Any], statements: Sequence[str]) -> None:
     """Run ``statements`` through ``execute`` inside START TRANSACTION ... COMMIT, rolled back on any failure."""
-    execute("START TRANSACTION")
     try:
+        # fails inside a transaction some statement left open: the ROLLBACK ends that one too, rather than leave
+        # the session in it (aborted, every later statement refused)
+        execute("START TRANSACTION")
         for sql in statements:
             execute(sql)
         execute("COMMIT")

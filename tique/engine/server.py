@@ -133,8 +133,10 @@ class ServerConnection:
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
         if sum(len(sql) for sql in statements) <= ONE_TEXT_LIMIT:
-            # one text: MonetDB runs it as one transaction and rolls all of it back when a statement fails
-            self.execute(";\n".join(statements))
+            # one text, one round trip. Its own START TRANSACTION: in a session some statement left inside a
+            # transaction, the text fails instead of joining that one uncommitted. After an error MonetDB runs the
+            # rest of the text as refused statements, and its COMMIT as a ROLLBACK: the session leaves both
+            self.execute(";\n".join(["START TRANSACTION", *statements, "COMMIT"]))
             return
         in_one_transaction(self.execute, statements)
 
