@@ -1,4 +1,4 @@
-"""The snapshot of one table for one transaction, as SQL (the paper's Listing 1 and its analytical twin).
+"""The snapshot of one table for one transaction, as a sqlglot tree (the paper's Listing 1 and its analytical twin).
 
 A version is visible when it is in Storage (stable), or in Cache written by a transaction committed at or before
 the snapshot (sts), or in Cache written by this transaction itself. Of the visible versions of a key the
@@ -15,6 +15,9 @@ Two formulations return the same rows:
 Only predicates on key columns may be pushed below the ranking: every version of a key has the same key
 values, so such a predicate keeps or drops all of them together. A predicate on another column could drop
 the newest version and let a stale one win.
+
+The tree is built from sqlglot's expression nodes directly (not the string-taking builders, which parse and
+copy): nothing tique generates is printed and parsed again, and the query's predicates are copied as trees.
 """
 
 from __future__ import annotations
