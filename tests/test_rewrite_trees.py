@@ -62,3 +62,14 @@ def test_key_list_text_matches_the_tree(values: str) -> None:
         tree = snapshot_tree(HOSTILE, "point", preds, own=False, columns=HOSTILE.key, tag="_1")
         assert sqlglot.parse_one(text, read=MonetDB) == sqlglot.parse_one(tree.sql(dialect=MonetDB), read=MonetDB)
         assert f"IN ({values})" in text and "LIMIT" in text  # the probe column's subquery (composite key)
+
+
+def test_row_filter_text_matches_the_tree() -> None:
+    """An analytical snapshot's row filter (constraints.py's UNIQUE check) is qualified per branch in the text
+    as in the tree: Storage's alias below the anti-join, none above the ranking."""
+    for values in ("1, 2", "3"):
+        where = sqlglot.parse_one(f"{quoted('Select')} IN ({values}) OR {quoted('k{t}2')} = 5", read=MonetDB)
+        text = snapshot_sql(HOSTILE, "analytical", row_preds=[where], columns=["Select"], expose_rowid=True)
+        tree = snapshot_tree(HOSTILE, "analytical", row_preds=[where], columns=["Select"], expose_rowid=True)
+        assert sqlglot.parse_one(text, read=MonetDB) == sqlglot.parse_one(tree.sql(dialect=MonetDB), read=MonetDB)
+        assert f'tq_s."Select" IN ({values})' in text and f'("Select" IN ({values})' in text

@@ -277,28 +277,57 @@ def snapshot_tree(
     return tree
 
 
-def snapshot_sql(info: TableInfo, formulation: str, preds: Sequence[Predicate] = (), **kw: object) -> str:
+def snapshot_sql(
+    info: TableInfo,
+    formulation: str,
+    preds: Sequence[Predicate] = (),
+    *,
+    row_preds: Sequence[exp.Expression] = (),
+    **kw: object,
+) -> str:
     """The snapshot as SQL text, for statements tique writes as text (constraints.py). Printing a snapshot costs
-    about a millisecond and a duplicate check before an INSERT asks for one, with new values each time: for key
-    lists, the text of each shape is printed once, with markers where the values go."""
+    a millisecond or two, and a duplicate or constraint check asks for one per statement with new values each
+    time: so the text of each shape is printed once, with markers where the values of the key lists and the
+    row filters go, and filled in per call."""
     lists = [_KEY_LIST.fullmatch(p) if isinstance(p, str) else None for p in preds]
-    if not lists or None in lists or kw.get("row_preds"):
-        return snapshot_tree(info, formulation, preds, **kw).sql(dialect=MonetDB)  # type: ignore[arg-type]
+    if None in lists:  # a predicate given as a tree: printed with the rest
+        tree = snapshot_tree(info, formulation, preds, row_preds=row_preds, **kw)  # type: ignore[arg-type]
+        return tree.sql(dialect=MonetDB)
     values = [m.group(2) for m in lists if m is not None]
+    columns = tuple(m.group(1) for m in lists if m is not None)
     options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kw.items()))
-    shape = _shape_sql(info, info.probe, formulation, tuple(m.group(1) for m in lists if m is not None), options)
-    return _VALUES_RE.sub(lambda m: values[int(m.group(1))], shape)
+    shape = _shape_sql(info, info.probe, formulation, columns, len(row_preds), options)
+
+    def fill(kind: str, i: int, qualifier: str | None) -> str:
+        return values[i] if kind == "values" else _requalify(row_preds[i], qualifier).sql(dialect=MonetDB)
+
+    return "".join(p if isinstance(p, str) else fill(*p) for p in shape)
 
 
-_VALUES = f"tq{NONCE}_values_"  # the nonce: no text tique puts in a key list can look like a marker
-_VALUES_RE = re.compile(_VALUES + r"(\d+)")
+# the nonce: no name or value tique puts in a snapshot can look like a marker
+_MARKER = re.compile(rf"(?:(\w+)\.)?tq{NONCE}_(values|rows)_(\d+)")
 
 
 @lru_cache(maxsize=1024)
 def _shape_sql(
-    info: TableInfo, probe: str, formulation: str, columns: tuple[str, ...], options: tuple[tuple[str, object], ...]
-) -> str:
-    """A snapshot's text with a marker for the values of the i-th key list (``probe``: part of the key, as
-    TableInfo's equality leaves it out)."""
-    preds = [f"{{t}}{col} IN ({_VALUES}{i})" for i, col in enumerate(columns)]
-    return snapshot_tree(info, formulation, preds, **dict(options)).sql(dialect=MonetDB)  # type: ignore[arg-type]
+    info: TableInfo,
+    probe: str,
+    formulation: str,
+    columns: tuple[str, ...],
+    row_filters: int,
+    options: tuple[tuple[str, object], ...],
+) -> tuple[str | tuple[str, int, str | None], ...]:
+    """A snapshot's text, cut where the values of the i-th key list go, ("values", i, None), and the i-th row
+    filter with its columns qualified by an alias of the snapshot, ("rows", i, alias or None): a marker column
+    stands in for the filter while the tree is built (``probe``: part of the key, as TableInfo's equality leaves
+    it out)."""
+    preds = [f"{{t}}{col} IN (tq{NONCE}_values_{i})" for i, col in enumerate(columns)]
+    rows = [exp.Column(this=_own(f"tq{NONCE}_rows_{i}")) for i in range(row_filters)]
+    tree = snapshot_tree(info, formulation, preds, row_preds=rows, **dict(options))  # type: ignore[arg-type]
+    text = tree.sql(dialect=MonetDB)
+    pieces: list[str | tuple[str, int, str | None]] = []
+    end = 0
+    for marker in _MARKER.finditer(text):
+        pieces += [text[end : marker.start()], (marker.group(2), int(marker.group(3)), marker.group(1))]
+        end = marker.end()
+    return (*pieces, text[end:])
