@@ -239,17 +239,16 @@ def snapshot_tree(
     left_anti_join: bool = False,
 ) -> exp.Select:
     """The snapshot of ``info`` as a tree; ``sts``/``txid`` are slots. ``preds`` are the query's key predicates
-    (trees; copied, never changed). ``latest`` drops the sts bound
-    (a negative control for consistency checking only); ``own=False`` leaves out the transaction's own
-    writes (for a transaction that has written none to this table); ``columns`` limits the snapshot to those
-    columns and the key (None: every column). ``row_preds`` (analytical only) are the query's filters on this
-    table alone: they may filter Storage rows before the anti-join, as the anti-join removes whole keys, and the
-    newest Cache versions after their ranking. ``tag`` suffixes every table alias of the snapshot: MonetDB
-    (11.41) plans a join of several subqueries that reuse the same inner aliases badly - CH's Q8 took 0.11 s
-    instead of 0.01 s - so each snapshot of a statement gets its own. ``left_anti_join`` removes overridden
-    Storage rows by a LEFT JOIN instead of NOT EXISTS: MonetDB 11.41 answers IN and EXISTS wrongly over an empty
-    subquery holding a NOT EXISTS (``x NOT IN`` false, ``EXISTS`` true), so snapshots inside such subqueries
-    use it (tests/test_differential_regressions.py)."""
+    (copied, never changed). ``latest`` drops the sts bound (a negative control for consistency checking only);
+    ``own=False`` leaves out the transaction's own writes (for a transaction that has written none to this table);
+    ``columns`` limits the snapshot to those columns and the key (None: every column). ``row_preds`` (analytical
+    only) are the query's filters on this table alone: they may filter Storage rows before the anti-join, as the
+    anti-join removes whole keys, and the newest Cache versions after their ranking. ``tag`` suffixes every table
+    alias of the snapshot: MonetDB (11.41) plans a join of several subqueries that reuse the same inner aliases
+    badly - CH's Q8 took 0.11 s instead of 0.01 s - so each snapshot of a statement gets its own. ``left_anti_join``
+    removes overridden Storage rows by a LEFT JOIN instead of NOT EXISTS: MonetDB 11.41 answers IN and EXISTS
+    wrongly over an empty subquery holding a NOT EXISTS (``x NOT IN`` false, ``EXISTS`` true), so snapshots inside
+    such subqueries use it (tests/test_differential_regressions.py)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
