@@ -184,7 +184,7 @@ def _in_subquery_predicate(table: exp.Table) -> bool:
     """Is ``table`` read inside the subquery of an IN or EXISTS? MonetDB 11.41 answers such a predicate wrongly
     when its subquery returns no rows and holds an anti-join (NOT EXISTS), as the analytical snapshot does:
     ``x NOT IN (...)`` is false for every row, ``EXISTS (...)`` in a select list true. These snapshots remove
-    overridden rows by a LEFT JOIN instead (see snapshot_sql)."""
+    overridden rows by a LEFT JOIN instead (see snapshot_tree)."""
     node: exp.Expression | None = table
     while node is not None:
         parent = node.parent

@@ -1,4 +1,4 @@
-"""The snapshot of one table for one transaction, as SQL (the paper's Listing 1 and its analytical twin).
+"""The snapshot of one table for one transaction, as a sqlglot tree (the paper's Listing 1 and its analytical twin).
 
 A version is visible when it is in Storage (stable), or in Cache written by a transaction committed at or before
 the snapshot (sts), or in Cache written by this transaction itself. Of the visible versions of a key the
@@ -15,72 +15,138 @@ Two formulations return the same rows:
 Only predicates on key columns may be pushed below the ranking: every version of a key has the same key
 values, so such a predicate keeps or drops all of them together. A predicate on another column could drop
 the newest version and let a stale one win.
+
+The tree is built from sqlglot's expression nodes directly (not the string-taking builders, which parse and
+copy): nothing tique generates is printed and parsed again, and the query's predicates are copied as trees.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from functools import lru_cache, reduce
 
-import sqlglot
 from sqlglot import exp
 
 from tique.catalog import ROWID, TableInfo
-from tique.names import quote
+from tique.names import column_ref, identifier
 from tique.rewrite.dialect import MonetDB
-from tique.rewrite.template import STS, TXID, slot
+from tique.rewrite.template import NONCE, STS, TXID, slot
 
-MAX_CTS = "CAST(9223372036854775807 AS BIGINT)"
 NO_LIMIT = 1 << 60  # MonetDB refuses the largest BIGINT here (algebra.subslice)
+_MAX_CTS = exp.Cast(this=exp.Literal.number(9223372036854775807), to=exp.DataType.build("BIGINT"))
+_ZERO_CTS = exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("BIGINT"))
+
+# A predicate tique writes as text (constraints.py): ``{t}"col" IN (values)``, the alias going where ``{t}`` is
+_KEY_LIST = re.compile(r'\{t\}((?:"(?:[^"]|"")+"))\s+IN\s+\((.*)\)', re.S)
+
+Predicate = exp.Expression | str
 
 
-def _requalify(pred: exp.Expression | str, table: str | None) -> str:
-    """A pushed predicate with its columns pointed at one branch's table alias (or none). A string predicate
-    (built by tique itself, no parsing needed) starts with ``{t}``, where the alias goes (only there: the rest
-    may hold any name or literal, braces included)."""
-    if isinstance(pred, str):
-        assert pred.startswith("{t}"), pred
-        return (f"{table}." if table else "") + pred[len("{t}") :]
+def _own(name: str) -> exp.Identifier:
+    """One of tique's own names (aliases, version columns): plain words, written unquoted."""
+    return exp.Identifier(this=name, quoted=False)
+
+
+def _col(name: str, table: str | None = None) -> exp.Column:
+    """A column of tique's own (tq_deleted, cts, ...), optionally of one of its aliases."""
+    return exp.Column(this=_own(name), table=_own(table) if table else None)
+
+
+def _user_cols(cols: Sequence[str], table: str | None = None) -> list[exp.Expression]:
+    """The table's columns by their exact names (quoted), optionally of one of tique's aliases."""
+    return [column_ref(c, _own(table) if table else None) for c in cols]
+
+
+def _as(node: exp.Expression, name: str) -> exp.Alias:
+    return exp.Alias(this=node, alias=_own(name))
+
+
+def _table(schema: str, name: str, alias: str, quoted: bool = True) -> exp.Table:
+    ids = (identifier(schema), identifier(name)) if quoted else (_own(schema), _own(name))
+    return exp.Table(this=ids[1], db=ids[0], alias=exp.TableAlias(this=_own(alias)))
+
+
+def _from(source: exp.Expression, alias: str) -> exp.Subquery:
+    """``(source) AS alias``, to select from."""
+    return exp.Subquery(this=source, alias=exp.TableAlias(this=_own(alias)))
+
+
+def _union(*parts: exp.Query) -> exp.Query:
+    """``a UNION ALL b UNION ALL c``, grouped from the left as SQL reads it."""
+    return reduce(lambda left, right: exp.Union(this=left, expression=right, distinct=False), parts)
+
+
+def _select(cols: Sequence[exp.Expression], source: exp.Expression, where: exp.Expression | None = None) -> exp.Select:
+    select = exp.Select(expressions=list(cols), from_=exp.From(this=source))
+    if where is not None:
+        select.set("where", exp.Where(this=where))
+    return select
+
+
+def _predicate(pred: Predicate) -> exp.Expression:
+    """A pushed predicate as a tree. tique's own key lists come as text (see _KEY_LIST): the column becomes a
+    node, the values (literals tique wrote) stay text, printed as they are - parsing them again would cost a
+    node per value."""
+    if not isinstance(pred, str):
+        return pred
+    m = _KEY_LIST.fullmatch(pred)
+    assert m is not None, pred
+    name = m.group(1)[1:-1].replace('""', '"')
+    return exp.In(this=column_ref(name), expressions=[exp.Var(this=m.group(2))])
+
+
+def _requalify(pred: exp.Expression, table: str | None) -> exp.Expression:
+    """A copy of a pushed predicate with its columns pointed at one branch's table alias (or none)."""
     copy = pred.copy()
     for col in copy.find_all(exp.Column):
-        col.set("table", exp.to_identifier(table) if table else None)
+        col.set("table", _own(table) if table else None)
         col.set("db", None)
         col.set("catalog", None)
-    return copy.sql(dialect=MonetDB)
+    return copy
 
 
-def _where(preds: Sequence[exp.Expression | str], table: str | None, extra: Sequence[str] = ()) -> str:
+def _where(
+    preds: Sequence[exp.Expression], table: str | None, extra: Sequence[exp.Expression] = ()
+) -> exp.Expression | None:
     # each copied predicate in parentheses: ``id = 1 OR id = 2`` must not split the snapshot's own conditions
-    parts = list(extra) + [f"({_requalify(p, table)})" for p in preds]
-    return (" WHERE " + " AND ".join(parts)) if parts else ""
+    parts = [*extra, *(exp.Paren(this=_requalify(p, table)) for p in preds)]
+    return reduce(lambda left, right: exp.And(this=left, expression=right), parts) if parts else None
 
 
 def _visible_cache(
-    info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression | str], latest: bool, own: bool, tag: str
-) -> str:
+    info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression], latest: bool, own: bool, tag: str
+) -> list[exp.Select]:
     """Cache versions this transaction may see, with their order: committed ones, then its own (only when it
     has written the table: the branch costs a scan of the Cache even when it finds nothing). ``tag`` makes the
-    table aliases unique in the statement (see snapshot_sql)."""
+    table aliases unique in the statement (see snapshot_tree)."""
     c, o, w = f"tq_c{tag}", f"tq_t{tag}", f"tq_w{tag}"
-    committed = [f"{o}.ok"] if latest else [f"{o}.ok", f"{o}.cts <= :{slot(STS).name}"]
-    sql = (
-        f"SELECT {', '.join(f'{c}.{quote(col)}' for col in cols)}, {c}.tq_deleted, {o}.cts AS tq_cts, {c}.tq_seq "
-        f"FROM {info.cache} AS {c} JOIN tique.outcomes AS {o} ON {o}.txid = {c}.tq_txid{_where(preds, c, committed)}"
+    committed: list[exp.Expression] = [_col("ok", o)]
+    if not latest:
+        committed.append(exp.LTE(this=_col("cts", o), expression=slot(STS)))
+    joined = _table(info.physical_schema, info.cache_name, c)
+    outcomes = exp.Join(
+        this=_table("tique", "outcomes", o, quoted=False),
+        on=exp.EQ(this=_col("txid", o), expression=_col("tq_txid", c)),
     )
-    if own:
-        sql += (
-            f" UNION ALL SELECT {', '.join(f'{w}.{quote(col)}' for col in cols)}, {w}.tq_deleted, {MAX_CTS} AS tq_cts, "
-            f"{w}.tq_seq FROM {info.cache} AS {w}{_where(preds, w, [f'{w}.tq_txid = :{slot(TXID).name}'])}"
-        )
-    return sql
+    visible = _select(
+        [*_user_cols(cols, c), _col("tq_deleted", c), _as(_col("cts", o), "tq_cts"), _col("tq_seq", c)],
+        joined,
+        _where(preds, c, committed),
+    )
+    visible.set("joins", [outcomes])
+    if not own:
+        return [visible]
+    mine = _select(
+        [*_user_cols(cols, w), _col("tq_deleted", w), _as(_MAX_CTS.copy(), "tq_cts"), _col("tq_seq", w)],
+        _table(info.physical_schema, info.cache_name, w),
+        _where(preds, w, [exp.EQ(this=_col("tq_txid", w), expression=slot(TXID))]),
+    )
+    return [visible, mine]
 
 
-def _pinned_column(pred: exp.Expression | str) -> str | None:
+def _pinned_column(pred: exp.Expression) -> str | None:
     """The column a key predicate pins to values (``col = v`` or ``col IN (...)``), if it is one."""
-    if isinstance(pred, str):
-        m = re.match(r'\{t\}"([^"]+)" IN \(', pred)  # tique's own key lists (transaction.py)
-        return m.group(1) if m else None
     if isinstance(pred, exp.EQ):
         col = pred.this if isinstance(pred.this, exp.Column) else pred.expression
         return col.name if isinstance(col, exp.Column) else None
@@ -89,38 +155,80 @@ def _pinned_column(pred: exp.Expression | str) -> str | None:
     return None
 
 
-def _stable_rows(info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression | str], tag: str) -> str:
+def _storage(info: TableInfo, alias: str | None = None) -> exp.Table:
+    table = exp.Table(this=identifier(info.storage_name), db=identifier(info.physical_schema))
+    if alias:
+        table.set("alias", exp.TableAlias(this=_own(alias)))
+    return table
+
+
+def _stable_rows(info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expression], tag: str) -> exp.Expression:
     """Storage for a point read. With a composite key, the rows of the probe column's value(s) first, behind a
     LIMIT (never reached) that keeps MonetDB from merging the predicates: alone, an equality on one column is a
     hash lookup; together, MonetDB scans column by column (see Catalog.probed). The caller's predicates then
     filter those few rows, so the result is the same."""
     if not info.probe:
-        return info.storage
+        return _storage(info)
     pinned = {_pinned_column(p): p for p in preds}
     probe = pinned.get(info.probe)
     if probe is None:
-        return info.storage
-    listed = ", ".join(quote(c) for c in cols)
-    return f"(SELECT {listed} FROM {info.storage}{_where([probe], None)} LIMIT {NO_LIMIT}) AS tq_p{tag}"
+        return _storage(info)
+    probed = _select(_user_cols(cols), _storage(info), _where([probe], None))
+    probed.set("limit", exp.Limit(expression=exp.Literal.number(NO_LIMIT)))
+    return _from(probed, f"tq_p{tag}")
 
 
 def _newest(
-    cols: Sequence[str], key: Sequence[str], source: str, tag: str, after: Sequence[exp.Expression] = ()
-) -> str:
+    cols: Sequence[str], key: Sequence[str], source: exp.Query, tag: str, after: Sequence[exp.Expression] = ()
+) -> exp.Select:
     """The newest version of each key in ``source``, unless a tombstone; then the ``after`` filters (which must not
     go below the ranking: they could drop the newest version and let an older one win)."""
-    plain = ", ".join(quote(c) for c in cols)
-    return (
-        f"SELECT {plain} FROM (SELECT {plain}, tq_deleted, ROW_NUMBER() OVER (PARTITION BY "
-        f"{', '.join(quote(k) for k in key)} ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk FROM ({source}) AS tq_u{tag}) "
-        f"AS tq_r{tag}{_where(after, None, ['tq_rk = 1', 'NOT tq_deleted'])}"
+    order = exp.Order(
+        expressions=[exp.Ordered(this=_col(c), desc=True, nulls_first=True) for c in ("tq_cts", "tq_seq")]
     )
+    rank = exp.Window(this=exp.RowNumber(), partition_by=_user_cols(key), order=order, over="OVER")
+    ranked = _select([*_user_cols(cols), _col("tq_deleted"), _as(rank, "tq_rk")], _from(source, f"tq_u{tag}"))
+    newest = [exp.EQ(this=_col("tq_rk"), expression=exp.Literal.number(1)), exp.Not(this=_col("tq_deleted"))]
+    return _select(_user_cols(cols), _from(ranked, f"tq_r{tag}"), _where(after, None, newest))
 
 
-def snapshot_sql(
+def _analytical(
+    info: TableInfo,
+    cols: Sequence[str],
+    preds: Sequence[exp.Expression],
+    row_preds: Sequence[exp.Expression],
+    latest: bool,
+    own: bool,
+    tag: str,
+    left_anti_join: bool,
+) -> exp.Select:
+    """Storage rows no visible Cache version overrides, plus the newest Cache version of each key."""
+    st, v = f"tq_s{tag}", f"tq_v{tag}"
+    matches = [exp.EQ(this=column_ref(k, _own(v)), expression=column_ref(k, _own(st))) for k in info.key]
+    match = reduce(lambda left, right: exp.And(this=left, expression=right), matches)
+    overriding = _union(*_visible_cache(info, cols, preds, latest, own, f"{tag}a"))
+    if left_anti_join:
+        hits = _select([*_user_cols(info.key), _as(exp.true(), "tq_hit")], _from(overriding, f"tq_h{tag}"))
+        stable = _select(_user_cols(cols, st), _storage(info, st))
+        stable.set("joins", [exp.Join(this=_from(hits, v), side="LEFT", on=match)])
+        absent: exp.Expression = exp.Is(this=_col("tq_hit", v), expression=exp.Null())
+    else:
+        overriders = _select([exp.Literal.number(1)], _from(overriding, v), match)
+        absent = exp.Not(this=exp.Exists(this=overriders))
+        stable = _select(_user_cols(cols, st), _storage(info, st))
+    stable.set("where", exp.Where(this=_where([*preds, *row_preds], st, [absent])))
+    recent = _newest(cols, info.key, _union(*_visible_cache(info, cols, preds, latest, own, tag)), tag, row_preds)
+    # the LIMIT (never reached) keeps MonetDB from pushing the query's joins into the union, which made plans
+    # of several joined snapshots up to 10x slower (CH's Q8); filters on this table are already inside
+    both = _select(_user_cols(cols), _from(_union(stable, recent), f"tq_b{tag}"))
+    both.set("limit", exp.Limit(expression=exp.Literal.number(NO_LIMIT)))
+    return both
+
+
+def snapshot_tree(
     info: TableInfo,
     formulation: str,
-    preds: Sequence[exp.Expression | str] = (),
+    preds: Sequence[Predicate] = (),
     *,
     expose_rowid: bool = False,
     latest: bool = False,
@@ -129,61 +237,96 @@ def snapshot_sql(
     row_preds: Sequence[exp.Expression] = (),
     tag: str = "",
     left_anti_join: bool = False,
-) -> str:
-    """SQL for the snapshot of ``info``; ``sts``/``txid`` are slots. ``latest`` drops the sts bound
-    (a negative control for consistency checking only); ``own=False`` leaves out the transaction's own
-    writes (for a transaction that has written none to this table); ``columns`` limits the snapshot to those
-    columns and the key (None: every column). ``row_preds`` (analytical only) are the query's filters on this
-    table alone: they may filter Storage rows before the anti-join, as the anti-join removes whole keys, and the
-    newest Cache versions after their ranking. ``tag`` suffixes every table alias of the snapshot: MonetDB
-    (11.41) plans a join of several subqueries that reuse the same inner aliases badly - CH's Q8 took 0.11 s
-    instead of 0.01 s - so each snapshot of a statement gets its own. ``left_anti_join`` removes overridden
-    Storage rows by a LEFT JOIN instead of NOT EXISTS: MonetDB 11.41 answers IN and EXISTS wrongly over an empty
-    subquery holding a NOT EXISTS (``x NOT IN`` false, ``EXISTS`` true), so snapshots inside such subqueries
-    use it (tests/test_differential_regressions.py)."""
+) -> exp.Select:
+    """The snapshot of ``info`` as a tree; ``sts``/``txid`` are slots. ``preds`` are the query's key predicates
+    (copied, never changed). ``latest`` drops the sts bound (a negative control for consistency checking only);
+    ``own=False`` leaves out the transaction's own writes (for a transaction that has written none to this table);
+    ``columns`` limits the snapshot to those columns and the key (None: every column). ``row_preds`` (analytical
+    only) are the query's filters on this table alone: they may filter Storage rows before the anti-join, as the
+    anti-join removes whole keys, and the newest Cache versions after their ranking. ``tag`` suffixes every table
+    alias of the snapshot: MonetDB (11.41) plans a join of several subqueries that reuse the same inner aliases
+    badly - CH's Q8 took 0.11 s instead of 0.01 s - so each snapshot of a statement gets its own. ``left_anti_join``
+    removes overridden Storage rows by a LEFT JOIN instead of NOT EXISTS: MonetDB 11.41 answers IN and EXISTS
+    wrongly over an empty subquery holding a NOT EXISTS (``x NOT IN`` false, ``EXISTS`` true), so snapshots inside
+    such subqueries use it (tests/test_differential_regressions.py)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
     if info.has_rowid:  # the version key: both formulations match or rank versions by it
         cols.append(ROWID)
     out_cols = list(wanted) + ([ROWID] if expose_rowid and info.has_rowid else [])
-    scols = ", ".join(quote(c) for c in cols)
+    pushed = [_predicate(p) for p in preds]
     if formulation == "point":
-        source = (
-            f"SELECT {scols}, FALSE AS tq_deleted, CAST(0 AS BIGINT) AS tq_cts, 0 AS tq_seq FROM "
-            f"{_stable_rows(info, cols, preds, tag)}{_where(preds, None)} UNION ALL "
-            f"{_visible_cache(info, cols, preds, latest, own, tag)}"
+        stable = _select(
+            [
+                *_user_cols(cols),
+                _as(exp.false(), "tq_deleted"),
+                _as(_ZERO_CTS.copy(), "tq_cts"),
+                _as(exp.Literal.number(0), "tq_seq"),
+            ],
+            _stable_rows(info, cols, pushed, tag),
+            _where(pushed, None),
         )
-        sql = _newest(cols, info.key, source, tag)
+        source = _union(stable, *_visible_cache(info, cols, pushed, latest, own, tag))
+        tree = _newest(cols, info.key, source, tag)
     else:
-        st, v = f"tq_s{tag}", f"tq_v{tag}"
-        match = " AND ".join(f"{v}.{quote(k)} = {st}.{quote(k)}" for k in info.key)
-        overriding = _visible_cache(info, cols, preds, latest, own, f"{tag}a")
-        if left_anti_join:
-            keys = ", ".join(quote(k) for k in info.key)
-            hits = f"(SELECT {keys}, TRUE AS tq_hit FROM ({overriding}) AS tq_h{tag}) AS {v}"
-            stable = (
-                f"SELECT {', '.join(f'{st}.{quote(c)}' for c in cols)} FROM {info.storage} AS {st} LEFT JOIN {hits} "
-                f"ON {match}{_where([*preds, *row_preds], st, [f'{v}.tq_hit IS NULL'])}"
-            )
-        else:
-            overridden = f"NOT EXISTS (SELECT 1 FROM ({overriding}) AS {v} WHERE {match})"
-            stable = (
-                f"SELECT {', '.join(f'{st}.{quote(c)}' for c in cols)} FROM {info.storage} AS {st}"
-                f"{_where([*preds, *row_preds], st, [overridden])}"
-            )
-        recent = _newest(cols, info.key, _visible_cache(info, cols, preds, latest, own, tag), tag, row_preds)
-        # the LIMIT (never reached) keeps MonetDB from pushing the query's joins into the union, which made plans
-        # of several joined snapshots up to 10x slower (CH's Q8); filters on this table are already inside
-        sql = f"SELECT {scols} FROM ({stable} UNION ALL {recent}) AS tq_b{tag} LIMIT {NO_LIMIT}"
+        tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join)
     if out_cols != cols:
-        sql = f"SELECT {', '.join(quote(c) for c in out_cols)} FROM ({sql}) AS tq_o{tag}"
-    return sql
+        tree = _select(_user_cols(out_cols), _from(tree, f"tq_o{tag}"))
+    return tree
 
 
-def snapshot_tree(
-    info: TableInfo, formulation: str, preds: Sequence[exp.Expression | str] = (), **kw: Any
-) -> exp.Select:
-    tree = sqlglot.parse_one(snapshot_sql(info, formulation, preds, **kw), read=MonetDB)
-    assert isinstance(tree, (exp.Select, exp.Union))
-    return tree  # type: ignore[return-value]
+def snapshot_sql(
+    info: TableInfo,
+    formulation: str,
+    preds: Sequence[Predicate] = (),
+    *,
+    row_preds: Sequence[exp.Expression] = (),
+    **kw: object,
+) -> str:
+    """The snapshot as SQL text, for statements tique writes as text (constraints.py). Printing a snapshot costs
+    a millisecond or two, and a duplicate or constraint check asks for one per statement with new values each
+    time: so the text of each shape is printed once, with markers where the values of the key lists and the
+    row filters go, and filled in per call."""
+    lists = [_KEY_LIST.fullmatch(p) if isinstance(p, str) else None for p in preds]
+    if None in lists:  # a predicate given as a tree: printed with the rest
+        tree = snapshot_tree(info, formulation, preds, row_preds=row_preds, **kw)  # type: ignore[arg-type]
+        return tree.sql(dialect=MonetDB)
+    values = [m.group(2) for m in lists if m is not None]
+    columns = tuple(m.group(1) for m in lists if m is not None)
+    options = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kw.items()))
+    shape = _shape_sql(info, info.probe, formulation, columns, len(row_preds), options)
+
+    def fill(kind: str, i: int, qualifier: str | None) -> str:
+        return values[i] if kind == "values" else _requalify(row_preds[i], qualifier).sql(dialect=MonetDB)
+
+    return "".join(p if isinstance(p, str) else fill(*p) for p in shape)
+
+
+# the nonce: no name or value tique puts in a snapshot can look like a marker
+_MARKER = re.compile(rf"(?:(\w+)\.)?tq{NONCE}_(values|rows)_(\d+)")
+
+
+@lru_cache(maxsize=1024)
+def _shape_sql(
+    info: TableInfo,
+    probe: str,
+    formulation: str,
+    columns: tuple[str, ...],
+    row_filters: int,
+    options: tuple[tuple[str, object], ...],
+) -> tuple[str | tuple[str, int, str | None], ...]:
+    """A snapshot's text, cut where the values of the i-th key list go, ("values", i, None), and the i-th row
+    filter with its columns qualified by an alias of the snapshot, ("rows", i, alias or None): a marker column
+    stands in for the filter while the tree is built (``probe``: part of the key, as TableInfo's equality leaves
+    it out)."""
+    preds = [f"{{t}}{col} IN (tq{NONCE}_values_{i})" for i, col in enumerate(columns)]
+    rows = [exp.Column(this=_own(f"tq{NONCE}_rows_{i}")) for i in range(row_filters)]
+    tree = snapshot_tree(info, formulation, preds, row_preds=rows, **dict(options))  # type: ignore[arg-type]
+    text = tree.sql(dialect=MonetDB)
+    pieces: list[str | tuple[str, int, str | None]] = []
+    end = 0
+    for marker in _MARKER.finditer(text):
+        pieces += [text[end : marker.start()], (marker.group(2), int(marker.group(3)), marker.group(1))]
+        end = marker.end()
+    return (*pieces, text[end:])
