@@ -109,7 +109,7 @@ class Constraints:
             exact = " OR ".join(
                 "(" + " AND ".join(f"{quote(c)} = {literal(v)}" for c, v in zip(info.key, key)) + ")" for key in keys
             )
-            present = self._present(info, keys, f"_{i}")  # distinct aliases per snapshot (see snapshot_sql)
+            present = self._present(info, keys, f"_{i}")  # distinct aliases per snapshot (see snapshot_tree)
             branches.append(f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({present}) AS d{i} WHERE {exact}")
         counts = self.conn.execute(Template.from_sql(" UNION ALL ".join(branches)).render(self.slots())).rows
         for i, n in counts:
