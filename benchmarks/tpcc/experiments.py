@@ -50,7 +50,7 @@ def run(name: str, system: System, size: Scale, spec: dict[str, Any]) -> dict[st
     if name == "profile":
         from benchmarks.tpcc.profile import profile
 
-        return {"profile": profile(system, size, spec["count"])}
+        return {"profile": profile(system, size, spec["count"], formulation=form)}
     raise ValueError(f"unknown experiment {name!r}")
 
 
