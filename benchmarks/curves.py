@@ -246,6 +246,31 @@ def plot_htap(other: dict[str, Any], path: Path) -> bool:
     return True
 
 
+def profile_section(other: dict[str, Any], directory: Path) -> list[str]:
+    """One client, no contention: per transaction type the mean time, the application's statements, and the
+    engine calls with their time (embedded systems; PostgreSQL's driver is not traced), per formulation."""
+    forms = [(form, other[f"profile_w4_{form}"]) for form in ("standard", "batched") if f"profile_w4_{form}" in other]
+    if not forms:
+        return []
+    lines = ["### Where a transaction's time goes, one client, 4 warehouses", "",
+             "`python -m benchmarks profile` (each transaction type run `count` times after 20 of warm-up, no other "
+             "client; tique's checkpointer running): mean ms / statements / engine calls / ms inside the engine. "
+             f"Runs: {_settings_line({f'profile_w4_{form}.json' for form, _ in forms}, directory)}.", "",
+             "| formulation | system | NewOrder | Payment | OrderStatus | Delivery | StockLevel |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for form, data in forms:
+        for name in _sorted(data["systems"]):
+            types = data["systems"][name]["types"]
+            cells = []
+            for kind in ("NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"):
+                m = types.get(kind, {})
+                calls = "-" if m.get("engine_calls") is None else m["engine_calls"]
+                inside = "-" if m.get("engine_ms") is None else m["engine_ms"]
+                cells.append(f"{m.get('mean_ms')} / {m.get('statements')} / {calls} / {inside}")
+            lines.append(f"| {form} | {name} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def _settings_line(files: set[str], directory: Path) -> str:
     parts = []
     for name in sorted(files):
@@ -352,6 +377,7 @@ def main(argv: list[str]) -> int:
                     lines.append(f"| {n} | {r['olap_clients']} | {r['tpmC']:.0f} | {r['abort_rate']:.1%} | {lost} | "
                                  f"{r['olap_queries_per_min']} | {r['olap_query_median_s']} |")  # fmt: skip
         lines += ["", f"![HTAP]({rel}/curves_htap.png)", ""]
+    lines += profile_section(other, directory)
     skipped = {}
     for data in [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]:
         skipped.update({n: r for n, r in (data.get("skipped") or {}).items() if r})

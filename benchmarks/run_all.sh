@@ -47,6 +47,9 @@ tpcc() {  # warehouses formulation clients name
 }
 tpcc 4 standard 4 c4
 tpcc 4 batched 4 c4
+for form in standard batched; do  # the same clients at scale 0.1: the NewOrder p50 target
+  $PY -m benchmarks tpcc --systems tique --warehouses 4 --scale 0.1 --formulation "$form" --clients 4 --duration "$DURATION" --warmup "$WARMUP" --out "$OUT/tpcc_w4_${form}_s0.1.json"
+done
 tpcc 4 standard 1,16 c1-16
 for form in $OTHER_FORMS; do
   for w in 1 10; do
@@ -57,4 +60,7 @@ $PY -m benchmarks ch --systems "$OLAP" --warehouses 4 --scale 1.0 --clients 4 --
 $PY -m benchmarks htap --systems "$OLAP" --warehouses 4 --grid 4:0,4:2 $RUN --out "$OUT/htap_w4.json"
 tpcc 4 batched 1,16 c1-16
 $PY -m benchmarks ch --systems "$OLAP" --warehouses 10 --scale 1.0 --clients 4 --oltp-seconds "$DURATION" --repeat "$CH_REPEAT" --out "$OUT/ch_w10.json"
+for form in standard batched; do  # statements, engine calls and time per transaction type, one client
+  $PY -m benchmarks profile --systems "$OLAP" --warehouses 4 --scale 1.0 --formulation "$form" --count 50 --out "$OUT/profile_w4_$form.json"
+done
 $PY -m benchmarks.curves "$OUT"
