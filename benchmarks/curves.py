@@ -276,9 +276,14 @@ def _settings_line(files: set[str], directory: Path) -> str:
     for name in sorted(files):
         data = json.loads((directory / name).read_text())
         s, m = data["settings"], data["machine"]
-        dur = s.get("oltp_seconds") if data.get("command") == "ch" else s.get("duration")
-        warm = "" if data.get("command") == "ch" else f", warm-up {s.get('warmup')} s"
-        parts.append(f"`{name}`: {m.get('when')}, commit {str(m.get('git_commit'))[:10]}, {dur} s runs{warm}")
+        command = data.get("command")
+        if command == "profile":
+            how = f"{s.get('count')} of each transaction type"
+        elif command == "ch":
+            how = f"{s.get('oltp_seconds')} s OLTP run"
+        else:
+            how = f"{s.get('duration')} s runs, warm-up {s.get('warmup')} s"
+        parts.append(f"`{name}`: {m.get('when')}, commit {str(m.get('git_commit'))[:10]}, {how}")
     return "; ".join(parts)
 
 
