@@ -155,6 +155,10 @@ def _yes(met: bool) -> str:
     return "yes" if met else "no"
 
 
+def _color(name: str) -> str:
+    return f"C{ORDER.index(name) if name in ORDER else len(ORDER)}"
+
+
 def _figure() -> Any:
     import matplotlib
 
@@ -174,8 +178,10 @@ def plot_clients(tpcc: dict[Config, dict[str, dict[str, Any]]], path: Path) -> b
             xs = sorted(int(c) for c in runs if name in runs[c])
             if len(xs) < 2 and form == "batched":
                 continue
-            ax1.plot(xs, [runs[str(x)][name]["tpmC"] for x in xs], style, label=f"{name} ({form})")
-            ax2.plot(xs, [100 * runs[str(x)][name]["abort_rate"] for x in xs], style, label=f"{name} ({form})")
+            color = _color(name)  # one colour per system, the line style tells the formulation
+            ax1.plot(xs, [runs[str(x)][name]["tpmC"] for x in xs], style, color=color, label=f"{name} ({form})")
+            ax2.plot(xs, [100 * runs[str(x)][name]["abort_rate"] for x in xs], style, color=color,
+                     label=f"{name} ({form})")  # fmt: skip
             drawn = True
     ax1.set(xlabel="clients", ylabel="tpmC (log)", yscale="log", xscale="log", title="4 warehouses, scale 1.0")
     ax2.set(xlabel="clients", ylabel="aborted attempts (%)", xscale="log", title="abort rate")
@@ -198,8 +204,8 @@ def plot_warehouses(tpcc: dict[Config, dict[str, dict[str, Any]]], path: Path) -
                 points.setdefault(name, []).append((w, m))
     for name in _sorted(points):
         pts = sorted(points[name], key=lambda p: p[0])
-        ax1.plot([w for w, _ in pts], [m["tpmC"] for _, m in pts], "o-", label=name)
-        ax2.plot([w for w, _ in pts], [100 * m["abort_rate"] for _, m in pts], "o-", label=name)
+        ax1.plot([w for w, _ in pts], [m["tpmC"] for _, m in pts], "o-", color=_color(name), label=name)
+        ax2.plot([w for w, _ in pts], [100 * m["abort_rate"] for _, m in pts], "o-", color=_color(name), label=name)
     ax1.set(xlabel="warehouses", ylabel="tpmC (log)", yscale="log", title="4 clients, scale 1.0, standard")
     ax2.set(xlabel="warehouses", ylabel="aborted attempts (%)", title="abort rate")
     ax1.legend(fontsize=7)
