@@ -132,6 +132,9 @@ def main(argv: list[str]) -> int:
     scale = ROOT / "benchmarks" / "RESULTS_SCALE.md"  # data generation and load rates, written by hand
     if scale.exists():
         lines += ["", scale.read_text().strip()]
+    curves = ROOT / "benchmarks" / "RESULTS_CURVES.md"  # the scale-1.0 curves: python -m benchmarks.curves
+    if curves.exists():
+        lines += ["", curves.read_text().strip()]
     notes = ROOT / "benchmarks" / "RESULTS_NOTES.md"  # the analysis, written by hand after looking at a run
     if notes.exists():
         lines += ["", notes.read_text().strip()]

@@ -22,6 +22,7 @@ from tqdm import tqdm
 from benchmarks.common import ROOT, machine_info, write_json
 from benchmarks.tpcc.data import DATA_VERSION, Scale, generate
 from benchmarks.tpcc.systems import SYSTEMS
+from benchmarks.tpcc.txns import FORMULATIONS
 
 DATA_CACHE = Path(tempfile.gettempdir()) / "tique-tpcc-data"
 
@@ -35,6 +36,9 @@ def parse(argv: list[str], command: str) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=60)
     p.add_argument("--warmup", type=float, default=10)
     p.add_argument("--out", default=f"results/{command}.json")
+    p.add_argument("--formulation", choices=sorted(FORMULATIONS), default="standard",
+                   help="the transactions' SQL, the same for every system: one row per SELECT (standard) or "
+                   "NewOrder's items, stock rows and Delivery's districts in one SELECT each (batched)")  # fmt: skip
     if command == "contention":
         p.add_argument("--warehouse-counts", default=None, help="comma list; default W, W/2, ..., 1")
     if command == "ch":
@@ -99,7 +103,7 @@ def run_workers(command: str, args: argparse.Namespace, extra: dict[str, Any]) -
 
 def main(argv: list[str], command: str = "tpcc") -> int:
     args = parse(argv, command)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"formulation": args.formulation}
     if command == "contention":
         counts = args.warehouse_counts or ",".join(
             str(k) for k in sorted({max(1, args.warehouses // 2**i) for i in range(8)}, reverse=True)

@@ -17,10 +17,11 @@ from benchmarks.tpcc.systems import System
 
 
 def run(name: str, system: System, size: Scale, spec: dict[str, Any]) -> dict[str, Any]:
+    form = spec.get("formulation", "standard")
     if name == "tpcc":
         runs = {}
         for n in spec["clients"]:
-            metrics = run_clients(system, size, n, spec["duration"], spec["warmup"])
+            metrics = run_clients(system, size, n, spec["duration"], spec["warmup"], formulation=form)
             metrics["consistency"] = consistency(system)
             runs[str(n)] = metrics
         return {"runs": runs}
@@ -28,7 +29,7 @@ def run(name: str, system: System, size: Scale, spec: dict[str, Any]) -> dict[st
         runs = {}
         for k in spec["warehouse_counts"]:
             metrics = run_clients(system, size, spec["clients"][0], spec["duration"], spec["warmup"],
-                                  warehouses=list(range(1, k + 1)))  # fmt: skip
+                                  warehouses=list(range(1, k + 1)), formulation=form)  # fmt: skip
             runs[str(k)] = metrics
         return {"runs": runs, "consistency": consistency(system)}
     if name == "htap":
@@ -42,14 +43,14 @@ def run(name: str, system: System, size: Scale, spec: dict[str, Any]) -> dict[st
             # no checkpointer from here on, so the queries read every version the OLTP run wrote
             if not spec.get("checkpointer"):
                 system.pause_maintenance()
-            out["oltp"] = run_clients(system, size, spec["clients"][0], spec["oltp_seconds"], 0)
+            out["oltp"] = run_clients(system, size, spec["clients"][0], spec["oltp_seconds"], 0, formulation=form)
         out["cache_versions"] = system.versions_pending()
         out["ch"] = ch_queries(system, spec.get("repeat", 5), spec.get("queries"))
         return out
     if name == "profile":
         from benchmarks.tpcc.profile import profile
 
-        return {"profile": profile(system, size, spec["count"])}
+        return {"profile": profile(system, size, spec["count"], formulation=form)}
     raise ValueError(f"unknown experiment {name!r}")
 
 
@@ -73,7 +74,7 @@ def ch_queries(system: System, repeat: int, only: list[int] | None = None) -> di
     """Each CH query ``repeat`` times (each a read-only transaction); the median time, rows and a checksum."""
     from benchmarks.tpcc.ch import QUERIES
 
-    conn = system.connect()
+    conn = system.connect_analytical(None)  # analytical queries: each system's analytical session
     result: dict[str, Any] = {"queries": {}, "rows": {}, "checksums": {}, "errors": {}}
     try:
         cur = conn.cursor()
@@ -148,7 +149,8 @@ def htap(system: System, size: Scale, spec: dict[str, Any]) -> dict[str, Any]:
             t.start()
         t0 = time.monotonic()
         if oltp_n:
-            metrics = run_clients(system, size, oltp_n, spec["duration"], spec["warmup"])
+            metrics = run_clients(system, size, oltp_n, spec["duration"], spec["warmup"],
+                                  formulation=spec.get("formulation", "standard"))  # fmt: skip
         else:
             time.sleep(spec["duration"] + spec["warmup"])
             metrics = {"tpmC": 0.0, "tps": 0.0, "abort_rate": 0.0}
@@ -180,7 +182,8 @@ def longtx(system: System, size: Scale, spec: dict[str, Any]) -> dict[str, Any]:
 
         thread = threading.Thread(target=_long_client, args=(system, size, spec, priority, stop, done))
         thread.start()
-        metrics = run_clients(system, size, spec["clients"][0], spec["duration"], spec["warmup"])
+        metrics = run_clients(system, size, spec["clients"][0], spec["duration"], spec["warmup"],
+                              formulation=spec.get("formulation", "standard"))  # fmt: skip
         stop.set()
         thread.join(600)
         ok = [d for d in done if d["ok"]]

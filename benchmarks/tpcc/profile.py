@@ -86,14 +86,16 @@ def _normal(sql: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"-?\d+(\.\d+)?", "N", sql))[:160]
 
 
-def profile(system: System, size: Scale, count: int, warmup: int = 20, seed: int = 1) -> dict[str, Any]:
+def profile(
+    system: System, size: Scale, count: int, warmup: int = 20, seed: int = 1, formulation: str = "standard"
+) -> dict[str, Any]:
     conn = Counting(system.connect())
     log: Log = []
     traced = trace_engine(system, conn._conn, log)
     ctx = txns.Context(size, 1, random.Random(seed))
     out: dict[str, Any] = {"count": count, "engine_traced": traced, "types": {}}
     top: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    for name, fn in txns.TRANSACTIONS.items():
+    for name, fn in txns.FORMULATIONS[formulation].items():
         for _ in range(warmup):
             _run(conn, fn, ctx)
         log.clear()

@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.common import percentiles_ms
 from benchmarks.tpcc.data import Scale
 from benchmarks.tpcc.systems import System, SystemUnavailable, make
-from benchmarks.tpcc.txns import CONSISTENCY, TRANSACTIONS, Context, UserAbort, pick
+from benchmarks.tpcc.txns import CONSISTENCY, FORMULATIONS, TRANSACTIONS, Context, UserAbort, pick
 
 MAX_RETRIES = 50
 
@@ -49,7 +49,9 @@ def client(
     stats: Stats,
     warehouses: list[int] | None = None,
     mix: Any = pick,
+    formulation: str = "standard",
 ) -> None:
+    txns = FORMULATIONS[formulation]
     rng = random.Random(seed)
     ctx = Context(size, home_w, rng)
     conn = system.connect()
@@ -65,7 +67,7 @@ def client(
                 attempts += 1
                 rng.setstate(state)  # a retry runs the same transaction again
                 try:
-                    TRANSACTIONS[name](conn, ctx)
+                    txns[name](conn, ctx)
                     outcome = "ok"
                     break
                 except UserAbort:
@@ -122,8 +124,10 @@ def run_clients(
     warmup: float,
     warehouses: list[int] | None = None,
     seed: int = 1,
+    formulation: str = "standard",
 ) -> dict[str, Any]:
-    """N clients for warm-up + duration seconds; metrics over the measured window only."""
+    """N clients for warm-up + duration seconds; metrics over the measured window only. ``formulation``: which
+    SQL the transactions send (benchmarks/tpcc/txns.py FORMULATIONS), the same for every system."""
     stats = Stats()
     t0 = time.monotonic()
     measure_from, until = t0 + warmup, t0 + warmup + duration
@@ -132,6 +136,7 @@ def run_clients(
         threading.Thread(
             target=client,
             args=(system, size, allowed[i % len(allowed)], seed * 1000 + i, measure_from, until, stats, warehouses),
+            kwargs={"formulation": formulation},
         )
         for i in range(clients)
     ]
@@ -142,6 +147,7 @@ def run_clients(
     total = sum(stats.committed.values())
     return {
         "clients": clients,
+        "formulation": formulation,
         "duration_s": duration,
         "warmup_s": warmup,
         "tpmC": round(stats.committed["NewOrder"] * 60 / duration, 1),

@@ -5,6 +5,10 @@
   loaded with ``Connection.bulk_load_csv`` straight into Storage.
 - ``monetdb`` / ``monetdb-mapi``: native MonetDB transactions on the same kernel (embedded, or pymonetdb over
   a ``tique serve`` of a separate directory, used as a plain MonetDB server); loaded with COPY INTO.
+- ``monetdb-oltp`` / ``monetdb-oltp-mapi``: the same, every transactional session on the optimizer pipeline
+  tique uses for its short statements (``OLTP_PIPELINE``: tique's ``short_pipeline`` default, minimal_fast),
+  where the default pipeline plans a point SELECT like an analytical query; analytical sessions (CH, HTAP) keep
+  the default pipeline, as tique's analytical statements do.
 - ``postgres``: PostgreSQL from Debian on a loopback port, REPEATABLE READ (its snapshot isolation), default
   durability settings; initdb'd into a temporary directory and stopped afterwards.
 """
@@ -27,7 +31,16 @@ from benchmarks.tpcc.schema import ALL_TABLES
 
 CHECKPOINT_INTERVAL_S = 1.0
 CONFLICT_MESSAGES = ("concurrency conflict", "conflict with another transaction", "could not serialize", "40001")
-SYSTEMS = ("tique", "tique-mapi", "monetdb", "monetdb-mapi", "postgres")
+SYSTEMS = ("tique", "tique-mapi", "monetdb", "monetdb-mapi", "monetdb-oltp", "monetdb-oltp-mapi", "postgres")
+
+
+def _oltp_pipeline() -> str:
+    from tique.settings import Settings
+
+    return Settings().short_pipeline or "default_pipe"
+
+
+OLTP_PIPELINE = _oltp_pipeline()
 
 
 class SystemUnavailable(RuntimeError):
@@ -240,9 +253,11 @@ class NativeEmbedded:
 
 
 class Monetdb(System):
-    def __init__(self, mapi: bool) -> None:
-        self.name = "monetdb-mapi" if mapi else "monetdb"
+    def __init__(self, mapi: bool, pipeline: str | None = None) -> None:
+        self.name = ("monetdb-oltp" if pipeline else "monetdb") + ("-mapi" if mapi else "")
         self.mapi = mapi
+        self.pipeline = pipeline  # None: the engine's default pipeline
+        self.settings = {"optimizer": pipeline or "default_pipe"}
         self._tmp = Path(tempfile.mkdtemp(prefix="tpcc-monetdb-"))
         self._serve: _Serve | None = None
         self._engine: Any = None
@@ -269,17 +284,27 @@ class Monetdb(System):
         return "update failed" in str(exc).lower() or super().is_conflict(exc)
 
     def connect(self) -> Any:
+        return self._connect(self.pipeline)
+
+    def _connect(self, pipeline: str | None) -> Any:
         if self.mapi:
             import pymonetdb
 
             assert self._serve is not None
-            return pymonetdb.connect(
+            conn = pymonetdb.connect(
                 "tpcc", hostname="127.0.0.1", port=self._serve.port, username="monetdb", password="monetdb"
             )
-        return NativeEmbedded(self._engine.connect())
+            if pipeline:
+                conn.cursor().execute(f"SET optimizer = '{pipeline}'")
+                conn.commit()
+            return conn
+        raw = self._engine.connect()
+        if pipeline:
+            raw.execute(f"SET optimizer = '{pipeline}'")  # outside a transaction: the session keeps it
+        return NativeEmbedded(raw)
 
     def connect_analytical(self, workers: int | None) -> Any:
-        conn = self.connect()
+        conn = self._connect(None)  # analytical queries on the default pipeline, as tique's analytical reads
         if workers:
             cur = conn.cursor()
             cur.execute(f"CALL sys.setworkerlimit({int(workers)})")
@@ -387,6 +412,10 @@ def make(name: str, **tique_settings: Any) -> System:
         return Monetdb(False)
     if name == "monetdb-mapi":
         return Monetdb(True)
+    if name == "monetdb-oltp":
+        return Monetdb(False, OLTP_PIPELINE)
+    if name == "monetdb-oltp-mapi":
+        return Monetdb(True, OLTP_PIPELINE)
     if name == "postgres":
         return Postgres()
     raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
