@@ -343,6 +343,16 @@ def prepared_statement_missing(exc: BaseException) -> bool:
     return "PREPARED Statement missing" in str(exc)
 
 
+_NOT_CONVERTED = ("value too long for type", "a value could not be converted", "overflow in conversion")
+
+
+def value_not_converted(exc: BaseException) -> bool:
+    """A value could not be converted to the type a prepared statement's parameter took from its context (a
+    string longer than the column it is compared with, an integer beyond its range)."""
+    text = str(exc)
+    return any(m in text for m in _NOT_CONVERTED)
+
+
 _COPY_REFUSED = re.compile(r"Failed to import table '[^']*'")
 
 

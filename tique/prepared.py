@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from tique.engine.base import RawConnection, Result
-from tique.errors import Error, connection_lost, prepared_statement_missing
+from tique.errors import Error, connection_lost, prepared_statement_missing, value_not_converted
 from tique.rewrite.template import SLOT_PREFIX, Template
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
@@ -27,18 +27,49 @@ PREPARE_PROTOCOL = True  # run_template prepares; benchmarks/stmts.py turns it o
 # DEALLOCATE [PREPARE] ALL | id: the forms MonetDB takes, and which ids they drop
 DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
 
+# What a parameter's literal is typed as when the statement runs as text, so that its prepared form casts the
+# parameter to that type: MonetDB types a bare `?` from its context and converts the value to it (`b + ?` with b
+# DECIMAL(12,2) took 26341.13 as 26341; `ts = ?` dropped a fraction; `f = ?` rounded a double to a REAL).
+# None: a bare `?` loses nothing (integers, strings, NULL, booleans; a value too large for the context's type
+# fails, and the statement then runs as text). A literal of another form is not prepared.
+_DECIMAL = re.compile(r"-?(\d*)\.(\d*)")
+_TYPED = re.compile(r"(DATE|TIME\(\d\)|TIMESTAMP\(\d\)) '")
+_BARE = re.compile(r"-?\d+|'(?:[^']|'')*'|NULL|(?i:true|false)")
+UNPREPARABLE = "unpreparable"
+
+
+def parameter_type(literal: str) -> str | None:
+    """The type a parameter's literal has as text (see above); UNPREPARABLE when its form is not known here."""
+    if _BARE.fullmatch(literal):
+        return None
+    if (number := _DECIMAL.fullmatch(literal)) is not None:
+        whole, fraction = len(number.group(1).lstrip("0")), len(number.group(2))
+        if whole + fraction > 38:
+            return UNPREPARABLE
+        return f"DECIMAL({18 if whole + fraction <= 18 else 38}, {fraction})"
+    if re.fullmatch(r"-?\d+(\.\d*)?[eE][-+]?\d+", literal):
+        return "DOUBLE"
+    if (typed := _TYPED.match(literal)) is not None:
+        return typed.group(1)
+    return UNPREPARABLE
+
+
 # Called after every statement a tique connection sends to the engine, with (SQL, seconds, error or None):
 # Connection.statement_hooks, for tracing, logging and counting round trips.
 StatementHook = Callable[[str, float, "Exception | None"], None]
+
+
+Prepared = tuple[Template, tuple[str | None, ...]]
 
 
 class PreparingConnection:
     def __init__(self, raw: RawConnection, enabled: bool = True) -> None:
         self.raw = raw
         self.enabled = enabled
-        self._ids: dict[Template, int] = {}
-        self._uses: Counter[Template] = Counter()
-        self._unpreparable: set[Template] = set()
+        # per statement and the types of its parameters' literals (parameter_type)
+        self._ids: dict[Prepared, int] = {}
+        self._uses: Counter[Prepared] = Counter()
+        self._unpreparable: set[Prepared] = set()
         self._next_id = 0
         self.hooks: list[StatementHook] = []
 
@@ -65,6 +96,8 @@ class PreparingConnection:
             self._next_id = (result.prepared_id if result.prepared_id is not None else self._next_id) + 1
         elif head.startswith("DEALLOCATE"):
             self._deallocated(sql)
+        elif head.startswith("SET OPTIMI"):
+            self._ids.clear()  # MonetDB drops the session's prepared statements when its optimizer changes
         return result
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
@@ -95,38 +128,58 @@ class PreparingConnection:
             hook(sql, time.perf_counter() - started, error)
 
     def run(self, template: Template, values: dict[str, str]) -> Result:
-        """Run a rewritten statement, prepared once it is seen again."""
-        if not self.enabled or not template.slots or template in self._unpreparable:
+        """Run a rewritten statement, prepared once it is seen again with parameters of the same types."""
+        if not self.enabled or not template.slots:
             return self.execute(template.render(values))
-        sid = self._ids.get(template)
+        types = tuple(parameter_type(values[s]) for s in template.slots)
+        key = (template, types)
+        if UNPREPARABLE in types or key in self._unpreparable:
+            return self.execute(template.render(values))
+        sid = self._ids.get(key)
         if sid is None:
-            self._uses[template] += 1
-            if self._uses[template] < PREPARE_AFTER:
+            self._uses[key] += 1
+            if self._uses[key] < PREPARE_AFTER:
                 return self.execute(template.render(values))
-            sid = self._prepare(template)
+            sid = self._prepare(key)
             if sid is None:
                 return self.execute(template.render(values))
         args = ", ".join(values[s] for s in template.slots)
         try:
             return self.execute(f"EXEC {sid}({args})")
         except Error as exc:
-            if not prepared_statement_missing(exc):
+            if prepared_statement_missing(exc):
+                self.enabled = False  # the count went wrong: run as text from now on
+            elif not value_not_converted(exc):
                 raise
-            self.enabled = False  # the count went wrong: run as text from now on
+            # a value the context's type cannot hold (a string or integer too large for the column it is compared
+            # with): as text the statement answers rather than fails
             return self.execute(template.render(values))
 
-    def _prepare(self, template: Template) -> int | None:
+    def prepared_text(self, sid: int) -> str | None:
+        """The statement prepared as ``sid`` on this session (for tracing), None when none is."""
+        for key, held in self._ids.items():
+            if held == sid:
+                return _with_holders(key)
+        return None
+
+    def _prepare(self, key: Prepared) -> int | None:
         sid = self._next_id
         try:
-            result = self.execute("PREPARE " + template.render({s: "?" for s in template.slots}))
+            result = self.execute("PREPARE " + _with_holders(key))
         except Error as exc:
             if connection_lost(exc):
                 raise  # the statement's own error: the session is gone, not the statement unpreparable
-            self._unpreparable.add(template)  # e.g. a parameter whose type MonetDB cannot tell: run as text
+            self._unpreparable.add(key)  # e.g. a parameter whose type MonetDB cannot tell: run as text
             return None
         sid = result.prepared_id if result.prepared_id is not None else sid
-        self._ids[template] = sid
+        self._ids[key] = sid
         return sid
+
+
+def _with_holders(key: Prepared) -> str:
+    """The statement's text with a `?` for each slot, cast to its literal's type where a bare one loses it."""
+    template, types = key
+    return template.render({s: "?" if t is None else f"CAST(? AS {t})" for s, t in zip(template.slots, types)})
 
 
 def run_template(conn: RawConnection, template: Template, values: dict[str, str]) -> Result:

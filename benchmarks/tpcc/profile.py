@@ -55,9 +55,8 @@ def trace_engine(system: System, conn: Any, log: Log) -> bool:
         def shape(sql: str) -> str:
             m = re.match(r"EXEC (\d+)\(", sql)
             if m:
-                names = {sid: t for t, sid in target._ids.items()}
-                t = names.get(int(m.group(1)))
-                return "EXEC: " + t.render({s: "?" for s in t.slots}) if t else sql
+                text = target.prepared_text(int(m.group(1)))
+                return "EXEC: " + text if text else sql
             return sql
 
     elif system.name == "monetdb":
