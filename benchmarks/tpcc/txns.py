@@ -61,7 +61,20 @@ def _customer_by_name(cur: Any, w: int, d: int, last: str) -> int | None:
     return int(rows[(len(rows) - 1) // 2][0]) if rows else None  # the one in the middle (spec 2.5.2.2)
 
 
-def new_order(conn: Any, ctx: Context) -> None:
+@dataclass
+class _Order:
+    """What both NewOrder formulations do before their order lines: the order placed, its lines chosen."""
+
+    cur: Any
+    w: int
+    d: int
+    o_id: int
+    items: list[int]
+    supply: list[int]
+    quantities: list[int]
+
+
+def _place_order(conn: Any, ctx: Context) -> _Order:
     rng, w = ctx.rng, ctx.home_w
     d, c = rng.randint(1, DISTRICTS), ctx.customer_id()
     n = rng.randint(5, 15)
@@ -71,8 +84,9 @@ def new_order(conn: Any, ctx: Context) -> None:
     supply = [ctx.other_warehouse() if rng.random() < 0.01 else w for _ in range(n)]
     quantities = [rng.randint(1, 10) for _ in range(n)]
     cur = conn.cursor()
-    (w_tax,) = _one(cur, "SELECT w_tax FROM warehouse WHERE w_id = %s", (w,)) or (Decimal(0),)
-    d_tax, o_id = _one(cur, "SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = %s AND d_id = %s", (w, d)) or (0, 0)
+    # the taxes make the total shown to the terminal, not stored
+    _one(cur, "SELECT w_tax FROM warehouse WHERE w_id = %s", (w,))
+    _tax, o_id = _one(cur, "SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = %s AND d_id = %s", (w, d)) or (0, 0)
     cur.execute("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = %s AND d_id = %s", (w, d))
     _one(cur, "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = %s AND c_d_id = %s AND c_id = %s",
          (w, d, c))  # fmt: skip
@@ -80,6 +94,13 @@ def new_order(conn: Any, ctx: Context) -> None:
     now = dt.datetime.now().replace(microsecond=0)
     cur.execute("INSERT INTO oorder VALUES (%s, %s, %s, %s, %s, NULL, %s, %s)", (o_id, d, w, c, now, n, all_local))
     cur.execute("INSERT INTO new_order VALUES (%s, %s, %s)", (o_id, d, w))
+    return _Order(cur, w, d, int(o_id), items, supply, quantities)
+
+
+def new_order(conn: Any, ctx: Context) -> None:
+    order = _place_order(conn, ctx)
+    cur, w, d, o_id = order.cur, order.w, order.d, order.o_id
+    items, supply, quantities = order.items, order.supply, order.quantities
     for number, (i_id, s_w, qty) in enumerate(zip(items, supply, quantities), start=1):
         item = _one(cur, "SELECT i_price, i_name, i_data FROM item WHERE i_id = %s", (i_id,))
         if item is None:
@@ -103,7 +124,6 @@ def new_order(conn: Any, ctx: Context) -> None:
             "INSERT INTO order_line VALUES (%s, %s, %s, %s, %s, %s, NULL, %s, %s, %s)",
             (o_id, d, w, number, i_id, s_w, qty, amount, stock[1]),
         )
-    del w_tax, d_tax  # the total is shown to the terminal, not stored
     conn.commit()
 
 
@@ -217,24 +237,9 @@ def _marks(values: list[Any]) -> str:
 
 def new_order_batched(conn: Any, ctx: Context) -> None:
     """NewOrder with its item rows read in one SELECT and its stock rows in one more."""
-    rng, w = ctx.rng, ctx.home_w
-    d, c = rng.randint(1, DISTRICTS), ctx.customer_id()
-    n = rng.randint(5, 15)
-    items = [ctx.item_id() for _ in range(n)]
-    if rng.random() < 0.01:
-        items[-1] = ctx.size.items + 1  # unused: the transaction rolls back
-    supply = [ctx.other_warehouse() if rng.random() < 0.01 else w for _ in range(n)]
-    quantities = [rng.randint(1, 10) for _ in range(n)]
-    cur = conn.cursor()
-    (w_tax,) = _one(cur, "SELECT w_tax FROM warehouse WHERE w_id = %s", (w,)) or (Decimal(0),)
-    d_tax, o_id = _one(cur, "SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = %s AND d_id = %s", (w, d)) or (0, 0)
-    cur.execute("UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = %s AND d_id = %s", (w, d))
-    _one(cur, "SELECT c_discount, c_last, c_credit FROM customer WHERE c_w_id = %s AND c_d_id = %s AND c_id = %s",
-         (w, d, c))  # fmt: skip
-    all_local = int(all(s == w for s in supply))
-    now = dt.datetime.now().replace(microsecond=0)
-    cur.execute("INSERT INTO oorder VALUES (%s, %s, %s, %s, %s, NULL, %s, %s)", (o_id, d, w, c, now, n, all_local))
-    cur.execute("INSERT INTO new_order VALUES (%s, %s, %s)", (o_id, d, w))
+    order = _place_order(conn, ctx)
+    cur, w, d, o_id = order.cur, order.w, order.d, order.o_id
+    items, supply, quantities = order.items, order.supply, order.quantities
     wanted = sorted(set(items))
     cur.execute(f"SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN ({_marks(wanted)})", tuple(wanted))
     price = {int(r[0]): r[1] for r in cur.fetchall()}
@@ -265,7 +270,6 @@ def new_order_batched(conn: Any, ctx: Context) -> None:
             "INSERT INTO order_line VALUES (%s, %s, %s, %s, %s, %s, NULL, %s, %s, %s)",
             (o_id, d, w, number, i_id, s_w, qty, amount, dist),
         )
-    del w_tax, d_tax
     conn.commit()
 
 
