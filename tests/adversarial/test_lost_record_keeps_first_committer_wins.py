@@ -27,7 +27,7 @@ def _take_a_timestamp_and_lose_the_record(conn: tique.Connection) -> None:
         raw.execute("START TRANSACTION")
         raw.execute(
             f"INSERT INTO tique.commits SELECT {txn.txid}, {txn.sts}, x.c, 0 "
-            f"FROM (SELECT tique.record_cts({txn.txid}) AS c) AS x"
+            f"FROM (SELECT {conn.db.sequencer.call('record_cts', txn.txid)} AS c) AS x"  # as the driver calls it
         )
         raw.execute("ROLLBACK")
         assert raw.execute(f"SELECT COUNT(*) FROM tique.commits WHERE txid = {txn.txid}").scalar() == 0
