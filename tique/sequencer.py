@@ -138,6 +138,41 @@ def ensure_schema(conn: RawConnection) -> None:
         conn.execute("CREATE SCHEMA tique")
 
 
+def function_text(stmt: str) -> str:
+    """A CREATE FUNCTION/PROCEDURE as MonetDB keeps it in sys.functions.func (lower case, whitespace folded), to
+    tell whether the engine already has exactly this definition."""
+    return " ".join(stmt.lower().replace(";", " ").split())
+
+
+def installed_functions(conn: RawConnection) -> set[str]:
+    """The definitions of tique's engine functions and procedures, as ``function_text`` writes them."""
+    rows = conn.execute(
+        "SELECT f.func FROM sys.functions f JOIN sys.schemas s ON f.schema_id = s.id WHERE s.name = 'tique'"
+    ).rows
+    return {function_text(str(r[0])) for r in rows}
+
+
+def compile_functions(conn: RawConnection) -> None:
+    """Compile every tique engine function and procedure once, before any client runs: MonetDB 11.41 compiles a
+    function on its first use in a kernel run, and sessions using one for the first time at once can fail
+    ("TypeException ... 'tique.begin_txn_as' undefined"). EXPLAIN compiles without running anything."""
+    rows = conn.execute(
+        "SELECT f.id, f.name, f.type, a.type FROM sys.functions f JOIN sys.schemas s ON f.schema_id = s.id "
+        "LEFT JOIN sys.args a ON a.func_id = f.id AND a.inout = 1 WHERE s.name = 'tique' ORDER BY f.id, a.number"
+    ).rows
+    calls: dict[int, tuple[str, int, list[str]]] = {}
+    for fid, name, kind, arg_type in rows:
+        _, _, args = calls.setdefault(int(fid), (str(name), int(kind), []))
+        if arg_type is not None:
+            args.append(f"CAST(NULL AS {arg_type})")
+    functions = [f"tique.{name}({', '.join(args)})" for name, kind, args in calls.values() if kind == 1]
+    if functions:
+        conn.execute(f"EXPLAIN SELECT {', '.join(functions)}")
+    for name, kind, args in calls.values():
+        if kind == 2:
+            conn.execute(f"EXPLAIN CALL tique.{name}({', '.join(args)})")
+
+
 def engine_version(conn: RawConnection) -> str:
     """MonetDB's version: a server reports it; the embedded kernel (also behind 'tique serve') does not, and is
     then the monetdbe wheel's."""
@@ -203,8 +238,13 @@ class CSequencer:
     def install(self, conn: RawConnection) -> None:
         if not self.restricted:  # an ordinary user only checks the module is there
             ensure_schema(conn)
-            for stmt in (*sqlfiles.statements("udf_functions"), *SESSION_FUNCTIONS):
-                conn.execute(stmt)
+            wanted = (*sqlfiles.statements("udf_functions"), *SESSION_FUNCTIONS)
+            # only a change is installed: every process's first connection did it (about 17 ms of DDL)
+            creates = {function_text(stmt) for stmt in wanted if stmt.lstrip().upper().startswith("CREATE")}
+            if not creates <= installed_functions(conn):
+                for stmt in wanted:
+                    conn.execute(stmt)
+            compile_functions(conn)
         try:
             abi = _one(conn, "SELECT tique.abi()")
         except Exception as exc:
