@@ -123,9 +123,9 @@ class Server:
             raise OperationalError(f"cannot create the parent directory {parent} of {self.directory}: {exc}") from None
         if port_in_use("127.0.0.1", port):
             raise OperationalError(f"port {port} is already in use on this machine; choose another with --port")
-        # The MAPI listener accepts logins as soon as the kernel opens, before recovery (_set_up) has
-        # restored the counters: the C module refuses ids, timestamps and snapshots until then (a retryable
-        # SerializationFailure), when this is set before it loads.
+        # Should a client reach the kernel before recovery (_set_up) has restored the counters, the C module
+        # refuses ids, timestamps and snapshots until then (a retryable SerializationFailure), when this is set
+        # before it loads.
         os.environ["TIQUE_HOLD_UNTIL_RECOVERED"] = "1"
         if max_clients is not None:
             from tique.engine import udf
@@ -138,8 +138,8 @@ class Server:
             EngineURL(kind="embedded", path=self.directory), mapi_port=0, mapi_usock=kernel_socket
         )
         self.conn = self.engine.connect()
-        try:
-            self.gate = Gate(host, port, kernel_socket, guard or LoginGuard()).start()
+        try:  # bound now (a port in use fails before the set-up's work); accepting only once the set-up is done
+            self.gate = Gate(host, port, kernel_socket, guard or LoginGuard())
         except OSError as exc:
             self.stop()
             raise OperationalError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
@@ -155,6 +155,9 @@ class Server:
         except BaseException:
             self.stop()
             raise
+        # Clients that connect earlier wait in the listen queue: none runs a statement before recovery restored
+        # the counters and the engine functions are compiled (sequencer.compile_functions).
+        self.gate.start()
 
     @property
     def url(self) -> str:

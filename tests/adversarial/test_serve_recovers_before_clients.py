@@ -99,6 +99,7 @@ def test_clients_connecting_during_a_restart_see_recovered_counters(tmp_path: Pa
         restarted.stop()
     assert len(seen) == CLIENTS
     for outcome in seen:
+        assert "read" in outcome, outcome
         assert outcome["read"] == [(INCREMENTS,)], outcome  # a snapshot from before recovery misses committed data
         assert outcome["txid"] > last_txid, outcome  # ids never go back
         assert outcome["commit"] in ("ok", "SerializationFailure", "CommitOutcomeUnknown"), outcome
