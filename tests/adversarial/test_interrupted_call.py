@@ -16,6 +16,9 @@ from tests.conftest import ROOT, start_serve
 
 SCRIPT = """
 import os, signal, sys, threading, tique
+# A process started in the background by a shell without job control inherits SIGINT ignored (CI runners may
+# start the suite so): Python then installs no KeyboardInterrupt handler, and the test would prove nothing.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 conn = tique.connect(sys.argv[1])
 cur = conn.cursor()
 cur.execute("CREATE FUNCTION pause_ms(ms INT) RETURNS INT EXTERNAL NAME alarm.sleep")
