@@ -189,12 +189,21 @@ def _item(node: exp.Expression) -> Item | None:
         return None
 
 
-def _assign(value: exp.Expression, alias: str, info: TableInfo) -> Assign | None:
+def _family(sql_type_text: str) -> str:
+    base = sql_type(sql_type_text).base
+    return "NUMBER" if base in (*_INTEGERS, "DECIMAL") else "FLOAT" if base in ("DOUBLE", "REAL") else base
+
+
+def _assign(value: exp.Expression, alias: str, info: TableInfo, target: str) -> Assign | None:
     while isinstance(value, exp.Paren):
         value = value.this
     names = list(info.stored_names)
     column = _own_column(value, alias, info)
     if column is not None:
+        # across families the engine converts by its own rules (a DOUBLE becomes the text 1e+10, a string a number
+        # or an error), which values.coerce does not follow: such a copy runs in the engine
+        if _family(info.column(column).sql_type) != _family(info.column(target).sql_type):
+            return None
         return Assign("copy", source=names.index(column))
     if isinstance(value, (exp.Add, exp.Sub)):
         left = _own_column(value.this, alias, info)
@@ -222,7 +231,7 @@ def key_update(tree: exp.Update, info: TableInfo) -> KeyUpdate | None:
         name = _own_column(eq.this, alias, info) if isinstance(eq, exp.EQ) else None
         if name is None or name in info.key:
             return None
-        assign = _assign(eq.expression, alias, info)
+        assign = _assign(eq.expression, alias, info, name)
         if assign is None:
             return None
         assigns[name] = assign
@@ -285,9 +294,7 @@ def _finite_decimal(value: Any) -> bool:
     return type(value) is decimal.Decimal and value.is_finite()
 
 
-def new_values(
-    update: KeyUpdate, info: TableInfo, row: Sequence[Any], values: dict[str, Any]
-) -> list[Any] | None:
+def new_values(update: KeyUpdate, info: TableInfo, row: Sequence[Any], values: dict[str, Any]) -> list[Any] | None:
     """The row's new stored values (before values.coerce, as the engine's would be), for a ``computable``
     UPDATE; None when a sum would overflow the engine's arithmetic, which then says how."""
     out: list[Any] = []
