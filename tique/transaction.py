@@ -341,11 +341,9 @@ class Transaction:
             if reader is not None:
                 reader.whole = True
             return None
-        if not computable(update, info, bound.values):
+        if row is None or not computable(update, info, bound.values):
+            # no row: the engine may still refuse the statement itself (a constant beyond its types), row or not
             return None
-        if row is None:
-            self.read_names.update(plan.reads)
-            return []
         new = new_values(update, info, row, bound.values)
         if new is None:
             return None

@@ -6,6 +6,7 @@ and the committed tables must be the same.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,6 +28,11 @@ def outcome(conn: tique.Connection, sql: str, params: tuple[Any, ...]) -> tuple[
     return ("rows", [tuple(d) for d in cur.description], sorted(cur.fetchall(), key=repr), cur.rowcount)
 
 
+def identical(engine: Any, held: Any) -> bool:
+    """Equal in value and Python type, a DECIMAL in its text too (its sign: -0.00 is not what the engine reads)."""
+    return same(engine, held) and (not isinstance(engine, decimal.Decimal) or str(engine) == str(held))
+
+
 def alike(held: tuple[Any, ...], engine: tuple[Any, ...]) -> bool:
     if held[0] != "rows" or engine[0] != "rows":
         return held == engine
@@ -34,7 +40,7 @@ def alike(held: tuple[Any, ...], engine: tuple[Any, ...]) -> bool:
         held[1] == engine[1]
         and held[3] == engine[3]
         and len(held[2]) == len(engine[2])
-        and all(len(h) == len(e) and all(same(x, y) for x, y in zip(e, h)) for h, e in zip(held[2], engine[2]))
+        and all(len(h) == len(e) and all(identical(x, y) for x, y in zip(e, h)) for h, e in zip(held[2], engine[2]))
     )
 
 
@@ -85,6 +91,7 @@ _ROW = (
     "INSERT INTO {t} VALUES (%s, 7, 5, 'ab', '1.5', 1e10, 0.1, true, 3.55, '2020-01-02', '2020-01-02 03:04:05.5', "
     "'12:34:56', '12:34:56.789', 'ff01')"
 )
+_ONE = ("INSERT INTO {t} VALUES (1, 1)", ())
 _CROSS = [
     ("v", "f"), ("v", "r"), ("v", "b"), ("v", "bl"), ("c", "f"), ("c", "b"), ("c", "tm3"), ("c", "bl"),
     ("i", "c"), ("i", "v"), ("i", "dt"), ("i", "bl"), ("f", "b"), ("r", "b"), ("b", "f"), ("b", "d"),
@@ -101,4 +108,53 @@ def test_set_from_a_column_of_another_type(
     for k, (target, source) in enumerate(_CROSS):
         read = ("SELECT * FROM {t} WHERE k = %s", (k,))
         twins.run([read, (f"UPDATE {{t}} SET {target} = {source} WHERE k = %s", (k,)), read])
+    twins.commit()
+
+
+def test_decimal_negative_zero(connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]) -> None:
+    """A DECIMAL -0 (or a value rounding to it) is stored, and read, as 0: a held row must not keep its sign."""
+    twins = Twins(connect, unique_name, "CREATE TABLE {t} (k INT PRIMARY KEY, d DECIMAL(5,2))", [_ONE])
+    read = ("SELECT * FROM {t} WHERE k = %s", (1,))
+    twins.run(
+        [
+            read,
+            ("UPDATE {t} SET d = %s WHERE k = %s", (decimal.Decimal("-0.001"), 1)),
+            read,
+            ("UPDATE {t} SET d = d + %s WHERE k = %s", (decimal.Decimal("-0.004"), 1)),
+            read,
+            ("INSERT INTO {t} VALUES (%s, %s)", (2, decimal.Decimal("-0"))),
+            ("SELECT * FROM {t} WHERE k = %s", (2,)),
+        ]
+    )
+    twins.commit()
+
+
+_HUGE = 2**127
+
+
+def test_values_the_engine_refuses(connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]) -> None:
+    """Values the engine refuses in the statement itself (an integer beyond HUGEINT, a constant beyond DECIMAL(38),
+    a NUL character, NaN or infinity): the same error class, on a held row and on a key the transaction holds to
+    have no row (the engine refuses the statement whether or not a row matches)."""
+    twins = Twins(
+        connect,
+        unique_name,
+        "CREATE TABLE {t} (k INT PRIMARY KEY, i INT, d DECIMAL(38,2), v VARCHAR(5), f DOUBLE)",
+        [("INSERT INTO {t} VALUES (%s, 1, 1, 'a', 1.5)", (k,)) for k in (1, 2)],
+    )
+    updates: list[Statement] = [
+        ("UPDATE {t} SET i = %s WHERE k = %s", (_HUGE,)),
+        ("UPDATE {t} SET i = i + %s WHERE k = %s", (-_HUGE,)),
+        ("UPDATE {t} SET i = 1111111111111111111111111111111111111111 WHERE k = %s", ()),
+        ("UPDATE {t} SET d = 170141183460469231731687303715884105727 WHERE k = %s", ()),
+        ("UPDATE {t} SET d = d - 170141183460469231731687303715884105727 WHERE k = %s", ()),
+        ("UPDATE {t} SET v = %s WHERE k = %s", ("a\x00",)),
+        ("UPDATE {t} SET f = %s WHERE k = %s", (float("nan"),)),
+        ("UPDATE {t} SET f = %s WHERE k = %s", (float("-inf"),)),
+        ("UPDATE {t} SET f = 1e400 WHERE k = %s", ()),
+    ]
+    twins.run([("SELECT * FROM {t} WHERE k IN (%s, %s)", (1, 2)), ("DELETE FROM {t} WHERE k = %s", (2,))])
+    for k in (1, 2):
+        twins.run([(sql, (*params, k)) for sql, params in updates])
+        twins.run([("SELECT * FROM {t} WHERE k = %s", (k,))])
     twins.commit()

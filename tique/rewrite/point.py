@@ -253,11 +253,11 @@ def natural(value: Any, sql_type_text: str) -> bool:
     if base == "DECIMAL":
         return kind is int or (kind is decimal.Decimal and value.is_finite())
     if base == "DOUBLE":
-        return kind is float
+        return kind is float and math.isfinite(value)  # NaN and infinity do not even parse in the engine
     if base == "BOOLEAN":
         return kind is bool
     if base == "VARCHAR":
-        return kind is str
+        return kind is str and "\x00" not in value  # the engine refuses the statement as it parses it
     if base == "DATE":
         return kind is datetime.date
     if base == "TIME":

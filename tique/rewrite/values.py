@@ -187,7 +187,7 @@ def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
     exact = number.quantize(decimal.Decimal(1).scaleb(-kind.scale), context=DECIMALS)
     if len(exact.as_tuple().digits) > kind.precision and exact != 0:
         raise DataError(f"value {value!r} is out of range for DECIMAL({kind.precision},{kind.scale})", "22003")
-    return exact
+    return exact.copy_abs() if exact.is_zero() else exact  # the engine has no -0.00 (and keys hash by repr)
 
 
 def _to_float(value: Any, kind: SqlType) -> float:
