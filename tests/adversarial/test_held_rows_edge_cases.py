@@ -158,3 +158,28 @@ def test_values_the_engine_refuses(connect: Callable[..., tique.Connection], uni
         twins.run([(sql, (*params, k)) for sql, params in updates])
         twins.run([("SELECT * FROM {t} WHERE k = %s", (k,))])
     twins.commit()
+
+
+def test_decimal_sum_beyond_the_column_scale(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """DECIMAL(18,6) + 0.0000001 is computed by the engine at scale 7 in the column's 64 bits: at the column's
+    largest values it overflows there (an error), though the exact sum rounds back into the column."""
+    twins = Twins(
+        connect,
+        unique_name,
+        "CREATE TABLE {t} (k INT PRIMARY KEY, d18 DECIMAL(18,6), d9 DECIMAL(9,2))",
+        [("INSERT INTO {t} VALUES (%s, 999999999999.999999, 9999999.99)", (k,)) for k in (1, 2, 3, 4)],
+    )
+    read = ("SELECT * FROM {t} WHERE k IN (%s, %s, %s, %s)", (1, 2, 3, 4))
+    twins.run(
+        [
+            read,
+            ("UPDATE {t} SET d18 = d18 + %s WHERE k = %s", (decimal.Decimal("-0.0000001"), 1)),
+            ("UPDATE {t} SET d18 = d18 - %s WHERE k = %s", (decimal.Decimal("1E-11"), 2)),
+            ("UPDATE {t} SET d9 = d9 + 0.0000001 WHERE k = %s", (3,)),
+            ("UPDATE {t} SET d9 = d18 - %s WHERE k = %s", (decimal.Decimal("0.0000001"), 4)),
+            read,
+        ]
+    )
+    twins.commit()

@@ -282,10 +282,14 @@ def computable(update: KeyUpdate, info: TableInfo, values: dict[str, Any]) -> bo
         elif assign.kind == "add":
             assert assign.item is not None
             operand = _value(assign.item, values)
-            base = sql_type(info.column(info.stored_names[assign.source]).sql_type).base
-            if base not in (*_INTEGERS, "DECIMAL"):
+            kind = sql_type(info.column(info.stored_names[assign.source]).sql_type)
+            if kind.base not in (*_INTEGERS, "DECIMAL"):
                 return False
-            if not (operand is None or type(operand) is int or (base == "DECIMAL" and _finite_decimal(operand))):
+            if not (operand is None or type(operand) is int or (kind.base == "DECIMAL" and _finite_decimal(operand))):
+                return False
+            if _finite_decimal(operand) and -operand.as_tuple().exponent > kind.scale:
+                # the engine brings the column to the operand's scale in the column's own width: near the top of
+                # the column's range that overflows there, though the exact sum rounds back into the column
                 return False
     return True
 
