@@ -184,12 +184,19 @@ class Transaction:
             return MISSING  # type: ignore[no-any-return]
         return self.known.get(info, key)  # type: ignore[no-any-return]
 
+    def check_due(self, reads: Iterable[str], point_keys: PointKeys, rendered: dict[str, str]) -> bool:
+        """Would the engine's run of this statement first send inserted rows whose keys are not checked yet
+        (insert_check='flush')? Their check fails the transaction there on a duplicate, so held rows, which send
+        nothing, leave such a statement to the engine."""
+        return any(self.buffer.writes[t].unchecked for t in self.to_flush(reads, point_keys, rendered))
+
     def key_read(self, plan: ReadPlan, read: KeyRead, bound: Bound) -> Result:
         """A read of rows by their whole keys: from the rows held, else from the engine (every column when an
         UPDATE of a row it read followed before: Learned.whole), keeping the rows or what it learns."""
         info, columns = read.table, plan.learned.columns
         keys = self.held_keys(info, read.key_slots, bound.values)
-        rows = None if keys is None else [self.held_row(info, k) for k in keys]
+        due = keys is not None and self.check_due(plan.reads, plan.point_keys, bound.rendered)
+        rows = None if keys is None or due else [self.held_row(info, k) for k in keys]
         missing = rows is None or any(r is MISSING for r in rows)
         if keys is not None and missing and columns is not None and plan.learned.whole:
             rows = self.read_whole(plan, read, bound, keys)
@@ -332,7 +339,7 @@ class Transaction:
         if update is None:
             return None
         keys = self.held_keys(info, [(slot,) for slot in update.key_slots], bound.values)
-        if keys is None:
+        if keys is None or self.check_due(plan.reads, plan.point_keys, bound.rendered):
             return None
         key = keys[0]
         row = self.held_row(info, key)

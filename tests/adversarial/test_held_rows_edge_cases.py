@@ -183,3 +183,23 @@ def test_decimal_sum_beyond_the_column_scale(
         ]
     )
     twins.commit()
+
+
+def test_deferred_key_check_fails_where_the_engine_read_fails(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """insert_check='flush': the read that first sends an INSERT's rows checks its keys, and a duplicate fails the
+    transaction there. A read answered from held rows sends nothing, so it must not answer while such a check is
+    due: the duplicate would surface only at COMMIT, after the transaction went on (and as another error)."""
+    twins = Twins(
+        connect,
+        unique_name,
+        "CREATE TABLE {t} (k DECIMAL(5,2) PRIMARY KEY, a INT)",
+        [("INSERT INTO {t} VALUES (%s, 1)", (k,)) for k in (decimal.Decimal("1.5"), decimal.Decimal("2"))],
+        insert_check="flush",
+    )
+    read = ("SELECT * FROM {t} WHERE k = %s", (decimal.Decimal("1.5"),))
+    update = ("UPDATE {t} SET a = a + 1 WHERE k = %s", (decimal.Decimal("1.5"),))
+    for inserted in (decimal.Decimal("3"), decimal.Decimal("2")):  # the first round plans (and learns) the reads
+        twins.run([read, ("INSERT INTO {t} VALUES (%s, 5)", (inserted,)), read, update, read])
+        twins.commit()
