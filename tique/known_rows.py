@@ -33,6 +33,16 @@ class Learned:
 class KnownRows:
     _rows: dict[str, tuple[TableInfo, dict[Key, Row | None]]] = field(default_factory=dict)
     _readers: dict[tuple[str, Key], Learned] = field(default_factory=dict)
+    _version: int | None = None  # the process's catalog version the rows were held under
+
+    def at(self, version: int) -> KnownRows:
+        """These rows, forgotten if DDL ran in the process since (a new catalog ``version``): it takes effect at once,
+        and may change a table's data and leave its definition as it was (a column dropped and added again, two
+        columns swapped by renames)."""
+        if version != self._version:
+            self.clear()
+            self._version = version
+        return self
 
     def get(self, info: TableInfo, key: Key) -> Row | None:
         """The row of ``key`` (None: no row), or MISSING. A row kept for an older definition of the table (DDL

@@ -182,7 +182,12 @@ class Transaction:
         entry = self.buffer.writes.get(info.qualified)
         if entry is not None and key in entry.unchecked:
             return MISSING  # type: ignore[no-any-return]
-        return self.known.get(info, key)  # type: ignore[no-any-return]
+        return self.holding.get(info, key)  # type: ignore[no-any-return]
+
+    @property
+    def holding(self) -> KnownRows:
+        """The rows held, forgotten when DDL ran in the process since they were (KnownRows.at)."""
+        return self.known.at(self.db.catalog.version)
 
     def check_due(self, reads: Iterable[str], point_keys: PointKeys, rendered: dict[str, str]) -> bool:
         """Would the engine's run of this statement first send inserted rows whose keys are not checked yet
@@ -205,7 +210,7 @@ class Transaction:
             if plan.learned.columns is None:
                 plan.learned.columns = list(result.columns)
             for key in keys or ():
-                self.known.read_by(info, key, plan.learned)
+                self.holding.read_by(info, key, plan.learned)
             if keys is not None and read.whole_row:  # every column read: the rows are held as they are
                 self._hold_found(info, keys, [read.stored_row(r) for r in result.rows])
             return result
@@ -224,7 +229,7 @@ class Transaction:
         """Hold what a read of ``keys`` found: its ``rows`` (whole, in stored order), and no row for the rest."""
         found = {row_key(info, row): row for row in rows}
         for key in keys:
-            self.known.put(info, key, found.get(key))
+            self.holding.put(info, key, found.get(key))
         return [found.get(key) for key in keys]
 
     def _hold(self, info: TableInfo, rows: Iterable[tuple[Key, Row | None]]) -> None:
@@ -232,7 +237,7 @@ class Transaction:
         if info.has_rowid:
             return
         for key, row in rows:
-            self.known.put(info, key, row)
+            self.holding.put(info, key, row)
 
     def to_flush(self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str]) -> list[str]:
         return self.buffer.to_flush(reads, point_keys, params)
@@ -344,7 +349,7 @@ class Transaction:
         key = keys[0]
         row = self.held_row(info, key)
         if row is MISSING:
-            reader = self.known.reader(info, key)
+            reader = self.holding.reader(info, key)
             if reader is not None:
                 reader.whole = True
             return None

@@ -203,3 +203,28 @@ def test_deferred_key_check_fails_where_the_engine_read_fails(
     for inserted in (decimal.Decimal("3"), decimal.Decimal("2")):  # the first round plans (and learns) the reads
         twins.run([read, ("INSERT INTO {t} VALUES (%s, 5)", (inserted,)), read, update, read])
         twins.commit()
+
+
+def test_ddl_that_keeps_the_definition(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """Another connection of the process drops a column and adds it again (or swaps two by renames): the table's
+    definition is as before, its data is not (DDL takes effect at once), so rows held before are not its rows."""
+    twins = Twins(
+        connect,
+        unique_name,
+        "CREATE TABLE {t} (k INT PRIMARY KEY, a INT, x INT, y INT)",
+        [("INSERT INTO {t} VALUES (%s, 1, 10, 100)", (k,)) for k in (1, 2)],
+    )
+    other = connect()
+    for ddl in (
+        ["ALTER TABLE {t} DROP COLUMN y", "ALTER TABLE {t} ADD COLUMN y INT"],
+        [f"ALTER TABLE {{t}} RENAME COLUMN {a} TO {b}" for a, b in (("a", "tmp"), ("x", "a"), ("tmp", "x"))],
+    ):
+        twins.run([("SELECT * FROM {t} WHERE k IN (%s, %s)", (1, 2))])
+        for table in twins.names.values():
+            for sql in ddl:
+                other.cursor().execute(sql.format(t=table))
+        twins.run([("UPDATE {t} SET a = a + 1 WHERE k = %s", (1,)), ("SELECT * FROM {t} WHERE k = %s", (1,))])
+        twins.run([("UPDATE {t} SET x = x + 1 WHERE k = %s", (2,)), ("SELECT * FROM {t} WHERE k = %s", (2,))])
+        twins.commit()
