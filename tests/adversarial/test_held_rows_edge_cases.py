@@ -6,6 +6,7 @@ and the committed tables must be the same.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -271,3 +272,28 @@ def test_rows_written_by_every_kind_of_statement(
         twins.run([("INSERT INTO {t} (k, x, u) VALUES (%s, %s, %s)", (1, 1, "1")), *key(1)])
         twins.commit()
         assert twins.calls["held"] < twins.calls["engine"], twins.calls
+
+
+def test_times_rounding_to_midnight(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """23:59:59.5 at TIMESTAMP(0) or TIME(0): MonetDB prints the hour 24 (its own rounding), which tique refuses
+    as a DataError naming the column - held or not; the engine's text once escaped as Python's ValueError."""
+    twins = Twins(
+        connect,
+        unique_name,
+        "CREATE TABLE {t} (k INT PRIMARY KEY, tm0 TIME(0), ts0 TIMESTAMP(0), tm6 TIME(6), ts6 TIMESTAMP(6))",
+        [("INSERT INTO {t} VALUES (1, '01:00:00', '2020-01-01 00:00:00', '23:59:59.5', '2020-01-01 23:59:59.5')", ())],
+    )
+    read = ("SELECT * FROM {t} WHERE k = %s", (1,))
+    twins.run(
+        [
+            read,
+            ("UPDATE {t} SET tm0 = %s WHERE k = %s", (datetime.time(23, 59, 59, 500000), 1)),
+            ("UPDATE {t} SET ts0 = %s WHERE k = %s", (datetime.datetime(2020, 1, 1, 23, 59, 59, 500000), 1)),
+            ("UPDATE {t} SET tm0 = tm6 WHERE k = %s", (1,)),
+            ("UPDATE {t} SET ts0 = ts6 WHERE k = %s", (1,)),
+            read,
+        ]
+    )
+    twins.commit()

@@ -372,6 +372,8 @@ def parse_temporal(text: str | None, base: str) -> datetime.time | datetime.date
     if not found:
         raise DataError(f"cannot read the timestamp {text!r} the engine returned")
     year, month, day, hours, minutes, seconds, digits = found.groups()
+    if int(hours or 0) > 23:  # as for TIME: '23:59:59.5' at TIMESTAMP(0) reads back at the hour 24
+        raise DataError(f"timestamp {text!r} cannot be kept by tique: it is past the end of the day", "22008")
     try:
         return datetime.datetime(
             _year(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0), _fraction(digits)
