@@ -5,8 +5,10 @@ Connection.statement_hooks; statements are the calls' texts split at ";\n" (exec
 in one call). "before" runs the old statements in the same process (the sequencer's publish statement, each
 Cache flush and the commit record as statements of their own, begin/certification/advance as text),
 interleaved with "after" in blocks of 10 transactions, so both see the same load on a shared machine.
+``--compare held``: "before" runs with held_rows=False (every statement in the engine), "after" with the default
+(reads by key and UPDATEs of rows the transaction holds answered in the client).
 
-    python -m benchmarks.stmts [--n 200] [--engines embedded,mapi]
+    python -m benchmarks.stmts [--n 200] [--engines embedded,mapi] [--compare commit|held]
 """
 
 from __future__ import annotations
@@ -78,7 +80,12 @@ def old_path(on: bool) -> None:
     prepared.PREPARE_PROTOCOL = not on
 
 
-def measure(url: str, n: int, warmup: int, block: int = 10) -> dict[str, dict[str, float]]:
+def held_off(conn: tique.Connection, on: bool) -> None:
+    """Answer nothing from held rows (on) or the default; takes effect at the connection's next transaction."""
+    conn.settings = conn.settings.model_copy(update={"held_rows": not on})
+
+
+def measure(url: str, n: int, warmup: int, compare: str = "commit", block: int = 10) -> dict[str, dict[str, float]]:
     setup(url)
     conn = tique.connect(url, insert_check="flush")
     sent: list[str] = []
@@ -93,7 +100,10 @@ def measure(url: str, n: int, warmup: int, block: int = 10) -> dict[str, dict[st
             statements = {"before": 0, "after": 0}
             while len(samples["after"]) < n:
                 for mode in ("before", "after"):
-                    old_path(mode == "before")
+                    if compare == "held":
+                        held_off(conn, mode == "before")
+                    else:
+                        old_path(mode == "before")
                     sent.clear()
                     for _ in range(block):
                         t0 = time.perf_counter()
@@ -118,15 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=200, help="transactions per operation")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--engines", default="embedded,mapi")
+    parser.add_argument("--compare", choices=("commit", "held"), default="commit", help="what 'before' switches off")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     engines = args.engines.split(",")
     if "embedded" in engines:
         with tempfile.TemporaryDirectory(prefix="tique-bench-") as tmp:
-            results["embedded"] = measure(f"monetdbe://{Path(tmp) / 'db'}", args.n, args.warmup)
+            results["embedded"] = measure(f"monetdbe://{Path(tmp) / 'db'}", args.n, args.warmup, args.compare)
     if "mapi" in engines:
         with served_database() as url:
-            results["mapi"] = measure(url, args.n, args.warmup)
+            results["mapi"] = measure(url, args.n, args.warmup, args.compare)
     print(f"{'engine':<10}{'transaction':<26}{'calls':>7}{'statements':>11}{'p50 ms':>9}")
     for engine, ops in results.items():
         for op, stats in ops.items():

@@ -174,6 +174,10 @@ def held(conn: RawConnection, info: TableInfo) -> int:
     return bits
 
 
+def may_read(bits: int) -> bool:
+    return bool(bits & _BITS["SELECT"])
+
+
 def require(user: str, bits: int, info: TableInfo, privilege: str) -> None:
     """Refuse a write the user holds no privilege for, naming the table and the privilege (the engine would also
     refuse the Cache append at the next flush, with its internal name and after the statement returned)."""

@@ -48,6 +48,11 @@ class Settings(BaseModel):
         description="send a rewritten statement MonetDB has seen on this connection as EXEC of a prepared "
         "statement (skips its SQL parser and optimizer)",
     )
+    held_rows: bool = Field(
+        True,
+        description="answer a read of rows by their whole key, and compute an UPDATE of one row by its key, from "
+        "rows the transaction already read whole or wrote (its snapshot does not change): no engine call",
+    )
     worker_limit: int | None = Field(
         None,
         gt=0,

@@ -13,6 +13,7 @@ from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, engine_syntax_error, syntax_error
+from tique.known_rows import Learned
 from tique.names import NAME, ident, quote, read_names
 from tique.params import Params, resolve, scan, value
 from tique.prepared import DEALLOCATE
@@ -20,6 +21,7 @@ from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.lists import lifting
 from tique.rewrite.parse import Unparsed, parse
+from tique.rewrite.point import KeyRead, key_read
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan, plan_delete, plan_insert, plan_update
@@ -32,6 +34,8 @@ class ReadPlan:
     analytical: bool = False  # some table is read with the analytical formulation: the default optimizer
     point_keys: PointKeys = ()
     decode: Decode = NOTHING  # outputs rewritten to be read exactly (see exact.py)
+    key_read: KeyRead | None = None  # one row by its whole key: answered from a row the transaction holds
+    learned: Learned = field(default_factory=Learned, compare=False)  # by running it (known_rows.py)
 
 
 @dataclass(frozen=True)
@@ -85,11 +89,15 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
     or DELETE's read) compares them with stored values, so -0.0 goes as 0.0 (params.resolve's ``probe``),
     except an UPDATE's SET values, which are stored; INSERT and pass-through statements send them as given."""
     if isinstance(plan, ReadPlan):
-        return Bound(resolve(plan.template.param_slots, parameters, probe=True))
+        rendered = resolve(plan.template.param_slots, parameters, probe=True)
+        held = [s for slots in plan.key_read.key_slots for s in slots] if plan.key_read is not None else []
+        return Bound(rendered, {s: value(s, parameters) for s in held})
     if isinstance(plan, PassThrough):
         return Bound(resolve(plan.template.param_slots, parameters))
     if isinstance(plan, UpdatePlan):
-        return Bound(resolve(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots))
+        rendered = resolve(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots)
+        held = plan.select.param_slots if plan.key_update is not None else ()
+        return Bound(rendered, {s: value(s, parameters) for s in held})
     if isinstance(plan, DeletePlan):
         return Bound(resolve(plan.select.param_slots, parameters, probe=True))
     if isinstance(plan, InsertPlan):
@@ -195,7 +203,10 @@ def _wrapped(plan: Plan, prefix: str, suffix: str, what: str) -> Plan:
         )
     parts = list(plan.template.parts)
     parts[0], parts[-1] = prefix + parts[0], parts[-1] + suffix
-    return replace(plan, template=Template(tuple(parts), plan.template.slots))
+    template = Template(tuple(parts), plan.template.slots)
+    if isinstance(plan, ReadPlan):  # the engine explains or samples it: never answered from a held row
+        return replace(plan, template=template, key_read=None, learned=Learned())
+    return replace(plan, template=template)
 
 
 # NEXT VALUE FOR s, which sqlglot cannot read: planned as a function call marker, then put back in the SQL sent
@@ -301,6 +312,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             "transaction is atomic and snapshot isolated as the MERGE would be"
         )
     if isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With)) or tree.find(exp.Select):
+        held = key_read(tree, lookup, options)  # before the tree changes below
         decode = exact_read(tree, lookup)  # typed from the catalog before tables become snapshots
         if tree.find(exp.TableSample) and any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
             raise NotSupportedError(
@@ -311,7 +323,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         if not found.reads:
             return PassThrough(Template.from_tree(tree), decode)
         return ReadPlan(
-            Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode
+            Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode, held
         )
     return PassThrough(Template.from_tree(tree))
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,16 +30,19 @@ from tique.errors import (
     UniqueViolation,
     connection_lost,
 )
+from tique.known_rows import MISSING, KnownRows, Row
 from tique.prepared import PreparingConnection
 from tique.rewrite.exact import decode
+from tique.rewrite.point import KeyRead, computable, natural, new_values
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.template import Template
+from tique.rewrite.values import coerce
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.rows import inserted_rows, updated_rows
 from tique.settings import Settings
 from tique.snapshot_lease import SnapshotLease
 from tique.statements import ReadPlan
-from tique.write_buffer import Key, TableWrites, WriteBuffer, show, typed_key
+from tique.write_buffer import Key, TableWrites, WriteBuffer, row_key, show, typed_key
 
 if TYPE_CHECKING:
     from tique.statements import Bound, CopyPlan, WritePlan
@@ -70,6 +74,7 @@ class Transaction:
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
         self.lease = SnapshotLease(db, conn, settings, min_sts, prev_txid)
         self.buffer = WriteBuffer(self.lease.txid)
+        self.known = KnownRows()  # rows of the snapshot held whole (known_rows.py)
         self.constraints = Constraints(db.catalog, conn, self.buffer, self.slots, self.flush, settings.insert_check)
 
     @property
@@ -100,6 +105,7 @@ class Transaction:
         )
         last = self.db.sequencer.counters(self.conn)[1]
         self.lease.sts = self.lease.await_sts(last, "a commit under way")
+        self.known.clear()  # rows of the old snapshot
         self.priority = True
 
     def check_usable(self) -> None:
@@ -121,11 +127,13 @@ class Transaction:
         """Run one statement of this transaction: a read of its snapshot (the rows), or a write buffered in it
         (the rows it wrote as ``rowcount``)."""
         if isinstance(plan, ReadPlan):
+            if plan.key_read is not None:
+                return self.key_read(plan, plan.key_read, bound)
             return decode(self.run(plan.template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
         if isinstance(plan, InsertPlan):
             return Result(rowcount=self.insert(plan, bound.values, bound.rendered))
         if isinstance(plan, UpdatePlan):
-            return Result(rowcount=self.update(plan, bound.rendered))
+            return Result(rowcount=self.update(plan, bound))
         if isinstance(plan, DeletePlan):
             return Result(rowcount=self.delete(plan, bound.rendered))
         return Result(rowcount=self.copy(plan))
@@ -142,6 +150,94 @@ class Transaction:
         if isinstance(self.conn, PreparingConnection):
             return self.conn.run(template, values)
         return self.conn.execute(template.render(values))
+
+    # ---- rows the transaction holds whole (known_rows.py, rewrite/point.py) --------------------------------
+
+    def held_keys(self, info: TableInfo, slots: Sequence[Sequence[str]], values: dict[str, Any]) -> list[Key] | None:
+        """The keys a statement names with parameters (per key column, the parameters it is compared with: every
+        combination), as the engine compares them; None when held rows cannot answer it: a parameter of another
+        type than its column's, or one the column would round (the engine converts it, by its own rules), or a
+        negative control that must read the newest data."""
+        if self.settings.unsafe_read_latest or not self.settings.held_rows:
+            return None
+        if not self.db.owner and not privileges.may_read(self.privilege_bits(info)):
+            return None  # the engine's read refuses it, and says so
+        columns: list[list[Any]] = []
+        for params, name in zip(slots, info.key):
+            sql_type = info.column(name).sql_type
+            given = [values[s] for s in params]
+            if not all(v is not None and natural(v, sql_type) for v in given):
+                return None
+            try:
+                if any(coerce(v, sql_type, name) != v for v in given):
+                    return None
+            except DataError:  # a value the key column cannot hold: the engine finds no row, or says why
+                return None
+            columns.append(given)
+        return list(dict.fromkeys(typed_key(info, combination) for combination in itertools.product(*columns)))
+
+    def held_row(self, info: TableInfo, key: Key) -> Row | None:
+        """The row of ``key`` this transaction holds (None: it holds that there is none), or MISSING. An inserted
+        key not yet checked against the snapshot is not held: the read that needs it runs the check."""
+        entry = self.buffer.writes.get(info.qualified)
+        if entry is not None and key in entry.unchecked:
+            return MISSING  # type: ignore[no-any-return]
+        return self.holding.get(info, key)  # type: ignore[no-any-return]
+
+    @property
+    def holding(self) -> KnownRows:
+        """The rows held, forgotten when DDL ran in the process since they were (KnownRows.at)."""
+        return self.known.at(self.db.catalog.version)
+
+    def check_due(self, reads: Iterable[str], point_keys: PointKeys, rendered: dict[str, str]) -> bool:
+        """Would the engine's run of this statement first send inserted rows whose keys are not checked yet
+        (insert_check='flush')? Their check fails the transaction there on a duplicate, so held rows, which send
+        nothing, leave such a statement to the engine."""
+        return any(self.buffer.writes[t].unchecked for t in self.to_flush(reads, point_keys, rendered))
+
+    def key_read(self, plan: ReadPlan, read: KeyRead, bound: Bound) -> Result:
+        """A read of rows by their whole keys: from the rows held, else from the engine (every column when an
+        UPDATE of a row it read followed before: Learned.whole), keeping the rows or what it learns."""
+        info, columns = read.table, plan.learned.columns
+        keys = self.held_keys(info, read.key_slots, bound.values)
+        due = keys is not None and self.check_due(plan.reads, plan.point_keys, bound.rendered)
+        rows = None if keys is None or due else [self.held_row(info, k) for k in keys]
+        missing = rows is None or any(r is MISSING for r in rows)
+        if keys is not None and missing and columns is not None and plan.learned.whole:
+            rows = self.read_whole(plan, read, bound, keys)
+        if rows is None or columns is None or any(r is MISSING for r in rows):
+            result = decode(self.run(plan.template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
+            if plan.learned.columns is None:
+                plan.learned.columns = list(result.columns)
+            for key in keys or ():
+                self.holding.read_by(info, key, plan.learned)
+            if keys is not None and read.whole_row:  # every column read: the rows are held as they are
+                self._hold_found(info, keys, [read.stored_row(r) for r in result.rows])
+            return result
+        self.check_usable()
+        self.read_names.update(plan.reads)
+        out = [tuple(row[i] for i in read.outputs) for row in rows if row is not None]
+        return Result(columns=list(columns), rows=out, rowcount=len(out))
+
+    def read_whole(self, plan: ReadPlan, read: KeyRead, bound: Bound, keys: list[Key]) -> list[Row | None]:
+        """Every column of the rows of ``keys``, from the engine; held from now on (None: no such row)."""
+        info = read.table
+        result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
+        return self._hold_found(info, keys, [tuple(r) for r in result.rows])
+
+    def _hold_found(self, info: TableInfo, keys: list[Key], rows: list[Row]) -> list[Row | None]:
+        """Hold what a read of ``keys`` found: its ``rows`` (whole, in stored order), and no row for the rest."""
+        found = {row_key(info, row): row for row in rows}
+        for key in keys:
+            self.holding.put(info, key, found.get(key))
+        return [found.get(key) for key in keys]
+
+    def _hold(self, info: TableInfo, rows: Iterable[tuple[Key, Row | None]]) -> None:
+        """A write statement succeeded: its rows (None: a key it deleted) are what the transaction sees now."""
+        if info.has_rowid:
+            return
+        for key, row in rows:
+            self.holding.put(info, key, row)
 
     def to_flush(self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str]) -> list[str]:
         return self.buffer.to_flush(reads, point_keys, params)
@@ -161,6 +257,7 @@ class Transaction:
     def ran_ddl(self, dropped: str | None, ddl_txids: Sequence[int]) -> None:
         """This session ran DDL meanwhile (DDL takes effect at once): its own DDL does not fail this transaction
         at commit as another session's would; a DROP of a table takes this transaction's writes there along."""
+        self.known.clear()  # the table may have other columns now
         if dropped:
             self.forget_table(dropped, ddl_txids)
         else:
@@ -194,6 +291,7 @@ class Transaction:
         with self._statement(info, keys) as entry:
             self.constraints.check_new_keys(info, keys)
             self.buffer.stage_inserted(entry, rows, marks)
+        self._hold(info, rows)
         return len(rows)
 
     def copy(self, plan: CopyPlan) -> int:
@@ -207,13 +305,15 @@ class Transaction:
         finally:
             self.conn.execute(f"DROP TABLE {plan.staging}")
 
-    def update(self, plan: UpdatePlan, rendered: dict[str, str]) -> int:
+    def update(self, plan: UpdatePlan, bound: Bound) -> int:
         self.check_usable()
         info = plan.table
-        with _naming(info, "UPDATE of", plan.assigned):
-            result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
+        selected = self.held_update(plan, bound)
+        if selected is None:
+            with _naming(info, "UPDATE of", plan.assigned):
+                selected = decode(self.run(plan.select, bound.rendered, plan.reads, plan.point_keys), plan.decode).rows
         nkey = len(info.key)
-        matched = [typed_key(info, raw[:nkey]) for raw in result.rows]
+        matched = [typed_key(info, raw[:nkey]) for raw in selected]
         if len(set(matched)) != len(matched):  # UPDATE ... FROM joined a target row to several rows
             twice = next(k for k in matched if matched.count(k) > 1)
             raise ProgrammingError(
@@ -221,7 +321,7 @@ class Transaction:
                 "so its new value is ambiguous (MonetDB refuses such an UPDATE too); make the join match one row",
                 "21000",
             )
-        in_place, moved = updated_rows(info, result.rows)
+        in_place, moved = updated_rows(info, selected)
         leaving = {old for old, _, _ in moved}
         arriving = [new for _, new, _ in moved]
         if len(set(arriving)) != len(arriving):
@@ -233,7 +333,34 @@ class Transaction:
         with self._statement(info, touched) as entry:
             self.constraints.check_new_keys(info, [k for k in arriving if k not in leaving])
             self.buffer.stage_updated(entry, in_place, moved, marks)
-        return len(result.rows)
+        self._hold(info, [*in_place, *((old, None) for old, _, _ in moved), *((new, row) for _, new, row in moved)])
+        return len(selected)
+
+    def held_update(self, plan: UpdatePlan, bound: Bound) -> list[tuple[Any, ...]] | None:
+        """The UPDATE's read (old key, then every stored column's new value), computed on the row this transaction
+        holds; None when it holds none or cannot compute the values (the engine reads them). A miss after a key
+        read of the row teaches that read to fetch the whole row (Learned.whole)."""
+        info, update = plan.table, plan.key_update
+        if update is None:
+            return None
+        keys = self.held_keys(info, [(slot,) for slot in update.key_slots], bound.values)
+        if keys is None or self.check_due(plan.reads, plan.point_keys, bound.rendered):
+            return None
+        key = keys[0]
+        row = self.held_row(info, key)
+        if row is MISSING:
+            reader = self.holding.reader(info, key)
+            if reader is not None:
+                reader.whole = True
+            return None
+        if row is None or not computable(update, info, bound.values):
+            # no row: the engine may still refuse the statement itself (a constant beyond its types), row or not
+            return None
+        new = new_values(update, info, row, bound.values)
+        if new is None:
+            return None
+        self.read_names.update(plan.reads)
+        return [(*key, *new)]
 
     def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
         self.check_usable()
@@ -243,6 +370,7 @@ class Transaction:
         self.constraints.constrain(info, [], keys, keys)
         with self._statement(info, keys) as entry:
             self.buffer.stage_deleted(entry, keys)
+        self._hold(info, [(k, None) for k in keys])
         return len(result.rows)
 
     @contextmanager

@@ -187,7 +187,7 @@ def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
     exact = number.quantize(decimal.Decimal(1).scaleb(-kind.scale), context=DECIMALS)
     if len(exact.as_tuple().digits) > kind.precision and exact != 0:
         raise DataError(f"value {value!r} is out of range for DECIMAL({kind.precision},{kind.scale})", "22003")
-    return exact
+    return exact.copy_abs() if exact.is_zero() else exact  # the engine has no -0.00 (and keys hash by repr)
 
 
 def _to_float(value: Any, kind: SqlType) -> float:
@@ -372,6 +372,8 @@ def parse_temporal(text: str | None, base: str) -> datetime.time | datetime.date
     if not found:
         raise DataError(f"cannot read the timestamp {text!r} the engine returned")
     year, month, day, hours, minutes, seconds, digits = found.groups()
+    if int(hours or 0) > 23:  # as for TIME: '23:59:59.5' at TIMESTAMP(0) reads back at the hour 24
+        raise DataError(f"timestamp {text!r} cannot be kept by tique: it is past the end of the day", "22008")
     try:
         return datetime.datetime(
             _year(year), int(month), int(day), int(hours or 0), int(minutes or 0), int(seconds or 0), _fraction(digits)

@@ -20,6 +20,7 @@ from tique.names import column_ref, ident, source_name
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
+from tique.rewrite.point import KeyUpdate, key_update
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import check_type, python_value
@@ -59,6 +60,7 @@ class UpdatePlan:
     decode: Decode = NOTHING
     stored_slots: frozenset[str] = frozenset()  # parameters in SET: stored, so sent exactly (-0.0 stays -0.0)
     assigned: tuple[str, ...] = ()  # the columns SET names
+    key_update: KeyUpdate | None = None  # one row by its whole key: computed on a row the transaction holds
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     info, table = _target(tree.this, lookup, "UPDATE")
     if tree.args.get("returning"):
         raise NotSupportedError(_RETURNING.format(verb="UPDATE", then="SELECT the updated rows after the UPDATE"))
+    held = key_update(tree, info)
     assignments: dict[str, exp.Expression] = {}
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
@@ -335,6 +338,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         decode,
         stored,
         tuple(assignments),
+        held,
     )
 
 
