@@ -24,7 +24,15 @@ from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.point import KeyRead, key_read
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template
-from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan, plan_delete, plan_insert, plan_update
+from tique.rewrite.writes import (
+    DeletePlan,
+    InsertPlan,
+    UpdatePlan,
+    check_number,
+    plan_delete,
+    plan_insert,
+    plan_update,
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,8 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
     if isinstance(plan, PassThrough):
         return Bound(resolve(plan.template.param_slots, parameters))
     if isinstance(plan, UpdatePlan):
+        for slot, column in plan.numbers:
+            check_number(value(slot, parameters), plan.table.column(column).sql_type, column, plan.table.name)
         rendered = resolve(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots)
         held = plan.select.param_slots if plan.key_update is not None else ()
         return Bound(rendered, {s: value(s, parameters) for s in held})

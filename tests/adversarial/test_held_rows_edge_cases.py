@@ -12,8 +12,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import tique
 from tests.adversarial._values import same
 
@@ -301,12 +299,7 @@ def test_times_rounding_to_midnight(
     twins.commit()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine path, not held rows: a DECIMAL parameter of more than 38 digits is sent as a literal MonetDB "
-    "reads as a DOUBLE, and MonetDB 11.41 casts 1.2e37 to DECIMAL(38,2) as 0.00 - the UPDATE stores 0.00 where the "
-    "held path (values.coerce, as INSERT) refuses the value",
-)
+# the engine path stored 0.00 here (test_huge_decimal_never_stored_as_zero.py): now both refuse the value
 def test_decimal_parameter_beyond_38_digits(
     connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
 ) -> None:

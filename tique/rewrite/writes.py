@@ -7,6 +7,7 @@ are the new versions. The transaction turns those rows into Cache rows.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,7 +24,7 @@ from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
 from tique.rewrite.point import KeyUpdate, key_update
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
-from tique.rewrite.values import check_type, python_value
+from tique.rewrite.values import check_type, coerce, python_value
 from tique.rewrite.values import sql_type as parse_type
 
 # An item of a literal row: ("v", python value) or ("s", parameter slot name).
@@ -61,6 +62,7 @@ class UpdatePlan:
     stored_slots: frozenset[str] = frozenset()  # parameters in SET: stored, so sent exactly (-0.0 stays -0.0)
     assigned: tuple[str, ...] = ()  # the columns SET names
     key_update: KeyUpdate | None = None  # one row by its whole key: computed on a row the transaction holds
+    numbers: tuple[tuple[str, str], ...] = ()  # (parameter, DECIMAL column) of SET c = %s: checked in the client
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,34 @@ def _checked(value: exp.Expression, sql_type: str) -> exp.Expression:
     if parse_type(sql_type).base == "DATE":  # as text: the adapters cannot read a year past 9999, coerce refuses it
         return exp.Cast(this=checked, to=exp.DataType.build("CLOB", dialect=MonetDB))
     return checked
+
+
+def _checked_in_client(
+    value: exp.Expression, sql_type: str, column: str, info: TableInfo
+) -> tuple[tuple[str, str], ...]:
+    """SET c = %s or SET c = <number> of a DECIMAL column: the value is checked against the column in the client.
+    MonetDB 11.41 folds a constant DOUBLE cast to DECIMAL(38,s) whose scaled value leaves 128 bits into 0
+    (CAST(1.2e37 AS DECIMAL(38,2)) is 0.00; a column's value fails as it should), and a Decimal of more than 38
+    digits is read as a DOUBLE: stored as 0 without a word. A literal is checked here, a parameter at each run."""
+    while isinstance(value, exp.Paren):
+        value = value.this
+    slot = slot_name(value) if isinstance(value, exp.Placeholder) else None
+    if slot is not None:
+        return ((slot, column),)
+    if isinstance(value, (exp.Literal, exp.Neg)) and not (isinstance(value, exp.Literal) and value.is_string):
+        try:
+            number = python_value(value)
+        except Exception:  # not a number tique reads: the engine's cast decides, as before
+            return ()
+        check_number(number, sql_type, column, info.name)
+    return ()
+
+
+def check_number(value: Any, sql_type: str, column: str, table: str) -> None:
+    """Refuse a number the DECIMAL column cannot hold (values.coerce, as INSERT does); other values are the
+    engine's to convert."""
+    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        coerce(value, sql_type, column, table)
 
 
 def _typed_nulls(values: exp.Values, types: list[str]) -> exp.Values:
@@ -298,6 +328,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         raise NotSupportedError(_RETURNING.format(verb="UPDATE", then="SELECT the updated rows after the UPDATE"))
     held = key_update(tree, info)
     assignments: dict[str, exp.Expression] = {}
+    numbers: tuple[tuple[str, str], ...] = ()
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise ProgrammingError(f"UPDATE: cannot read assignment {eq.sql()}")
@@ -306,6 +337,8 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         # cast (which also types a parameter, so MonetDB can prepare the statement: see prepared.py) to a type
         # wide enough that a value the column cannot hold comes back and is refused naming it (transaction.py)
         assignments[name] = _checked(eq.expression, column.sql_type)
+        if parse_type(column.sql_type).base == "DECIMAL":
+            numbers += _checked_in_client(eq.expression, column.sql_type, name, info)
     stored = frozenset(
         slot for value in assignments.values() for node in value.find_all(exp.Placeholder) if (slot := slot_name(node))
     )
@@ -339,6 +372,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         stored,
         tuple(assignments),
         held,
+        numbers,
     )
 
 
