@@ -18,7 +18,16 @@ from benchmarks.common import ROOT
 
 OUT = ROOT / "benchmarks" / "RESULTS_CURVES.md"
 PLOTS = ROOT / "benchmarks" / "plots"
-ORDER = ["tique", "tique-mapi", "monetdb", "monetdb-oltp", "monetdb-mapi", "monetdb-oltp-mapi", "postgres"]
+ORDER = [
+    "tique",
+    "tique-mapi",
+    "tique-noheld",
+    "monetdb",
+    "monetdb-oltp",
+    "monetdb-mapi",
+    "monetdb-oltp-mapi",
+    "postgres",
+]
 NATIVE = ("monetdb", "monetdb-oltp")
 NOISE = (
     "Measured on a 2-CPU machine shared with four other jobs (test suites, builds) that ran throughout, so every "

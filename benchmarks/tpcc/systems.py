@@ -2,7 +2,8 @@
 ``connect()`` a DB-API connection (``%s`` parameters, explicit commit), ``is_conflict(exc)``, ``stop()``.
 
 - ``tique`` / ``tique-mapi``: tique embedded in the worker process / over a ``tique serve`` subprocess;
-  loaded with ``Connection.bulk_load_csv`` straight into Storage.
+  loaded with ``Connection.bulk_load_csv`` straight into Storage. ``tique-noheld``: embedded with
+  ``held_rows=False`` (every statement in the engine), to measure what held rows save side by side.
 - ``monetdb`` / ``monetdb-mapi``: native MonetDB transactions on the same kernel (embedded, or pymonetdb over
   a ``tique serve`` of a separate directory, used as a plain MonetDB server); loaded with COPY INTO.
 - ``monetdb-oltp`` / ``monetdb-oltp-mapi``: the same, every transactional session on the optimizer pipeline
@@ -31,7 +32,16 @@ from benchmarks.tpcc.schema import ALL_TABLES
 
 CHECKPOINT_INTERVAL_S = 1.0
 CONFLICT_MESSAGES = ("concurrency conflict", "conflict with another transaction", "could not serialize", "40001")
-SYSTEMS = ("tique", "tique-mapi", "monetdb", "monetdb-mapi", "monetdb-oltp", "monetdb-oltp-mapi", "postgres")
+SYSTEMS = (
+    "tique",
+    "tique-mapi",
+    "tique-noheld",
+    "monetdb",
+    "monetdb-mapi",
+    "monetdb-oltp",
+    "monetdb-oltp-mapi",
+    "postgres",
+)
 
 
 def _oltp_pipeline() -> str:
@@ -121,8 +131,8 @@ class _Serve:
 
 
 class Tique(System):
-    def __init__(self, mapi: bool, **settings: Any) -> None:
-        self.name = "tique-mapi" if mapi else "tique"
+    def __init__(self, mapi: bool, name: str = "", **settings: Any) -> None:
+        self.name = name or ("tique-mapi" if mapi else "tique")
         self.mapi = mapi
         # inserted keys are checked against the snapshot when the rows are sent (one query per table and flush)
         # rather than at each INSERT: TPC-C inserts keys that cannot exist (ids from district counters)
@@ -408,6 +418,8 @@ def make(name: str, **tique_settings: Any) -> System:
         return Tique(False, **tique_settings)
     if name == "tique-mapi":
         return Tique(True, **tique_settings)
+    if name == "tique-noheld":
+        return Tique(False, name, **{**tique_settings, "held_rows": False})
     if name == "monetdb":
         return Monetdb(False)
     if name == "monetdb-mapi":
