@@ -27,7 +27,7 @@ $(UDF): tique/udf/tique_udf.c
 	$(CC) -O2 -Wall -Wextra -fPIC -shared -pthread -o $@ $<
 
 test: setup
-	$(PY) -m pytest -q $(TEST_ARGS)
+	$(PY) -m pytest -q --durations=20 $(TEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check tique tests benchmarks
