@@ -6,9 +6,10 @@ in one call). "before" runs the old statements in the same process (the sequence
 Cache flush and the commit record as statements of their own, begin/certification/advance as text),
 interleaved with "after" in blocks of 10 transactions, so both see the same load on a shared machine.
 ``--compare held``: "before" runs with held_rows=False (every statement in the engine), "after" with the default
-(reads by key and UPDATEs of rows the transaction holds answered in the client).
+(reads by key and UPDATEs of rows the transaction holds answered in the client). ``--compare shared``: "before"
+runs with shared_rows=False (no rows kept across transactions, tique/shared_rows.py), "after" with the default.
 
-    python -m benchmarks.stmts [--n 200] [--engines embedded,mapi] [--compare commit|held]
+    python -m benchmarks.stmts [--n 200] [--engines embedded,mapi] [--compare commit|held|shared]
 """
 
 from __future__ import annotations
@@ -80,9 +81,10 @@ def old_path(on: bool) -> None:
     prepared.PREPARE_PROTOCOL = not on
 
 
-def held_off(conn: tique.Connection, on: bool) -> None:
-    """Answer nothing from held rows (on) or the default; takes effect at the connection's next transaction."""
-    conn.settings = conn.settings.model_copy(update={"held_rows": not on})
+def setting_off(conn: tique.Connection, name: str, on: bool) -> None:
+    """Turn boolean setting ``name`` off (on) or back to its default (True); takes effect at the connection's next
+    transaction."""
+    conn.settings = conn.settings.model_copy(update={name: not on})
 
 
 def measure(url: str, n: int, warmup: int, compare: str = "commit", block: int = 10) -> dict[str, dict[str, float]]:
@@ -100,8 +102,8 @@ def measure(url: str, n: int, warmup: int, compare: str = "commit", block: int =
             statements = {"before": 0, "after": 0}
             while len(samples["after"]) < n:
                 for mode in ("before", "after"):
-                    if compare == "held":
-                        held_off(conn, mode == "before")
+                    if compare in ("held", "shared"):
+                        setting_off(conn, f"{compare}_rows", mode == "before")
                     else:
                         old_path(mode == "before")
                     sent.clear()
@@ -128,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=200, help="transactions per operation")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--engines", default="embedded,mapi")
-    parser.add_argument("--compare", choices=("commit", "held"), default="commit", help="what 'before' switches off")
+    parser.add_argument(
+        "--compare", choices=("commit", "held", "shared"), default="commit", help="what 'before' switches off"
+    )
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     engines = args.engines.split(",")

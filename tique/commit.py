@@ -65,7 +65,7 @@ def commit(t: Transaction) -> CommitResult:
     # 1. one statement, which fails whole: no record to settle (a timestamp it took is abandoned after the
     # lease). On a nearly full disk the C module refuses it (StorageFull): no commit is acknowledged that the
     # engine's log cannot keep. With the C module it goes in one engine transaction with the last Cache rows.
-    record = seq.record_sql(t.txid, t.sts, hashes)
+    record = seq.record_sql(t.txid, t.sts, hashes, t.written_table_ids())
     t.flush(then=record)
     cts = None
     if record is None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -389,22 +390,35 @@ class Connection:
                 chunk.clear()
 
         rowid = self._lowest_rowid(target) if info.has_rowid and info.kind == "tx" else 0
-        for row in rows:
-            if len(row) != len(info.columns):
-                raise errors.ProgrammingError(
-                    f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
-                )
-            values = [literal(coerce(v, c.sql_type, c.name, info.name)) for v, c in zip(row, info.columns)]
-            if info.has_rowid and info.kind == "tx":
-                rowid -= 1
-                values.append(str(rowid))
-            chunk.append("(" + ", ".join(values) + ")")
-            total += 1
-            if len(chunk) >= batch:
-                send()
-        send()
+        with self._loading():
+            for row in rows:
+                if len(row) != len(info.columns):
+                    raise errors.ProgrammingError(
+                        f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
+                    )
+                values = [literal(coerce(v, c.sql_type, c.name, info.name)) for v, c in zip(row, info.columns)]
+                if info.has_rowid and info.kind == "tx":
+                    rowid -= 1
+                    values.append(str(rowid))
+                chunk.append("(" + ", ".join(values) + ")")
+                total += 1
+                if len(chunk) >= batch:
+                    send()
+            send()
         self._after_load(info)
         return total
+
+    @contextlib.contextmanager
+    def _loading(self) -> Iterator[None]:
+        """Rows go straight into Storage, outside the commit protocol, so no write mark tells other transactions:
+        once the load ends (or fails half way), the engine's catalog version is bumped, which drops the rows every
+        process shares across transactions (shared_rows.py)."""
+        try:
+            yield
+        finally:
+            self.db.shared_rows.clear()
+            if not self.db.sequencer.restricted:
+                self.db.sequencer.bump_catalog(self._raw)
 
     def _load_target(self, table: str, what: str) -> tuple[TableInfo, str]:
         """The table a bulk load writes: a transactional table's Storage, or a plain table itself."""
@@ -434,6 +448,12 @@ class Connection:
         before = int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar())
         options = f"USING DELIMITERS {literal(delimiter)}, E'\\n', '\"' NULL AS {literal(null)}"
         cols = ", ".join(quote(c) for c in info.column_names)
+        with self._loading():
+            self._copy_csv(info, target, source, options, cols)
+        self._after_load(info)
+        return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
+
+    def _copy_csv(self, info: TableInfo, target: str, source: str, options: str, cols: str) -> None:
         if info.has_rowid and info.kind == "tx":
             low = self._lowest_rowid(target)
             staging = f"tq_load_{info.table_id}"
@@ -449,8 +469,6 @@ class Connection:
                 self._raw.execute(f"DROP TABLE tmp.{staging}")
         else:
             self._copy(info, f"COPY INTO {target} ({cols}) FROM {literal(source)} {options}")
-        self._after_load(info)
-        return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
 
     def _copy(self, info: TableInfo, sql: str) -> None:
         """COPY INTO; a value the engine refuses (out of range, too long) is a DataError naming the user's table,

@@ -19,7 +19,8 @@ from tique import bootstrap, catalog, privileges
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
 from tique.sequencer import Sequencer, make_sequencer
-from tique.settings import COMMIT_LEASE_MS
+from tique.settings import COMMIT_LEASE_MS, SHARED_ROWS_PER_TABLE
+from tique.shared_rows import SharedRows
 from tique.storage import StorageGuard
 
 _registry: dict[tuple[str, str], Database] = {}
@@ -59,6 +60,7 @@ class Database:
         self.engine: Engine = open_engine(url)
         self.catalog = catalog.Catalog()
         self.plans = PlanCache()
+        self.shared_rows = SharedRows(SHARED_ROWS_PER_TABLE)  # rows of quiet tables across transactions
         self._gates: dict[int, threading.BoundedSemaphore] = {}
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or COMMIT_LEASE_MS)  # type: ignore[arg-type]
         self.lease_ms = lease_ms

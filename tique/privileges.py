@@ -45,6 +45,8 @@ PUBLIC_FUNCTIONS = (
     "end_txn",
     "stuck",
     "catalog_version",
+    "wrote",
+    "last_write",
     "next_cts_for",
     "publish",
     "record_cts",

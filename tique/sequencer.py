@@ -78,9 +78,11 @@ class Sequencer(Protocol):
 
     # The commit protocol's steps (tique/commit.py), each one engine statement or more:
 
-    def record_sql(self, txid: int, sts: int, hashes: Sequence[int]) -> str | None:
+    def record_sql(self, txid: int, sts: int, hashes: Sequence[int], tables: Sequence[int] = ()) -> str | None:
         """Step 1 as one statement the caller may send with the transaction's last Cache rows, in one engine
-        transaction (Transaction.flush); None when the sequencer writes its record its own way (record)."""
+        transaction (Transaction.flush); None when the sequencer writes its record its own way (record).
+        ``tables``: the ids of the tables the transaction writes, whose write marks the timestamp raises before
+        it can be published (shared_rows.py); a sequencer without marks ignores them."""
         ...
 
     def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
@@ -279,11 +281,14 @@ class CSequencer:
     def abandon(self, conn: RawConnection, cts: int) -> bool:
         return bool(_one(conn, f"SELECT tique.abandon({int(cts)})"))
 
-    def record_sql(self, txid: int, sts: int, hashes: Sequence[int]) -> str | None:
+    def record_sql(self, txid: int, sts: int, hashes: Sequence[int], tables: Sequence[int] = ()) -> str | None:
         values = ", ".join(f"({int(h)})" for h in hashes)
+        cts = self.call("record_cts", int(txid))
+        for table in sorted(set(tables)):  # the marks go up in the statement taking the timestamp
+            cts = f"tique.wrote({cts}, {int(table)})"
         return (
             f"INSERT INTO tique.commits SELECT {int(txid)}, {int(sts)}, x.c, v.h FROM (VALUES {values}) AS v(h) "
-            f"CROSS JOIN (SELECT {self.call('record_cts', int(txid))} AS c) AS x"
+            f"CROSS JOIN (SELECT {cts} AS c) AS x"
         )
 
     def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
@@ -473,8 +478,8 @@ class SqlSequencer:
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 
-    def record_sql(self, txid: int, sts: int, hashes: Sequence[int]) -> str | None:
-        return None  # the timestamp comes from a SEQUENCE first (record)
+    def record_sql(self, txid: int, sts: int, hashes: Sequence[int], tables: Sequence[int] = ()) -> str | None:
+        return None  # the timestamp comes from a SEQUENCE first (record); no write marks (shared_rows.py)
 
     def record(self, conn: RawConnection, txid: int, sts: int, hashes: Sequence[int]) -> int | None:
         cts = self.next_cts(conn)

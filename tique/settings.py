@@ -15,6 +15,9 @@ RESERVATION_MS = 10000
 SNAPSHOT_LEASE_MS = 60000
 # How long a checkpointer's lock outlives its last renewal: a killed checkpointer's lock is free after this.
 CHECKPOINT_LOCK_LEASE_MS = 10000
+# Rows a process keeps per quiet table across transactions (Settings.shared_rows; about 100 bytes each plus
+# the values: TPC-C's whole item table, 100,000 rows, fits).
+SHARED_ROWS_PER_TABLE = 100_000
 
 
 class Settings(BaseModel):
@@ -52,6 +55,12 @@ class Settings(BaseModel):
         True,
         description="answer a read of rows by their whole key, and compute an UPDATE of one row by its key, from "
         "rows the transaction already read whole or wrote (its snapshot does not change): no engine call",
+    )
+    shared_rows: bool = Field(
+        True,
+        description="answer a read by the whole key from a row another transaction of this process read, when no "
+        "commit wrote its table since (the engine tells at each begin; tique/shared_rows.py): tables read by key and "
+        "rarely written cost no engine call per read",
     )
     worker_limit: int | None = Field(
         None,

@@ -18,11 +18,13 @@ from tique.settings import COMMIT_LEASE_MS, Settings
 
 
 @functools.cache
-def _begin_template(begin_txn: str) -> Template:
+def _begin_template(begin_txn: str, tracked: tuple[int, ...] = ()) -> Template:
     """begin's statement, prepared once per session (EXEC skips MonetDB's parser and optimizer: about 0.2 ->
-    0.07 ms); ``begin_txn`` is the sequencer's call, bound to the session for an ordinary user."""
+    0.07 ms); ``begin_txn`` is the sequencer's call, bound to the session for an ordinary user. ``tracked``: the
+    tables whose write marks it reads after taking the snapshot (shared_rows.py)."""
+    marks = "".join(f", tique.last_write(x.t, {int(t)})" for t in tracked)
     return protocol_template(
-        "SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t) FROM "
+        f"SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t){marks} FROM "
         f"(SELECT {begin_txn} AS t) AS x"
     )
 
@@ -37,6 +39,7 @@ class SnapshotLease:
         self.conn = conn
         self.settings = settings
         self.renewed_at = time.monotonic()
+        self.catalog_seen: int | None = None  # the engine's catalog version at begin (None: no write marks read)
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     def _begin(self, min_sts: int, prev_txid: int) -> tuple[int, int]:
@@ -46,9 +49,13 @@ class SnapshotLease:
             # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
             # that includes a DDL comes with that DDL's version (see catalog.py).
             values = {"prev": str(int(prev_txid)), "lease": str(int(self.settings.snapshot_lease_ms))}
-            begin = _begin_template(self.db.sequencer.call("begin_txn", "{prev}", "CAST({lease} AS INT)"))
-            txid, sts, stuck, version = run_template(self.conn, begin, values).rows[0]
+            shared = self.db.shared_rows
+            tracked = shared.tracked() if self.settings.shared_rows and shared.max_rows > 0 else ()
+            begin = _begin_template(self.db.sequencer.call("begin_txn", "{prev}", "CAST({lease} AS INT)"), tracked)
+            txid, sts, stuck, version, *marks = run_template(self.conn, begin, values).rows[0]
             sts, txid = int(sts), int(txid)
+            shared.validate(sts, int(version), {t: int(m) for t, m in zip(tracked, marks)})
+            self.catalog_seen = int(version)
             if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:

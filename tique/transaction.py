@@ -202,8 +202,14 @@ class Transaction:
         keys = self.held_keys(info, read.key_slots, bound.values)
         due = keys is not None and self.check_due(plan.reads, plan.point_keys, bound.rendered)
         rows = None if keys is None or due else [self.held_row(info, k) for k in keys]
+        sharing = keys is not None and self.shares(info)
+        if sharing and rows is not None:
+            rows = [self._shared_row(info, k) if r is MISSING else r for k, r in zip(keys, rows)]
+            if any(r is MISSING for r in rows) and self._read_every(plan, read):
+                rows = [self._shared_row(info, k) if r is MISSING else r for k, r in zip(keys, rows)]
         missing = rows is None or any(r is MISSING for r in rows)
-        if keys is not None and missing and columns is not None and plan.learned.whole:
+        quiet = sharing and self.db.shared_rows.quiet(info, self.sts, self.lease.catalog_seen)  # type: ignore[arg-type]
+        if keys is not None and missing and columns is not None and (plan.learned.whole or quiet):
             rows = self.read_whole(plan, read, bound, keys)
         if rows is None or columns is None or any(r is MISSING for r in rows):
             result = decode(self.run(plan.template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
@@ -226,11 +232,41 @@ class Transaction:
         return self._hold_found(info, keys, [tuple(r) for r in result.rows])
 
     def _hold_found(self, info: TableInfo, keys: list[Key], rows: list[Row]) -> list[Row | None]:
-        """Hold what a read of ``keys`` found: its ``rows`` (whole, in stored order), and no row for the rest."""
+        """Hold what a read of ``keys`` found: its ``rows`` (whole, in stored order), and no row for the rest;
+        shared with later transactions when the table allows it (shared_rows.py)."""
         found = {row_key(info, row): row for row in rows}
         for key in keys:
             self.holding.put(info, key, found.get(key))
+        if self.shares(info):
+            self.db.shared_rows.put(info, [(k, found.get(k)) for k in keys], self.sts, self.lease.catalog_seen)  # type: ignore[arg-type]
         return [found.get(key) for key in keys]
+
+    def shares(self, info: TableInfo) -> bool:
+        """May this transaction's reads of ``info`` use and feed the rows shared across transactions: the engine
+        gave write marks at begin, and the transaction wrote nothing there (its own versions are not the
+        snapshot's)? Tracks the table's writes from the next begin on."""
+        if not self.settings.shared_rows or self.lease.catalog_seen is None or info.has_rowid:
+            return False
+        self.db.shared_rows.track(info)
+        return info.qualified not in self.buffer.writes
+
+    def _read_every(self, plan: ReadPlan, read: KeyRead) -> bool:
+        """Read a quiet table that keeps missing whole, for every transaction of the process (shared_rows.py);
+        False when it does not want it."""
+        info, shared, version = read.table, self.db.shared_rows, self.lease.catalog_seen
+        if version is None or not shared.wants_whole(info, self.sts, version):
+            return False
+        result = decode(self.run(read.every, {}, plan.reads, ()), read.every_decode)
+        shared.put_whole(info, [(row_key(info, tuple(r)), tuple(r)) for r in result.rows], self.sts, version)
+        return True
+
+    def _shared_row(self, info: TableInfo, key: Key) -> Row | None:
+        """The row of ``key`` another transaction read whole at a snapshot no commit to the table since sets apart
+        from this one (None: no row), held from now on; else MISSING."""
+        row = self.db.shared_rows.get(info, key, self.sts, self.lease.catalog_seen)  # type: ignore[arg-type]
+        if row is not MISSING:
+            self.holding.put(info, key, row)
+        return row
 
     def _hold(self, info: TableInfo, rows: Iterable[tuple[Key, Row | None]]) -> None:
         """A write statement succeeded: its rows (None: a key it deleted) are what the transaction sees now."""
@@ -473,6 +509,10 @@ class Transaction:
 
     def record_set(self) -> list[int]:
         return self.buffer.record_set(self.db.catalog)
+
+    def written_table_ids(self) -> list[int]:
+        """The ids of the tables this transaction writes (their write marks go up at its commit)."""
+        return [entry.table.table_id for entry in self.buffer.writes.values()]
 
     def commit(self) -> CommitResult:
         """The commit protocol (tique/commit.py)."""

@@ -17,7 +17,7 @@ import datetime
 import decimal
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
@@ -48,6 +48,8 @@ class KeyRead:
     outputs: tuple[int, ...]  # per output, its column's position in ``table.stored_names``
     full: Template  # every stored column of the same row, read exactly: the row, to keep
     full_decode: Decode
+    every: Template  # every stored column of every row, read exactly (a quiet table read whole: shared_rows.py)
+    every_decode: Decode
 
     @property
     def whole_row(self) -> bool:
@@ -170,11 +172,17 @@ def key_read(select: exp.Expression, lookup: Lookup, options: ReadOptions) -> Ke
         if column is None:
             return None
         outputs.append(names.index(column))
-    full = exp.select(*[column_ref(c, source_name(table)) for c in names]).from_(table.copy())
+    every = exp.select(*[column_ref(c, source_name(table)) for c in names]).from_(table.copy())
+    full = every.copy()
     full.set("where", select.args["where"].copy())
-    decode = wrap_outputs(full, [info.column(c).sql_type for c in names])
+    types = [info.column(c).sql_type for c in names]
+    decode, every_decode = wrap_outputs(full, types), wrap_outputs(every, types)
+    whole = snapshot_reads(every, lookup, replace(options, own=frozenset()))  # only read by one that wrote none
     rewritten = snapshot_reads(full, lookup, options)
-    return KeyRead(info, slots, tuple(outputs), Template.from_tree(rewritten.tree), decode)
+    return KeyRead(
+        info, slots, tuple(outputs), Template.from_tree(rewritten.tree), decode, Template.from_tree(whole.tree),
+        every_decode,
+    )  # fmt: skip
 
 
 def _item(node: exp.Expression) -> Item | None:

@@ -28,6 +28,8 @@ CREATE OR REPLACE FUNCTION tique.ckpt_release(owner BIGINT) RETURNS INT EXTERNAL
 CREATE OR REPLACE FUNCTION tique.next_ids(table_id BIGINT, n INT, lowest BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_ids;
 CREATE OR REPLACE FUNCTION tique.catalog_version(after_id BIGINT) RETURNS BIGINT EXTERNAL NAME tique.catalog_version;
 CREATE OR REPLACE FUNCTION tique.bump_catalog() RETURNS BIGINT EXTERNAL NAME tique.bump_catalog;
+CREATE OR REPLACE FUNCTION tique.wrote(c BIGINT, t BIGINT) RETURNS BIGINT EXTERNAL NAME tique.wrote;
+CREATE OR REPLACE FUNCTION tique.last_write(txid BIGINT, t BIGINT) RETURNS BIGINT EXTERNAL NAME tique.last_write;
 CREATE OR REPLACE FUNCTION tique.storage_ok() RETURNS INT EXTERNAL NAME tique.storage_ok;
 CREATE OR REPLACE FUNCTION tique.storage_failed() RETURNS INT EXTERNAL NAME tique.storage_failed;
 -- Calls that act for a transaction carry the caller's user and kernel session ("who"): the C module binds a

@@ -54,6 +54,16 @@
  *
  * It starts at the wall-clock time in ms when the module loads, so it never repeats across restarts.
  *
+ * Write marks, so a client may keep rows of tables nobody writes across its transactions (tique/shared_rows.py):
+ *
+ *   wrote(c, table)        c, after noting that commit timestamp c writes table (its mark: the largest such c);
+ *                          called inside the record statement, so before c can be published
+ *   last_write(after, table) the table's mark: every commit that wrote the table and is visible to a snapshot
+ *                          taken before this call has a timestamp <= it (`after` orders it after begin_txn).
+ *                          A table never marked since the engine started answers the floor: the last
+ *                          timestamp at reset (recovery), so nothing from before a restart looks unwritten.
+ *                          Marks are only ever raised; a full table of marks raises the floor instead.
+ *
  * Free space, so a full disk never breaks the engine's write-ahead log (MonetDB 11.41 then acknowledges commits
  * it loses, or cannot open the database again):
  *
@@ -91,7 +101,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 11
+#define TIQUE_UDF_ABI 12
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -163,6 +173,16 @@ static tq_lng abandoned_total = 0;
  * client that logged in early would get ids from 1 and snapshot 0, so ids, timestamps and snapshots are refused. */
 static bool recovering = false;
 static tq_lng catalog_version = 0;
+
+/* write marks (see the header): open addressing by table id; a table id is never 0 */
+#define MARKS 4096
+typedef struct {
+	tq_lng table;
+	tq_lng mark;
+} mark_t;
+static mark_t marks[MARKS];
+static int marks_used = 0;
+static tq_lng marks_floor = 0;
 
 static char *
 still_recovering(const char *fcn)
@@ -994,6 +1014,9 @@ TQreset(tq_lng *ret, const tq_lng *txid, const tq_lng *cts)
 		slot_of(c)->state = FREE;
 	last_txid = *txid;
 	last_cts = published = sts = *cts;
+	memset(marks, 0, sizeof(marks)); /* every commit before the restart is at or below the floor */
+	marks_used = 0;
+	marks_floor = *cts;
 	memset(pins, 0, sizeof(pins)); /* recovery: no transaction survives a restart */
 	pins_live = 0;
 	pins_gone = 0;
@@ -1119,6 +1142,54 @@ TQbump_catalog(tq_lng *ret)
 	return NULL;
 }
 
+/* the slot of table t's mark, or of an empty place for it (NULL: full); caller holds the lock */
+static mark_t *
+mark_of(tq_lng t)
+{
+	uint64_t h = (uint64_t) t * 0x9E3779B97F4A7C15ull;
+	for (int i = 0; i < MARKS; i++) {
+		mark_t *m = &marks[(h + (uint64_t) i) % MARKS];
+		if (m->table == t || m->table == 0)
+			return m;
+	}
+	return NULL;
+}
+
+static char *
+TQwrote(tq_lng *ret, const tq_lng *cts, const tq_lng *table)
+{
+	*ret = *cts;
+	if (*cts == LNG_NIL || *table == LNG_NIL)
+		return NULL;
+	pthread_mutex_lock(&lock);
+	mark_t *m = mark_of(*table);
+	if (m == NULL || (m->table == 0 && marks_used >= MARKS / 2)) {
+		if (*cts > marks_floor) /* no room: every table counts as written at c */
+			marks_floor = *cts;
+	} else {
+		if (m->table == 0) {
+			m->table = *table;
+			marks_used++;
+		}
+		if (*cts > m->mark)
+			m->mark = *cts;
+	}
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static char *
+TQlast_write(tq_lng *ret, const tq_lng *after, const tq_lng *table)
+{
+	(void) after;
+	pthread_mutex_lock(&lock);
+	mark_t *m = *table == LNG_NIL ? NULL : mark_of(*table);
+	tq_lng mark = m && m->table == *table ? m->mark : 0;
+	*ret = mark > marks_floor ? mark : marks_floor;
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
 static char *
 TQabi(int *ret)
 {
@@ -1171,6 +1242,8 @@ static mel_func tique_functions[] = {
 	FN("record_cts_as", TQrecord_cts, 1, 3, LNG, LNG, LNG),
 	FN("publish_own_as", TQpublish_own, 1, 3, LNG, LNG, LNG),
 	FN("await_published", TQawait_published, 1, 3, LNG, LNG, INT),
+	FN("wrote", TQwrote, 1, 3, LNG, LNG, LNG),
+	FN("last_write", TQlast_write, 1, 3, LNG, LNG, LNG),
 	{.mod = ""},
 };
 
