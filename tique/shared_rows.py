@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from tique.catalog import TableInfo
 from tique.known_rows import MISSING, Key, Row
 
-TRACKED = 16  # tables whose marks a begin reads (the most recently read by key)
+TRACKED = 32  # tables whose marks a begin reads (the most recently read by key)
 QUIET = 2  # begins in a row that found no new write before a table's rows are shared
 WHOLE_AFTER = 512  # misses of a quiet table, since its last write, before it is read whole
 
@@ -48,6 +48,7 @@ class _Table:
     quiet: int = 0
     misses: int = 0
     whole: bool = False  # every row of the table is in ``rows``: a key not there has none
+    too_big: bool = False  # read whole once, it did not fit: never again (tables seldom shrink)
     rows: OrderedDict[Key, Row | None] = field(default_factory=OrderedDict)
 
 
@@ -139,6 +140,7 @@ class SharedRows:
             table = self._tables[info.table_id]
             table.misses = 0
             if len(found) > self.max_rows:
+                table.too_big = True
                 return
             table.rows = OrderedDict(found)
             table.whole = True

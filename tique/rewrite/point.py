@@ -28,6 +28,7 @@ from tique.rewrite.exact import Decode, wrap_outputs
 from tique.rewrite.reads import ReadOptions, snapshot_reads
 from tique.rewrite.template import STS, TXID, Template, slot_name
 from tique.rewrite.values import DECIMALS, python_value, sql_type
+from tique.settings import SHARED_ROWS_PER_TABLE
 
 # An operand: ("s", parameter slot) or ("v", a literal's Python value)
 Item = tuple[str, Any]
@@ -175,6 +176,7 @@ def key_read(select: exp.Expression, lookup: Lookup, options: ReadOptions) -> Ke
     every = exp.select(*[column_ref(c, source_name(table)) for c in names]).from_(table.copy())
     full = every.copy()
     full.set("where", select.args["where"].copy())
+    every.set("limit", exp.Limit(expression=exp.Literal.number(SHARED_ROWS_PER_TABLE + 1)))  # more: not kept
     types = [info.column(c).sql_type for c in names]
     decode, every_decode = wrap_outputs(full, types), wrap_outputs(every, types)
     whole = snapshot_reads(every, lookup, replace(options, own=frozenset()))  # only read by one that wrote none
