@@ -21,6 +21,12 @@ from tique.database import Database
 READ = "SELECT name, price FROM {t} WHERE id = %s"
 
 
+@pytest.fixture(autouse=True)
+def _quiet_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table counts as quiet as soon as a begin saw it unwritten (the default waits a second)."""
+    monkeypatch.setattr(shared_rows, "QUIET_S", 0.0)
+
+
 def setup(connect: Callable[..., tique.Connection], table: str, rows: int = 20) -> tique.Connection:
     conn = connect()
     cur = conn.cursor()
