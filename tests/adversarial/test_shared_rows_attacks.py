@@ -1,0 +1,71 @@
+"""Attacks on the rows a process shares across its transactions (tique/shared_rows.py), beyond
+test_shared_rows_never_stale.py: DDL that leaves a table's spec as it was while its rows changed, a table too big
+to keep, a table whose columns changed, many tables read by key (the begin statement), an ordinary user, and
+priority retries. Each checks that sharing happened where it should, so it cannot pass by sharing nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tique
+from tests.adversarial.test_shared_rows_never_stale import hits
+
+
+def test_a_column_dropped_and_added_again_is_read_as_the_engine_has_it(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """DROP COLUMN c then ADD COLUMN c with the same spec: tique's catalog is as before, but every row's c is the
+    DEFAULT now. DDL takes effect at once, so a transaction that began before it (or ran it) reads the new
+    values from the engine, and rows it holds are forgotten (known_rows.py); rows shared from before the DDL
+    must not answer it either."""
+    table = unique_name("sr_readd")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, c INT DEFAULT 0)")
+    conn.commit()
+    cur.executemany(f"INSERT INTO {table} VALUES (%s, %s)", [(i, 5) for i in range(1, 8)])
+    conn.commit()
+    reader, ddl = connect(), connect()
+
+    def c_of(who: tique.Connection, key: int) -> Any:
+        got = who.cursor()
+        got.execute(f"SELECT c FROM {table} WHERE id = %s", (key,))
+        return got.fetchall()
+
+    for _ in range(4):
+        for k in range(1, 8):
+            c_of(reader, k)
+        reader.commit()
+    before = hits(url)
+    assert c_of(reader, 1) == [(5,)]  # the reader's transaction is open from here
+    assert hits(url) > before
+    ddl.cursor().execute(f"ALTER TABLE {table} DROP COLUMN c")
+    ddl.cursor().execute(f"ALTER TABLE {table} ADD COLUMN c INT DEFAULT 0")
+    # (the first read after the DDL is planned anew and goes to the engine; the next ones are answered. No
+    # transaction begins in the process meanwhile: a begin would read the new catalog version and drop them all)
+    for k in range(3, 6):
+        assert c_of(reader, k) == [(0,)], f"key {k}: a row shared from before the DDL answered a read after it"
+    reader.commit()
+    assert c_of(ddl, 2) == [(0,)]
+    ddl.commit()
+
+    # the same by the reader's own DDL, in its transaction
+    for _ in range(4):
+        for k in range(1, 8):
+            c_of(reader, k)
+        reader.commit()
+    ddl.cursor().execute(f"UPDATE {table} SET c = 9")
+    ddl.commit()
+    for _ in range(4):
+        for k in range(1, 8):
+            assert c_of(reader, k) == [(9,)]
+        reader.commit()
+    before = hits(url)
+    assert c_of(reader, 1) == [(9,)]
+    assert hits(url) > before
+    reader.cursor().execute(f"ALTER TABLE {table} DROP COLUMN c")
+    reader.cursor().execute(f"ALTER TABLE {table} ADD COLUMN c INT DEFAULT 0")
+    for k in range(4, 7):
+        assert c_of(reader, k) == [(0,)], f"key {k}: a row shared from before its own DDL answered a read after it"
+    reader.commit()
