@@ -129,7 +129,11 @@ class SharedRows:
         with self._lock:
             table = self._tables.get(info.table_id)
             return (
-                table is not None and not table.whole and table.misses >= WHOLE_AFTER and self.quiet(info, sts, version)
+                table is not None
+                and not table.whole
+                and not table.too_big
+                and table.misses >= WHOLE_AFTER
+                and self.quiet(info, sts, version)
             )
 
     def put_whole(self, info: TableInfo, found: Sequence[tuple[Key, Row]], sts: int, version: int) -> None:

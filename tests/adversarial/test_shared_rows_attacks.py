@@ -6,10 +6,16 @@ priority retries. Each checks that sharing happened where it should, so it canno
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
+import pytest
+
 import tique
-from tests.adversarial.test_shared_rows_never_stale import hits
+from tests.adversarial.test_shared_rows_never_stale import hits, read, setup, warm
+from tique import shared_rows
+from tique.database import Database
+from tique.shared_rows import SharedRows
 
 
 def test_a_column_dropped_and_added_again_is_read_as_the_engine_has_it(
@@ -69,3 +75,32 @@ def test_a_column_dropped_and_added_again_is_read_as_the_engine_has_it(
     for k in range(4, 7):
         assert c_of(reader, k) == [(0,)], f"key {k}: a row shared from before its own DDL answered a read after it"
     reader.commit()
+
+
+def test_a_table_too_big_to_keep_is_read_whole_once(
+    url: str,
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A quiet table that keeps missing is read whole; when it does not fit, that read (up to 100,001 whole rows
+    at the real limit) is thrown away, so it must not be repeated every WHOLE_AFTER misses."""
+    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
+    monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", 5)
+    wholes: list[int] = []
+    put_whole = SharedRows.put_whole
+
+    def counted(self: SharedRows, info: Any, found: Any, sts: int, version: int) -> None:
+        wholes.append(len(found))
+        put_whole(self, info, found, sts, version)
+
+    monkeypatch.setattr(SharedRows, "put_whole", counted)
+    table = unique_name("sr_big")
+    setup(connect, table, rows=30)
+    reader = connect()
+    warm(reader, table, range(1, 2))
+    for _ in range(3):
+        for k in range(2, 30):
+            assert read(reader, table, k) == (f"n{k}", Decimal(f"{k}.50"))
+        reader.commit()
+    assert wholes == [29], f"the table that did not fit was read whole {len(wholes)} times: {wholes}"
