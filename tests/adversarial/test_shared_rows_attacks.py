@@ -104,3 +104,20 @@ def test_a_table_too_big_to_keep_is_read_whole_once(
             assert read(reader, table, k) == (f"n{k}", Decimal(f"{k}.50"))
         reader.commit()
     assert wholes == [29], f"the table that did not fit was read whole {len(wholes)} times: {wholes}"
+
+
+def test_sharing_resumes_after_a_column_is_added(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """ALTER TABLE ADD COLUMN changes the table's columns (not its id): its rows start again, shared as before."""
+    table = unique_name("sr_added")
+    setup(connect, table)
+    reader, other = connect(), connect()
+    warm(reader, table, range(1, 4))
+    other.cursor().execute(f"ALTER TABLE {table} ADD COLUMN extra INT DEFAULT 7")
+    other.commit()
+    warm(reader, table, range(1, 4))
+    before = hits(url)
+    assert read(reader, table, 2) == ("n2", Decimal("2.50"))
+    reader.commit()
+    assert hits(url) > before, "the table is never shared again after its columns changed"
