@@ -121,3 +121,30 @@ def test_sharing_resumes_after_a_column_is_added(
     assert read(reader, table, 2) == ("n2", Decimal("2.50"))
     reader.commit()
     assert hits(url) > before, "the table is never shared again after its columns changed"
+
+
+def test_many_tables_read_by_key_keep_the_begin_statement_prepared(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """Each begin reads the write marks of the tables tracked (the 32 read by key most recently). A process that
+    reads more tables than that in turn changes the set at every begin: the begin statement must stay one of a
+    few the session has prepared, not a new text MonetDB parses and optimizes (and tique keeps) each time."""
+    count = shared_rows.TRACKED + 8
+    admin = connect()
+    tables = [unique_name("sr_many") for _ in range(count)]
+    for name in tables:
+        admin.cursor().execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT)")
+    admin.commit()
+    conn = connect()
+    sent: list[str] = []
+    conn.statement_hooks.append(lambda sql, _s, _error: sent.append(sql))
+    for _ in range(2):
+        for name in tables:
+            conn.cursor().execute(f"SELECT v FROM {name} WHERE id = %s", (1,))
+            conn.commit()
+    sent.clear()
+    for name in tables:
+        conn.cursor().execute(f"SELECT v FROM {name} WHERE id = %s", (1,))
+        conn.commit()
+    parsed = [s for s in sent if "last_write" in s and not s.lstrip().upper().startswith("EXEC")]
+    assert len(parsed) <= 2, f"{len(parsed)} of {count} begins were parsed anew, e.g. {parsed[0][:200]}"
