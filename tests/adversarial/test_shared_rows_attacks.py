@@ -5,7 +5,7 @@ priority retries. Each checks that sharing happened where it should, so it canno
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -13,8 +13,10 @@ import pytest
 
 import tique
 from tests.adversarial.test_shared_rows_never_stale import hits, read, setup, warm
+from tests.conftest import ServeProcess, start_serve
 from tique import shared_rows
 from tique.database import Database
+from tique.errors import SerializationFailure
 from tique.shared_rows import SharedRows
 
 
@@ -148,3 +150,115 @@ def test_many_tables_read_by_key_keep_the_begin_statement_prepared(
         conn.commit()
     parsed = [s for s in sent if "last_write" in s and not s.lstrip().upper().startswith("EXEC")]
     assert len(parsed) <= 2, f"{len(parsed)} of {count} begins were parsed anew, e.g. {parsed[0][:200]}"
+
+
+def test_a_priority_retry_reads_the_rows_of_its_new_snapshot(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """A priority retry takes a fresher snapshot after its begin (Transaction.reserve): the shared rows it reads
+    must be those of that snapshot, not of the begin's."""
+    item, stock = unique_name("sr_pitem"), unique_name("sr_pstock")
+    setup(connect, item)
+    admin = connect()
+    admin.cursor().execute(f"CREATE TABLE {stock} (id INT PRIMARY KEY, qty INT)")
+    admin.commit()
+    admin.cursor().execute(f"INSERT INTO {stock} VALUES (1, 100)")
+    admin.commit()
+    conn, other = connect(), connect()
+    warm(conn, item, range(1, 4))
+    seen: list[Any] = []
+
+    def work(c: tique.Connection) -> None:
+        seen.append(read(c, item, 2))
+        cur = c.cursor()
+        cur.execute(f"UPDATE {stock} SET qty = qty - 1 WHERE id = 1")
+        if len(seen) == 1:  # the first attempt loses to a commit that also changed the item
+            other.cursor().execute(f"UPDATE {item} SET name = 'late' WHERE id = 2")
+            other.cursor().execute(f"UPDATE {stock} SET qty = 0 WHERE id = 1")
+            other.commit()
+
+    conn.run(work, priority=True)
+    assert seen == [("n2", Decimal("2.50")), ("late", Decimal("2.50"))]
+    cur = conn.cursor()
+    cur.execute(f"SELECT qty FROM {stock} WHERE id = 1")
+    assert cur.fetchall() == [(-1,)]
+    conn.commit()
+    with pytest.raises(SerializationFailure):  # the same without a retry: the attempt really lost
+        seen.clear()
+        conn.run(work, retries=0)
+
+
+# ---- an ordinary user --------------------------------------------------------------------------------------
+
+PASSWORD = "bob's pw"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    server = start_serve(tmp_path_factory.mktemp("sr_users") / "sr_users")
+    admin = tique.connect(server.url, autocommit=True)
+    cur = admin.cursor()
+    cur.execute("CREATE TABLE sr_items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(6,2))")
+    cur.executemany("INSERT INTO sr_items VALUES (%s, %s, %s)", [(i, f"n{i}", f"{i}.50") for i in range(1, 20)])
+    cur.execute("CREATE USER bob WITH PASSWORD 'bob''s pw' NAME 'Bob' SCHEMA sys")
+    cur.execute("GRANT SELECT, UPDATE ON sr_items TO bob")
+    admin.close()
+    yield server
+    server.stop()
+
+
+def test_an_ordinary_user_shares_rows_and_its_commits_end_them(served: ServeProcess) -> None:
+    """bob's begin reads write marks and his commit raises them (tique.last_write / tique.wrote, granted to
+    PUBLIC): he shares rows, the admin's commits end his, and his commits end the admin's."""
+    bob_url = served.url.replace(f"monetdb:{served.password}@", "bob:bob%27s%20pw@")
+    bob, admin = tique.connect(bob_url), tique.connect(served.url)
+    try:
+        warm(bob, "sr_items", range(1, 4))
+        warm(admin, "sr_items", range(1, 4))
+        before = Database.get(bob_url).shared_rows.hits
+        assert read(bob, "sr_items", 2) == ("n2", Decimal("2.50"))
+        bob.commit()
+        assert Database.get(bob_url).shared_rows.hits > before, "bob shared no row"
+        before = Database.get(served.url).shared_rows.hits
+        assert read(admin, "sr_items", 3) == ("n3", Decimal("3.50"))
+        admin.commit()
+        assert Database.get(served.url).shared_rows.hits > before, "the admin shared no row"
+
+        admin.cursor().execute("UPDATE sr_items SET name = 'by admin' WHERE id = 2")
+        admin.commit()
+        assert read(bob, "sr_items", 2) == ("by admin", Decimal("2.50"))
+        bob.commit()
+        bob.cursor().execute("UPDATE sr_items SET name = 'by bob' WHERE id = 3")
+        bob.commit()
+        assert read(admin, "sr_items", 3) == ("by bob", Decimal("3.50"))
+        admin.commit()
+    finally:
+        bob.close()
+        admin.close()
+
+
+# ---- the SQL sequencer -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sql_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    server = start_serve(tmp_path_factory.mktemp("sr_sql") / "sr_sql")  # installs the SQL sequencer too
+    yield server
+    server.stop()
+
+
+def test_the_sql_sequencer_shares_nothing_and_reads_every_commit(sql_served: ServeProcess) -> None:
+    """The SQL sequencer has no write marks: its begins read none, and no row is shared."""
+    url = sql_served.url
+    reader, writer = tique.connect(url, sequencer="sql"), tique.connect(url, sequencer="sql")
+    try:
+        setup(lambda: writer, "sr_sqlseq")
+        warm(reader, "sr_sqlseq", range(1, 4))
+        writer.cursor().execute("UPDATE sr_sqlseq SET name = 'later' WHERE id = 2")
+        writer.commit()
+        assert read(reader, "sr_sqlseq", 2) == ("later", Decimal("2.50"))
+        reader.commit()
+        assert Database.get(url, "sql").shared_rows.hits == 0
+    finally:
+        reader.close()
+        writer.close()
