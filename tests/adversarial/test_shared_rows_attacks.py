@@ -5,6 +5,10 @@ priority retries. Each checks that sharing happened where it should, so it canno
 
 from __future__ import annotations
 
+import datetime
+import random
+import threading
+import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -262,3 +266,138 @@ def test_the_sql_sequencer_shares_nothing_and_reads_every_commit(sql_served: Ser
     finally:
         reader.close()
         writer.close()
+
+
+# ---- typed keys, answered from a table read whole ----------------------------------------------------------
+
+TYPED = [
+    ("DECIMAL(6,2)", [Decimal("1.50"), Decimal("2.00"), Decimal("-0.01")],
+     [Decimal("1.5"), Decimal("2"), 2, Decimal("0.00"), Decimal("1.505"), Decimal("-0.010"), Decimal("7.77")]),
+    ("VARCHAR(10)", ["a", "A", "a b", "", "\u00e9"], ["a", "a ", "A", "", "e\u0301", "\u00e9", " a", "a b"]),
+    ("CHAR(3)", ["ab", "x"], ["ab", "ab ", "x", "x  ", "AB"]),
+    ("DATE", [datetime.date(2020, 1, 1), datetime.date(1999, 12, 31)],
+     [datetime.datetime(2020, 1, 1), datetime.date(1999, 12, 31), "2020-01-01", datetime.date(2000, 1, 1)]),
+    ("DOUBLE", [0.0, 1.5, 1e300, -2.25], [-0.0, 1, 1e300, 2**53 + 1, Decimal("1.5"), 3.0]),
+    ("BIGINT", [0, 2**62, -1], [-0, 2**62 + 0.0, True, Decimal(-1), 5]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sql_type", "stored", "probes"), TYPED, ids=[t[0] for t in TYPED])
+def test_a_table_read_whole_answers_typed_keys_as_the_engine(
+    url: str,
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+    sql_type: str,
+    stored: list[Any],
+    probes: list[Any],
+) -> None:
+    """Once a table is read whole, a key with no row there is answered "no row" without the engine: every
+    spelling of a key the engine finds must be found there too (and none it does not)."""
+    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 2)
+    wholes: list[int] = []
+    put_whole = SharedRows.put_whole
+
+    def counted(self: SharedRows, info: Any, found: Any, sts: int, version: int) -> None:
+        wholes.append(len(found))
+        put_whole(self, info, found, sts, version)
+
+    monkeypatch.setattr(SharedRows, "put_whole", counted)
+    table = unique_name("sr_typed")
+    admin = connect()
+    admin.cursor().execute(f"CREATE TABLE {table} (k {sql_type} PRIMARY KEY, v INT)")
+    admin.commit()
+    admin.cursor().executemany(f"INSERT INTO {table} VALUES (%s, %s)", [(k, i) for i, k in enumerate(stored)])
+    admin.commit()
+    reader, engine = connect(), connect(shared_rows=False, held_rows=False)
+    query = f"SELECT k, v FROM {table} WHERE k = %s"
+
+    def answer(conn: tique.Connection, key: Any) -> Any:
+        cur = conn.cursor()
+        try:
+            cur.execute(query, (key,))
+        except tique.Error as exc:
+            conn.rollback()
+            return type(exc).__name__
+        return sorted(map(tuple, cur.fetchall()), key=repr)
+
+    for _ in range(4):  # quiet, and missed: the first probe that misses gets it read whole
+        for key in stored:
+            answer(reader, key)
+        reader.commit()
+    before = hits(url)
+    for key in (*stored, *probes):
+        assert answer(reader, key) == answer(engine, key), f"key {key!r}"
+    reader.commit()
+    engine.commit()
+    assert hits(url) > before
+    assert wholes == [len(stored)], "the table was not read whole"
+
+
+# ---- threads ------------------------------------------------------------------------------------------------
+
+
+def test_readers_in_threads_never_see_a_shared_row_other_than_their_snapshot(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """Readers on several threads begin, read keys by key (shared when they can) and then the same keys in a
+    form that always goes to the engine (``id + 0``), at the same snapshot, while a writer now and then commits
+    new values: begins validate out of order, rows are put from older snapshots, whole reads race with writes."""
+    table = unique_name("sr_threads")
+    setup(connect, table, rows=12)
+    stop = time.monotonic() + 3
+    mismatches: list[str] = []
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        conn = connect()
+        try:
+            rng = random.Random(threading.get_ident())
+            while time.monotonic() < stop:
+                keys = [rng.randrange(1, 14) for _ in range(3)]
+                shared = [read(conn, table, k) for k in keys]
+                cur = conn.cursor()
+                direct = []
+                for k in keys:
+                    cur.execute(f"SELECT name, price FROM {table} WHERE id + 0 = %s", (k,))
+                    got = cur.fetchall()
+                    direct.append(tuple(got[0]) if got else None)
+                if shared != direct:
+                    mismatches.append(f"keys {keys}: shared {shared}, engine {direct}")
+                conn.commit()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    def writer() -> None:
+        conn = connect()
+        try:
+            n = 0
+            while time.monotonic() < stop:
+                n += 1
+                cur = conn.cursor()
+                try:
+                    cur.execute(f"UPDATE {table} SET name = %s WHERE id = %s", (f"w{n}", 1 + n % 13))
+                    if n % 3 == 0:
+                        cur.execute(f"DELETE FROM {table} WHERE id = %s", (1 + (n * 7) % 13,))
+                    if n % 4 == 0:
+                        cur.execute(f"INSERT INTO {table} VALUES (%s, 'ins', 1.00)", (1 + (n * 5) % 13,))
+                    conn.commit()
+                except tique.IntegrityError:  # the key inserted is there
+                    conn.rollback()
+                time.sleep(0.05)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    before = hits(url)
+    threads = [threading.Thread(target=reader) for _ in range(3)] + [threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert not mismatches, mismatches[:5]
+    assert hits(url) > before
