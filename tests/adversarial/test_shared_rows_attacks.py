@@ -443,3 +443,28 @@ def test_a_column_dropped_and_added_again_by_another_process(
     for k in range(3, 6):
         assert c_of(k) == [(0,)], f"key {k}: a row shared from before another process's DDL"
     reader.commit()
+
+
+def test_a_bulk_load_during_an_open_transaction_is_read_as_the_engine_has_it(
+    url: str,
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bulk load writes Storage at once, for every snapshot: a transaction open across it (another connection
+    of the process loads, nobody begins meanwhile) finds the loaded rows, also where the table was read whole and
+    an absent key was answered without the engine."""
+    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 2)
+    table = unique_name("sr_load_open")
+    setup(connect, table)
+    reader, loader = connect(), connect()
+    warm(reader, table, range(1, 4))
+    for k in range(4, 10):  # misses: read whole
+        read(reader, table, k)
+    reader.commit()
+    before = hits(url)
+    assert read(reader, table, 90) is None  # the transaction is open from here
+    assert hits(url) > before
+    loader.bulk_load(table, [(90, "loaded", 3), (91, "loaded", 4)])
+    assert read(reader, table, 91) == ("loaded", Decimal("4.00"))
+    reader.commit()
