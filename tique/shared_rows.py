@@ -71,7 +71,7 @@ class SharedRows:
         with self._lock:
             if info.table_id in self._order:
                 self._order.move_to_end(info.table_id)
-                if self._tables[info.table_id].info != info:  # its columns changed (ALTER TABLE): start again
+                if self._tables[info.table_id].info != info:  # its spec changed (ALTER TABLE): start again
                     self._tables[info.table_id] = _Table(info)
                 return
             self._order[info.table_id] = None
