@@ -74,6 +74,8 @@ class SharedRows:
         with self._lock:
             if info.table_id in self._order:
                 self._order.move_to_end(info.table_id)
+                if self._tables[info.table_id].info != info:  # its spec changed (ALTER TABLE): start again
+                    self._tables[info.table_id] = _Table(info)
                 return
             self._order[info.table_id] = None
             self._tables[info.table_id] = _Table(info)
@@ -136,7 +138,11 @@ class SharedRows:
         with self._lock:
             table = self._tables.get(info.table_id)
             return (
-                table is not None and not table.whole and table.misses >= WHOLE_AFTER and self.quiet(info, sts, version)
+                table is not None
+                and not table.whole
+                and not table.too_big
+                and table.misses >= WHOLE_AFTER
+                and self.quiet(info, sts, version)
             )
 
     def put_whole(self, info: TableInfo, found: Sequence[tuple[Key, Row]], sts: int, version: int) -> None:

@@ -18,15 +18,23 @@ from tique.settings import COMMIT_LEASE_MS, Settings
 
 
 @functools.cache
-def _begin_template(begin_txn: str, tracked: tuple[int, ...] = ()) -> Template:
+def _begin_template(begin_txn: str, marks: int = 0) -> Template:
     """begin's statement, prepared once per session (EXEC skips MonetDB's parser and optimizer: about 0.2 ->
-    0.07 ms); ``begin_txn`` is the sequencer's call, bound to the session for an ordinary user. ``tracked``: the
-    tables whose write marks it reads after taking the snapshot (shared_rows.py)."""
-    marks = "".join(f", tique.last_write(x.t, {int(t)})" for t in tracked)
+    0.07 ms); ``begin_txn`` is the sequencer's call, bound to the session for an ordinary user. ``marks``: how
+    many write marks it reads after taking the snapshot (shared_rows.py), of the tables given as parameters
+    ``m0``...: the set tracked changes at a begin when more tables than it holds are read by key in turn, so
+    with the ids in the text each begin would be a new statement to parse, optimize and keep."""
+    reads = "".join(f", tique.last_write(x.t, {{m{i}}})" for i in range(marks))
     return protocol_template(
-        f"SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t){marks} FROM "
+        f"SELECT x.t, tique.snapshot_of(x.t), tique.stuck(), tique.catalog_version(x.t){reads} FROM "
         f"(SELECT {begin_txn} AS t) AS x"
     )
+
+
+def _marks_read(tracked: int) -> int:
+    """The places for write marks in the begin statement for ``tracked`` tables: a few sizes, so a session
+    prepares a few begin statements whatever tables it reads."""
+    return 0 if tracked == 0 else max(4, 1 << (tracked - 1).bit_length())
 
 
 class SnapshotLease:
@@ -51,7 +59,10 @@ class SnapshotLease:
             values = {"prev": str(int(prev_txid)), "lease": str(int(self.settings.snapshot_lease_ms))}
             shared = self.db.shared_rows
             tracked = shared.tracked() if self.settings.shared_rows and shared.max_rows > 0 else ()
-            begin = _begin_template(self.db.sequencer.call("begin_txn", "{prev}", "CAST({lease} AS INT)"), tracked)
+            places = _marks_read(len(tracked))
+            # a table id is never 0: the places past the tables tracked read a mark nobody uses
+            values.update({f"m{i}": str(int(t)) for i, t in enumerate((*tracked, *[0] * (places - len(tracked))))})
+            begin = _begin_template(self.db.sequencer.call("begin_txn", "{prev}", "CAST({lease} AS INT)"), places)
             txid, sts, stuck, version, *marks = run_template(self.conn, begin, values).rows[0]
             sts, txid = int(sts), int(txid)
             shared.validate(sts, int(version), {t: int(m) for t, m in zip(tracked, marks)})

@@ -73,6 +73,9 @@ class Transaction:
         self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
         self.lease = SnapshotLease(db, conn, settings, min_sts, prev_txid)
+        # DDL takes effect at once: once the process ran one (or learned of one) since this begin, rows shared
+        # under the begin's catalog version may not be the engine's any more (see shares)
+        self.catalog_at_begin = db.catalog.version
         self.buffer = WriteBuffer(self.lease.txid)
         self.known = KnownRows()  # rows of the snapshot held whole (known_rows.py)
         self.constraints = Constraints(db.catalog, conn, self.buffer, self.slots, self.flush, settings.insert_check)
@@ -246,6 +249,11 @@ class Transaction:
         gave write marks at begin, and the transaction wrote nothing there (its own versions are not the
         snapshot's)? Tracks the table's writes from the next begin on."""
         if not self.settings.shared_rows or self.lease.catalog_seen is None or info.has_rowid:
+            return False
+        if self.db.catalog.version != self.catalog_at_begin:
+            # a DDL since this begin (DROP COLUMN c, then ADD COLUMN c as it was: the same spec, every row's c
+            # the DEFAULT) is in the engine at once, as for the rows held (holding), but not in the shared rows'
+            # catalog version, which only a later begin reads
             return False
         self.db.shared_rows.track(info)
         return info.qualified not in self.buffer.writes
