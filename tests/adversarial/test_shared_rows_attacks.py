@@ -17,7 +17,7 @@ import pytest
 
 import tique
 from tests.adversarial.clients import Client
-from tests.adversarial.test_shared_rows_never_stale import hits, read, setup, warm
+from tests.adversarial.test_shared_rows_never_stale import _quiet_at_once, hits, read, setup, warm  # noqa: F401
 from tests.conftest import ServeProcess, start_serve
 from tique import shared_rows
 from tique.database import Database
