@@ -84,6 +84,19 @@ def test_a_column_dropped_and_added_again_is_read_as_the_engine_has_it(
     reader.commit()
 
 
+def count_whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the whole-table reads shared from now on (one entry per read)."""
+    wholes: list[int] = []
+    put_whole = SharedRows.put_whole
+
+    def counted(self: SharedRows, info: Any, found: Any, sts: int, version: int) -> None:
+        wholes.append(len(found))
+        put_whole(self, info, found, sts, version)
+
+    monkeypatch.setattr(SharedRows, "put_whole", counted)
+    return wholes
+
+
 def test_a_table_too_big_to_keep_is_read_whole_once(
     url: str,
     connect: Callable[..., tique.Connection],
@@ -94,14 +107,7 @@ def test_a_table_too_big_to_keep_is_read_whole_once(
     at the real limit) is thrown away, so it must not be repeated every WHOLE_AFTER misses."""
     monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
     monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", 5)
-    wholes: list[int] = []
-    put_whole = SharedRows.put_whole
-
-    def counted(self: SharedRows, info: Any, found: Any, sts: int, version: int) -> None:
-        wholes.append(len(found))
-        put_whole(self, info, found, sts, version)
-
-    monkeypatch.setattr(SharedRows, "put_whole", counted)
+    wholes = count_whole_reads(monkeypatch)
     table = unique_name("sr_big")
     setup(connect, table, rows=30)
     reader = connect()
@@ -296,14 +302,7 @@ def test_a_table_read_whole_answers_typed_keys_as_the_engine(
     """Once a table is read whole, a key with no row there is answered "no row" without the engine: every
     spelling of a key the engine finds must be found there too (and none it does not)."""
     monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 2)
-    wholes: list[int] = []
-    put_whole = SharedRows.put_whole
-
-    def counted(self: SharedRows, info: Any, found: Any, sts: int, version: int) -> None:
-        wholes.append(len(found))
-        put_whole(self, info, found, sts, version)
-
-    monkeypatch.setattr(SharedRows, "put_whole", counted)
+    wholes = count_whole_reads(monkeypatch)
     table = unique_name("sr_typed")
     admin = connect()
     admin.cursor().execute(f"CREATE TABLE {table} (k {sql_type} PRIMARY KEY, v INT)")
