@@ -315,6 +315,12 @@ class Catalog:
     def get(self, schema: str, name: str) -> TableInfo | None:
         return self._tables.get((schema, name))
 
+    def touch(self) -> None:
+        """Rows changed outside the commit protocol (a bulk load into Storage): a new version, so rows held by
+        open transactions (known_rows.py) and shared across them are forgotten, as after DDL."""
+        with self._lock:
+            self.version += 1
+
     def probed(self, conn: RawConnection, info: TableInfo) -> TableInfo:
         """``info`` with its probe column: of a composite key, the column with the most distinct values in a
         sample of Storage. A point read selects Storage by that column alone first (snapshot.py), which MonetDB

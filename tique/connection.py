@@ -412,11 +412,13 @@ class Connection:
     def _loading(self) -> Iterator[None]:
         """Rows go straight into Storage, outside the commit protocol, so no write mark tells other transactions:
         once the load ends (or fails half way), the engine's catalog version is bumped, which drops the rows every
-        process shares across transactions (shared_rows.py)."""
+        process shares across transactions (shared_rows.py), and this process's at once, with the rows its open
+        transactions hold (known_rows.py)."""
         try:
             yield
         finally:
             self.db.shared_rows.clear()
+            self.db.catalog.touch()
             if not self.db.sequencer.restricted:
                 self.db.sequencer.bump_catalog(self._raw)
 

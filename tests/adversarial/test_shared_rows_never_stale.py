@@ -236,3 +236,20 @@ def test_a_table_read_whole_answers_every_key_until_a_write(
     assert read(reader, table, 1000) == ("late", Decimal("2.00"))
     assert read(reader, table, 7) == ("n7", Decimal("0.99"))
     reader.commit()
+
+
+def test_a_bulk_load_in_the_process_reaches_rows_an_open_transaction_holds(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """A bulk load writes Storage for every snapshot at once: a transaction of the same process that held a key as
+    absent (read it, no row) or held its row finds what the load wrote, as the engine would answer it."""
+    table = unique_name("sr_held_load")
+    setup(connect, table)
+    reader, loader = connect(shared_rows=False), connect()
+    cur = reader.cursor()
+    cur.execute(f"SELECT * FROM {table} WHERE id = %s", (70,))  # a whole-row read: the absence is held
+    assert cur.fetchall() == []
+    loader.bulk_load(table, [(70, "loaded", 7)])
+    cur.execute(f"SELECT * FROM {table} WHERE id = %s", (70,))
+    assert cur.fetchall() == [(70, "loaded", Decimal("7.00"))]
+    reader.commit()
