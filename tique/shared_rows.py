@@ -146,7 +146,8 @@ class SharedRows:
             )
 
     def put_whole(self, info: TableInfo, found: Sequence[tuple[Key, Row]], sts: int, version: int) -> None:
-        """Every row of ``info`` at snapshot ``sts``; kept only if they fit (else the misses start again)."""
+        """Every row of ``info`` at snapshot ``sts``; kept only if they fit (a table that does not is not read
+        whole again)."""
         with self._lock:
             if not self.shares(info, sts, version):
                 return

@@ -207,13 +207,14 @@ class Transaction:
         rows = None if keys is None or due else [self.held_row(info, k) for k in keys]
         sharing = keys is not None and self.shares(info)
         if sharing and rows is not None:
-            rows = [self._shared_row(info, k) if r is MISSING else r for k, r in zip(keys, rows)]
+            rows = self._shared_rows(info, keys, rows)  # type: ignore[arg-type]
             if any(r is MISSING for r in rows) and self._read_every(plan, read):
-                rows = [self._shared_row(info, k) if r is MISSING else r for k, r in zip(keys, rows)]
+                rows = self._shared_rows(info, keys, rows)  # type: ignore[arg-type]
         missing = rows is None or any(r is MISSING for r in rows)
-        quiet = sharing and self.db.shared_rows.quiet(info, self.sts, self.lease.catalog_seen)  # type: ignore[arg-type]
-        if keys is not None and missing and columns is not None and (plan.learned.whole or quiet):
-            rows = self.read_whole(plan, read, bound, keys)
+        if keys is not None and missing and columns is not None:
+            quiet = sharing and self.db.shared_rows.quiet(info, self.sts, self.lease.catalog_seen)  # type: ignore[arg-type]
+            if plan.learned.whole or quiet:
+                rows = self.read_whole(plan, read, bound, keys)
         if rows is None or columns is None or any(r is MISSING for r in rows):
             result = decode(self.run(plan.template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
             if plan.learned.columns is None:
@@ -268,13 +269,17 @@ class Transaction:
         shared.put_whole(info, [(row_key(info, tuple(r)), tuple(r)) for r in result.rows], self.sts, version)
         return True
 
-    def _shared_row(self, info: TableInfo, key: Key) -> Row | None:
-        """The row of ``key`` another transaction read whole at a snapshot no commit to the table since sets apart
-        from this one (None: no row), held from now on; else MISSING."""
-        row = self.db.shared_rows.get(info, key, self.sts, self.lease.catalog_seen)  # type: ignore[arg-type]
-        if row is not MISSING:
-            self.holding.put(info, key, row)
-        return row
+    def _shared_rows(self, info: TableInfo, keys: list[Key], rows: list[Row | None]) -> list[Row | None]:
+        """``rows`` (per key: held, or MISSING) with each MISSING one taken, when there is one, from a row another
+        transaction read whole at a snapshot no commit to the table since sets apart from this one (None: no
+        row); what is taken is held from now on."""
+        out = list(rows)
+        for i, (key, row) in enumerate(zip(keys, rows)):
+            if row is MISSING:
+                out[i] = self.db.shared_rows.get(info, key, self.sts, self.lease.catalog_seen)  # type: ignore[arg-type]
+                if out[i] is not MISSING:
+                    self.holding.put(info, key, out[i])
+        return out
 
     def _hold(self, info: TableInfo, rows: Iterable[tuple[Key, Row | None]]) -> None:
         """A write statement succeeded: its rows (None: a key it deleted) are what the transaction sees now."""
