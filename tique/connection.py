@@ -63,8 +63,9 @@ class Connection:
                 self.db.apply_lease(self._raw, settings.lease_ms)
             self._pipeline = "default_pipe"
             self.use_pipeline(False)
+            self._workers = 0  # the session's worker limit now (0: the engine's own)
             if settings.worker_limit:
-                self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
+                self.use_workers(settings.worker_limit)
         except BaseException:
             if self._raw is not None:
                 self._raw.close()
@@ -134,6 +135,26 @@ class Connection:
         except errors.DatabaseError:
             self._pipeline = wanted  # an engine without that pipeline keeps its default; do not try again
 
+    def use_workers(self, limit: int) -> None:
+        """The session's MonetDB worker threads (sys.setworkerlimit; 0: the engine's own), switched only on a
+        change: one round trip."""
+        if limit != self._workers:
+            self._raw.execute(f"CALL sys.setworkerlimit({int(limit)})")
+            self._workers = limit
+
+    def _turn(self, analytical: bool) -> contextlib.AbstractContextManager[Any]:
+        """What an analytical read waits for, and the worker threads it runs on (tique/workload.py): the settings
+        when given; otherwise, while other connections write, one worker and the database's one turn."""
+        if not analytical:
+            return contextlib.nullcontext()
+        s = self.settings
+        yielding = s.analytical_yield and self.db.workload.should_yield(id(self))
+        if s.worker_limit is None:
+            self.use_workers(1 if yielding else 0)
+        if s.analytical_slots is not None:
+            return self.db.analytical_gate(s.analytical_slots)
+        return self.db.workload.turn if yielding else contextlib.nullcontext()
+
     @property
     def monet_version(self) -> str:
         """The MonetDB server version (``sys.environment``'s ``monet_version``), e.g. ``11.41.14``."""
@@ -167,6 +188,7 @@ class Connection:
         if self._txn is None:
             self._txn = Transaction(self.db, self._raw, self.settings, self._last_cts, self._last_txid)
             self._last_txid = self._txn.txid
+            self.db.workload.began(self._txn.sts)
         return self._txn
 
     @property
@@ -272,7 +294,7 @@ class Connection:
             return Executed(self._pass_through(plan, bound))
         if isinstance(plan, ReadPlan):
             self.use_pipeline(plan.analytical)
-            with self.db.analytical_gate(self.settings.analytical_slots if plan.analytical else None):
+            with self._turn(plan.analytical):
                 try:
                     return Executed(txn.execute(plan, bound))
                 except ProgrammingError as exc:  # the engine names tique's internal tables: name the user's
@@ -334,6 +356,7 @@ class Connection:
                 self.last_commit = result
                 if result.cts:
                     self._last_cts = result.cts  # the next transaction waits until it sees this commit
+                    self.db.workload.committed(id(self), result.cts)
 
     def rollback(self) -> None:
         self._check_open()
@@ -346,6 +369,7 @@ class Connection:
             raise InterfaceError("the connection is already closed")
         self._txn = None  # closing rolls back
         self._closed = True
+        self.db.workload.forget(id(self))
         if self._last_txid and isinstance(self.db.sequencer, CSequencer):
             try:  # release the snapshot pin now rather than at the end of its lease
                 self._raw.execute(f"SELECT {self.db.sequencer.call('end_txn', self._last_txid)}")

@@ -22,6 +22,7 @@ from tique.sequencer import Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS, SHARED_ROWS_PER_TABLE
 from tique.shared_rows import SharedRows
 from tique.storage import StorageGuard
+from tique.workload import Workload
 
 _registry: dict[tuple[str, str], Database] = {}
 _registry_lock = threading.Lock()
@@ -62,6 +63,7 @@ class Database:
         self.plans = PlanCache()
         self.shared_rows = SharedRows(SHARED_ROWS_PER_TABLE)  # rows of quiet tables across transactions
         self._gates: dict[int, threading.BoundedSemaphore] = {}
+        self.workload = Workload()  # who writes now: analytical reads yield to them (tique/workload.py)
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or COMMIT_LEASE_MS)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)

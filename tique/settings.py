@@ -75,6 +75,12 @@ class Settings(BaseModel):
         "with the same setting run at once on a database; the others wait their turn, so transactions keep the "
         "CPU (workload management for HTAP); None: no limit",
     )
+    analytical_yield: bool = Field(
+        True,
+        description="while other connections or processes write, an analytical read of a connection that has not "
+        "written in the last 10 s runs on one MonetDB worker thread and one at a time per database in this process "
+        "(tique/workload.py), so transactions keep the CPU; worker_limit and analytical_slots, when given, win",
+    )
     publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
     advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")
     lease_ms: int | None = Field(

@@ -4,7 +4,8 @@
 - ``tique`` / ``tique-mapi``: tique embedded in the worker process / over a ``tique serve`` subprocess;
   loaded with ``Connection.bulk_load_csv`` straight into Storage. ``tique-noheld``: embedded with
   ``held_rows=False`` (every statement in the engine), to measure what held rows save side by side;
-  ``tique-noshared``: embedded with ``shared_rows=False`` (no rows kept across transactions).
+  ``tique-noshared``: embedded with ``shared_rows=False`` (no rows kept across transactions);
+  ``tique-noyield``: embedded with ``analytical_yield=False`` (analytical reads never yield to writers).
 - ``monetdb`` / ``monetdb-mapi``: native MonetDB transactions on the same kernel (embedded, or pymonetdb over
   a ``tique serve`` of a separate directory, used as a plain MonetDB server); loaded with COPY INTO.
 - ``monetdb-oltp`` / ``monetdb-oltp-mapi``: the same, every transactional session on the optimizer pipeline
@@ -38,6 +39,7 @@ SYSTEMS = (
     "tique-mapi",
     "tique-noheld",
     "tique-noshared",
+    "tique-noyield",
     "monetdb",
     "monetdb-mapi",
     "monetdb-oltp",
@@ -424,6 +426,8 @@ def make(name: str, **tique_settings: Any) -> System:
         return Tique(False, name, **{**tique_settings, "held_rows": False})
     if name == "tique-noshared":
         return Tique(False, name, **{**tique_settings, "shared_rows": False})
+    if name == "tique-noyield":
+        return Tique(False, name, **{**tique_settings, "analytical_yield": False})
     if name == "monetdb":
         return Monetdb(False)
     if name == "monetdb-mapi":

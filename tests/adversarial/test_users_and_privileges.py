@@ -96,6 +96,24 @@ def test_user_reads_and_writes_a_granted_table(served: ServeProcess) -> None:
     assert rows(alice_url(served), "granted") == [(1, 11), (3, 30)]
 
 
+def test_user_report_yields_to_writers(served: ServeProcess) -> None:
+    """An ordinary user's analytical read beside writers switches its own session to one worker thread
+    (tique/workload.py): MonetDB lets a user set that for their session."""
+    writer, reader = tique.connect(served.url), tique.connect(alice_url(served))
+    sent: list[str] = []
+    reader.statement_hooks.append(lambda sql, seconds, error: sent.append(sql))
+    reader.cursor().execute("SELECT SUM(v) FROM readonly")  # the first begin: where the snapshot stands
+    reader.commit()
+    writer.cursor().execute("UPDATE granted SET v = v + 1 WHERE k = 1")
+    writer.commit()
+    cur = reader.cursor()
+    cur.execute("SELECT SUM(v) FROM readonly")
+    assert cur.fetchall() == [(30,)]
+    assert "CALL sys.setworkerlimit(1)" in sent
+    for conn in (writer, reader):
+        conn.close()
+
+
 @pytest.mark.parametrize(
     ("statement", "privilege"),
     [
