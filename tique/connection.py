@@ -63,9 +63,9 @@ class Connection:
                 self.db.apply_lease(self._raw, settings.lease_ms)
             self._pipeline = "default_pipe"
             self.use_pipeline(False)
-            self._workers = 0  # the session's worker limit now (0: the engine's own)
-            if settings.worker_limit:
-                self.use_workers(settings.worker_limit)
+            self._workers: int | None = 0  # the session's worker limit now (0: the engine's own; None: no such call)
+            if settings.worker_limit:  # asked for: an engine that refuses it fails the connect
+                self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
         except BaseException:
             if self._raw is not None:
                 self._raw.close()
@@ -138,9 +138,13 @@ class Connection:
     def use_workers(self, limit: int) -> None:
         """The session's MonetDB worker threads (sys.setworkerlimit; 0: the engine's own), switched only on a
         change: one round trip."""
-        if limit != self._workers:
+        if limit == self._workers or self._workers is None:
+            return
+        try:
             self._raw.execute(f"CALL sys.setworkerlimit({int(limit)})")
             self._workers = limit
+        except errors.DatabaseError:
+            self._workers = None  # an engine without it runs every read on its own threads; do not try again
 
     def _turn(self, analytical: bool) -> contextlib.AbstractContextManager[Any]:
         """What an analytical read waits for, and the worker threads it runs on (tique/workload.py): the settings
