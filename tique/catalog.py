@@ -43,6 +43,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from tique import sqlfiles
@@ -142,11 +143,11 @@ class TableInfo:
     def has_rowid(self) -> bool:
         return self.key == (ROWID,)
 
-    @property
+    @cached_property  # asked for several times per statement; a TableInfo never changes
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
 
-    @property
+    @cached_property
     def stored_names(self) -> tuple[str, ...]:
         """Columns of the Storage table: the application's, then tq_rowid when it is the key."""
         return self.column_names + ((ROWID,) if self.has_rowid else ())
