@@ -12,8 +12,9 @@ Other temporal expressions keep the adapter's precision (milliseconds on the emb
 from __future__ import annotations
 
 import decimal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from sqlglot import exp
@@ -75,26 +76,32 @@ def text_sql(column_sql: str, type_text: str) -> str:
 
 def read_value(value: Any, type_text: str) -> Any:
     """An output value as its column type reads: parsed back from the engine's text, or a DECIMAL(p,0)."""
-    if value is None:
-        return None
+    return None if value is None else _reader(type_text)(value)
+
+
+@lru_cache(maxsize=256)
+def _reader(type_text: str) -> Callable[[Any], Any]:
+    """read_value for one column type, the type looked at once (a result has many values of each column)."""
     kind = sql_type(type_text)
-    if kind.base in ("TIME", "TIMESTAMP") and isinstance(value, str):
-        return parse_temporal(value, kind.base)
-    if kind.base == "DECIMAL" and isinstance(value, int) and not isinstance(value, bool):
-        return decimal.Decimal(value)
-    return value
+    if kind.base in ("TIME", "TIMESTAMP"):
+        base = kind.base
+        return lambda value: parse_temporal(value, base) if isinstance(value, str) else value
+    if kind.base == "DECIMAL":
+        return lambda value: decimal.Decimal(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    return lambda value: value
 
 
 def decode(result: Result, plan: Decode) -> Result:
     """Bring a result's rewritten outputs back to their types (values, and the names cursor.description shows)."""
     if not plan or not result.columns:
         return result
-    rows = [list(r) for r in result.rows]
+    values = list(zip(*result.rows))  # by column: only the decoded ones are touched, in C for the rest
     columns = list(result.columns)
     for position, type_text in plan.columns:
-        for row in rows:
+        if values:
+            read = _reader(type_text)
             try:
-                row[position] = read_value(row[position], type_text)
+                values[position] = [None if v is None else read(v) for v in values[position]]  # type: ignore[call-overload]
             except DataError as exc:
                 target = plan.targets[position] if position < len(plan.targets) else ""
                 if not target:
@@ -103,7 +110,7 @@ def decode(result: Result, plan: Decode) -> Result:
         kind = sql_type(type_text)
         name = {"TIME": "time", "TIMESTAMP": "timestamp", "DECIMAL": "decimal"}[kind.base]
         columns[position] = Column(columns[position].name, name, kind.precision, kind.scale)
-    return replace(result, columns=columns, rows=[tuple(r) for r in rows])
+    return replace(result, columns=columns, rows=list(zip(*values)) if values else result.rows)
 
 
 # ---- typing a SELECT's outputs from the catalog ------------------------------------------------------------

@@ -230,6 +230,8 @@ def _to_blob(value: Any, kind: SqlType) -> bytes:
 _DATE_RE = re.compile(r"^\s*(-?\d+)-(\d{1,2})-(\d{1,2})\s*$")
 _TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d+))?)?")
 _TIMESTAMP_RE = re.compile(r"^\s*(-?\d+)-(\d{1,2})-(\d{1,2})(?:[ T]" + _TIME_RE.pattern + r")?\s*$")
+# a TIMESTAMP as MonetDB prints one, which datetime.fromisoformat reads exactly (6 digits: no rounding to do)
+_PLAIN_TIMESTAMP_RE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})?", re.ASCII)
 _ONE_SECOND = datetime.timedelta(seconds=1)
 
 
@@ -368,6 +370,16 @@ def parse_temporal(text: str | None, base: str) -> datetime.time | datetime.date
         if int(hours) > 23:  # MonetDB makes 24:00:00 of '23:59:60' and '23:59:59.9' at TIME(0) read from text
             raise DataError(f"time {text!r} cannot be kept by tique: it is past the end of the day", "22008")
         return datetime.time(int(hours), int(minutes), int(seconds or 0), _fraction(digits))
+    if _PLAIN_TIMESTAMP_RE.fullmatch(text):  # the engine's usual text: parsed in C, ten times faster
+        try:
+            return datetime.datetime.fromisoformat(text)
+        except ValueError:
+            pass  # a year 0, an hour 24, a second 60: read below, as MonetDB means them
+    return parse_timestamp_text(text)
+
+
+def parse_timestamp_text(text: str) -> datetime.datetime:
+    """A TIMESTAMP from any text MonetDB prints for one (parse_temporal's general path)."""
     found = _TIMESTAMP_RE.match(text)
     if not found:
         raise DataError(f"cannot read the timestamp {text!r} the engine returned")
