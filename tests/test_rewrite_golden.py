@@ -123,7 +123,19 @@ def test_exists_subquery() -> None:
 def test_aggregate() -> None:
     template, reads, _ = read("SELECT o_acc, SUM(amount), COUNT(*) FROM orders GROUP BY o_acc HAVING SUM(amount) > %s")
     assert reads == {"sys.orders"}
-    check_golden("aggregate", shown(template))
+    sql = shown(template)
+    assert "LIMIT" not in sql  # a lone table: no join to keep out of its snapshot (see snapshot_reads)
+    check_golden("aggregate", sql)
+
+
+def test_only_a_statement_of_several_tables_keeps_the_limit_barrier() -> None:
+    """The never-reached LIMIT around an analytical snapshot keeps MonetDB from pushing joins into its union; a
+    statement reading one table has none, and the LIMIT only costs it (CH Q6)."""
+    alone, _, _ = read("SELECT SUM(amount) FROM orders WHERE amount > 1")
+    joined, _, _ = read("SELECT SUM(amount) FROM orders, accounts WHERE o_acc = id AND amount > 1")
+    subquery, _, _ = read("SELECT SUM(amount) FROM orders WHERE o_acc IN (SELECT id FROM accounts WHERE bal > 1)")
+    assert "LIMIT" not in shown(alone)
+    assert shown(joined).count("LIMIT") == 2 and shown(subquery).count("LIMIT") >= 2
 
 
 def test_update_plan() -> None:
