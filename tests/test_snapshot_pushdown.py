@@ -158,3 +158,14 @@ def test_correlated_subquery_stays_in_the_query(reader: Reader) -> None:
     # y.q = x.q names the outer row: pushed into the snapshot it would name a version instead
     query = "SELECT x.w, x.i FROM {s} AS x WHERE x.i IN (SELECT y.i FROM {s} AS y WHERE y.w = 1 AND y.q = x.q)"
     assert compare(reader, query)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [f"UPDATE {{s}} SET q = q + 1 WHERE i IN ({SEMI})", f"DELETE FROM {{s}} WHERE i IN ({SEMI}) AND q > 2"],
+)
+def test_write_by_a_semi_join(reader: Reader, write: str) -> None:
+    conn, raw, names, twins = reader
+    conn.cursor().execute(write.format(**names))
+    raw.execute(write.format(**twins))
+    assert compare(reader, "SELECT * FROM {s}")
