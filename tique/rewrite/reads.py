@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -103,14 +104,13 @@ def _owner(col: exp.Column, alias: str, info: TableInfo, others: list[TableInfo 
     return all(o is not None and name not in {c.lower() for c in o.column_names} for o in others)
 
 
-def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[exp.Expression]:
-    """Conjuncts that filter this table's rows alone and may also filter them before the rest of the query:
-    of the WHERE unless an outer join may NULL-extend the table, and of the table's own inner or LEFT JOIN's ON.
-    Only for the analytical formulation, where they filter Storage before the anti-join (see snapshot.py)."""
+def _filters(table: exp.Table, lookup: Lookup) -> tuple[list[exp.Expression], list[TableInfo | None]]:
+    """Conjuncts that may filter this table's rows before the rest of the query (of the WHERE unless an outer join
+    may NULL-extend the table, and of the table's own inner or LEFT JOIN's ON), and what the SELECT's other
+    sources are (None: not a tique table)."""
     if not isinstance(table.parent, (exp.From, exp.Join)) or not isinstance(table.parent.parent, exp.Select):
-        return []
+        return [], []
     select = table.parent.parent
-    alias = table.alias_or_name
     others: list[TableInfo | None] = []
     for src in _sources(select):
         if src is table:
@@ -126,6 +126,15 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
         candidates += _conjuncts(select.args.get("where"))
     if own_join is not None and own_side in ("", "LEFT") and own_join.args.get("on") is not None:
         candidates += _conjuncts(own_join.args["on"])
+    return candidates, others
+
+
+def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[exp.Expression]:
+    """Conjuncts that filter this table's rows alone and may also filter them before the rest of the query (see
+    _filters). Only for the analytical formulation, where they filter Storage before the anti-join (see
+    snapshot.py)."""
+    candidates, others = _filters(table, lookup)
+    alias = table.alias_or_name
 
     def alone(pred: exp.Expression) -> bool:
         cols = list(pred.find_all(exp.Column))
@@ -134,6 +143,59 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
         return all(_owner(c, alias, info, others) for c in cols)
 
     return [p for p in candidates if alone(p)]
+
+
+# what may make a subquery's answer differ between two evaluations in one statement, or need the outer query
+_VOLATILE = (exp.Rand, exp.Anonymous, exp.Limit, exp.Offset, exp.TableSample, exp.With, exp.Window)
+
+
+def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bool:
+    """Is ``query`` one SELECT over tique tables that names only their columns (no correlation with the outer
+    query, no nested subquery) and answers the same each time it is evaluated in a statement?"""
+    if not isinstance(query, exp.Select) or any(isinstance(n, _VOLATILE) for n in query.walk()):
+        return False
+    if any(isinstance(n, (exp.Select, exp.Subquery)) for n in query.walk() if n is not query):
+        return False
+    sources = _sources(query)
+    infos: dict[str, TableInfo] = {}
+    for src in sources:
+        if not isinstance(src, exp.Table) or not src.name or (not src.db and src.name in ctes):
+            return False
+        info = lookup(ident(src.args.get("db")) or None, ident(src))
+        if info is None:  # MonetDB's own table: its columns are not known here
+            return False
+        infos[src.alias_or_name.lower()] = info
+    if len(infos) != len(sources):  # two sources under one name
+        return False
+    names = {c.lower() for info in infos.values() for c in info.column_names}
+    for col in query.find_all(exp.Column):
+        if isinstance(col.this, exp.Star):
+            return False
+        qualifier = col.table.lower()
+        if qualifier and (qualifier not in infos or col.args.get("db")):
+            return False
+        if not qualifier and ident(col).lower() not in names:
+            return False
+    return True
+
+
+def semi_predicates(table: exp.Table, info: TableInfo, lookup: Lookup, ctes: set[str]) -> list[exp.Expression]:
+    """Conjuncts ``col IN (SELECT ...)`` on a column of this table whose subquery is self-contained (see
+    _self_contained): for the analytical formulation, they may filter Storage rows before the anti-join, as the
+    row filters do (the anti-join removes whole keys, and the query still applies them to every row), so that
+    only the Storage rows the subquery admits are matched against the Cache (CH's Q20: a few hundred of 400k
+    stock rows). Returned as they are: the caller copies them before any table in them becomes a snapshot."""
+    candidates, others = _filters(table, lookup)
+    alias = table.alias_or_name
+    found = []
+    for pred in candidates:
+        if not isinstance(pred, exp.In) or not isinstance(pred.this, exp.Column) or pred.expressions:
+            continue
+        query = pred.args.get("query")
+        query = query.this if isinstance(query, exp.Subquery) else query
+        if query is not None and _owner(pred.this, alias, info, others) and _self_contained(query, lookup, ctes):
+            found.append(pred)
+    return found
 
 
 def _point_slots(info: TableInfo, preds: list[exp.Expression]) -> tuple[str, ...] | None:
@@ -194,6 +256,17 @@ def _in_subquery_predicate(table: exp.Table) -> bool:
     return False
 
 
+class _Found(NamedTuple):
+    """A table the statement reads, and how its snapshot is built."""
+
+    table: exp.Table
+    info: TableInfo
+    formulation: str
+    preds: list[exp.Expression]
+    row_preds: list[exp.Expression]
+    semi: list[exp.Expression]
+
+
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
     any got the analytical formulation, and which are read by key values (see PointKeys)."""
@@ -203,25 +276,40 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
     read: set[str] = set()
     uses = _column_uses(tree)  # before any snapshot adds columns and sources of its own
-    found: list[tuple[exp.Table, TableInfo, str, list[exp.Expression], list[exp.Expression]]] = []
     # MonetDB also answers wrongly when the EXISTS/IN subquery's snapshot is fine but another snapshot of the same
     # statement holds the NOT EXISTS (seed 59 of the differential run): then every snapshot uses the LEFT JOIN
     subquery_predicates = any(_in_subquery_predicate(t) for t in tree.find_all(exp.Table))
-    for table in list(tree.find_all(exp.Table)):
-        if not table.name or (not table.db and table.name in cte_names):
-            continue
-        if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)):
-            continue  # a write's or DDL's target, not a read
-        info = lookup(ident(table.args.get("db")) or None, ident(table))
-        if info is None or info.kind != "tx":
-            continue
-        preds = key_predicates(table, info)
-        formulation = options.formulation
-        if formulation == "auto":
-            formulation = "point" if preds else "analytical"
-        row_preds = row_predicates(table, info, lookup) if formulation == "analytical" else []
-        found.append((table, info, formulation, preds, row_preds))
-    for number, (table, info, formulation, preds, row_preds) in enumerate(found, start=1):
+    # a statement whose only source is one table has no join MonetDB could push into its snapshot's union, so the
+    # LIMIT that keeps joins out (see snapshot_tree) would only cost; any other table, CTE reference, table
+    # function or VALUES counts as a source that might be joined
+    lone = len(list(tree.find_all(exp.Table))) == 1 and tree.find(exp.Values, exp.Unnest, exp.Lateral) is None
+
+    def collect(root: exp.Expression) -> list[_Found]:
+        out = []
+        for table in list(root.find_all(exp.Table)):
+            if not table.name or (not table.db and table.name in cte_names):
+                continue
+            if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)):
+                continue  # a write's or DDL's target, not a read
+            info = lookup(ident(table.args.get("db")) or None, ident(table))
+            if info is None or info.kind != "tx":
+                continue
+            preds = key_predicates(table, info)
+            formulation = options.formulation
+            if formulation == "auto":
+                formulation = "point" if preds else "analytical"
+            wide = formulation == "analytical"
+            row_preds = row_predicates(table, info, lookup) if wide else []
+            # copied now, while their tables are still tables: each copy's tables get snapshots of their own
+            semi = [p.copy() for p in semi_predicates(table, info, lookup, cte_names)] if wide else []
+            out.append(_Found(table, info, formulation, preds, row_preds, semi))
+        return out
+
+    found = collect(tree)
+    inner = [entry for outer in found for pred in outer.semi for entry in collect(pred)]
+    numbered = [*enumerate(found, start=1), *enumerate(inner, start=len(found) + 1)]
+    # the copies' tables first: a semi-join is copied into its table's snapshot with its subquery's snapshots in it
+    for number, (table, info, formulation, preds, row_preds, semi) in numbered[len(found) :] + numbered[: len(found)]:
         analytical = analytical or formulation == "analytical"
         pinned = _point_slots(info, preds) if formulation == "point" else None
         point[info.qualified] = pinned if info.qualified not in point else None  # read twice: no shortcut
@@ -237,6 +325,8 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
             left_anti_join=subquery_predicates,
+            barrier=not lone,
+            semi=semi,
         )
         name = source_name(table)  # kept as the user quoted it ("Q" is not q)
         table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=name)))

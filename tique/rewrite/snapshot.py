@@ -97,9 +97,12 @@ def _predicate(pred: Predicate) -> exp.Expression:
 
 
 def _requalify(pred: exp.Expression, table: str | None) -> exp.Expression:
-    """A copy of a pushed predicate with its columns pointed at one branch's table alias (or none)."""
+    """A copy of a pushed predicate with its columns pointed at one branch's table alias (or none); the columns of a
+    subquery in it (a semi-join's) name that subquery's own tables and stay as they are."""
     copy = pred.copy()
-    for col in copy.find_all(exp.Column):
+    for col in copy.find_all(exp.Column, bfs=False):
+        if col.find_ancestor(exp.Select) is not None:
+            continue
         col.set("table", _own(table) if table else None)
         col.set("db", None)
         col.set("catalog", None)
@@ -201,6 +204,8 @@ def _analytical(
     own: bool,
     tag: str,
     left_anti_join: bool,
+    barrier: bool,
+    semi: Sequence[exp.Expression],
 ) -> exp.Select:
     """Storage rows no visible Cache version overrides, plus the newest Cache version of each key."""
     st, v = f"tq_s{tag}", f"tq_v{tag}"
@@ -216,12 +221,13 @@ def _analytical(
         overriders = _select([exp.Literal.number(1)], _from(overriding, v), match)
         absent = exp.Not(this=exp.Exists(this=overriders))
         stable = _select(_user_cols(cols, st), _storage(info, st))
-    stable.set("where", exp.Where(this=_where([*preds, *row_preds], st, [absent])))
+    stable.set("where", exp.Where(this=_where([*preds, *row_preds, *semi], st, [absent])))
     recent = _newest(cols, info.key, _union(*_visible_cache(info, cols, preds, latest, own, tag)), tag, row_preds)
     # the LIMIT (never reached) keeps MonetDB from pushing the query's joins into the union, which made plans
     # of several joined snapshots up to 10x slower (CH's Q8); filters on this table are already inside
     both = _select(_user_cols(cols), _from(_union(stable, recent), f"tq_b{tag}"))
-    both.set("limit", exp.Limit(expression=exp.Literal.number(NO_LIMIT)))
+    if barrier:
+        both.set("limit", exp.Limit(expression=exp.Literal.number(NO_LIMIT)))
     return both
 
 
@@ -237,6 +243,8 @@ def snapshot_tree(
     row_preds: Sequence[exp.Expression] = (),
     tag: str = "",
     left_anti_join: bool = False,
+    barrier: bool = True,
+    semi: Sequence[exp.Expression] = (),
 ) -> exp.Select:
     """The snapshot of ``info`` as a tree; ``sts``/``txid`` are slots. ``preds`` are the query's key predicates
     (copied, never changed). ``latest`` drops the sts bound (a negative control for consistency checking only);
@@ -248,7 +256,12 @@ def snapshot_tree(
     badly - CH's Q8 took 0.11 s instead of 0.01 s - so each snapshot of a statement gets its own. ``left_anti_join``
     removes overridden Storage rows by a LEFT JOIN instead of NOT EXISTS: MonetDB 11.41 answers IN and EXISTS
     wrongly over an empty subquery holding a NOT EXISTS (``x NOT IN`` false, ``EXISTS`` true), so snapshots inside
-    such subqueries use it (tests/test_differential_regressions.py)."""
+    such subqueries use it (tests/test_differential_regressions.py). ``barrier=False`` leaves out the analytical
+    union's never-reached LIMIT, for a statement with no join to keep out of it: the LIMIT makes MonetDB build the
+    union whole before the query's aggregate, 15-20 ms of CH's Q6 at scale 1.0. ``semi`` (analytical only) are
+    the query's ``col IN (subquery)`` filters on this table, their subqueries already reading snapshots: they filter
+    Storage rows before the anti-join as ``row_preds`` do, and nothing else (the query applies them again to every
+    row; in the Cache branches each copy would evaluate the subquery once more)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
@@ -270,7 +283,7 @@ def snapshot_tree(
         source = _union(stable, *_visible_cache(info, cols, pushed, latest, own, tag))
         tree = _newest(cols, info.key, source, tag)
     else:
-        tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join)
+        tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join, barrier, semi)
     if out_cols != cols:
         tree = _select(_user_cols(out_cols), _from(tree, f"tq_o{tag}"))
     return tree

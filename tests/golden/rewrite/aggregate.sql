@@ -86,7 +86,6 @@ FROM (
     WHERE
       tq_rk = 1 AND NOT tq_deleted
   ) AS tq_b_1
-  LIMIT 1152921504606846976
 ) AS orders
 GROUP BY
   o_acc

@@ -81,7 +81,6 @@ FROM (
         o_acc = :p0
       )
   ) AS tq_b_1
-  LIMIT 1152921504606846976
 ) AS orders
 WHERE
   o_acc = :p0

@@ -83,6 +83,5 @@ FROM (
       WHERE
         tq_rk = 1 AND NOT tq_deleted
     ) AS tq_b_1
-    LIMIT 1152921504606846976
   ) AS accounts
 ) AS tq_rows(tq_i0, tq_i1, tq_i2)

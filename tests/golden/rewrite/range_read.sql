@@ -82,7 +82,6 @@ FROM (
         bal BETWEEN :p0 AND :p1
       )
   ) AS tq_b_1
-  LIMIT 1152921504606846976
 ) AS accounts
 WHERE
   bal BETWEEN :p0 AND :p1

@@ -1,0 +1,271 @@
+SELECT
+  o_id,
+  amount
+FROM (
+  SELECT
+    "o_id",
+    "o_acc",
+    "amount"
+  FROM (
+    SELECT
+      tq_s_1."o_id",
+      tq_s_1."o_acc",
+      tq_s_1."amount"
+    FROM "tique_data"."sys__orders__storage" AS tq_s_1
+    LEFT JOIN (
+      SELECT
+        "o_id",
+        TRUE AS tq_hit
+      FROM (
+        SELECT
+          tq_c_1a."o_id",
+          tq_c_1a."o_acc",
+          tq_c_1a."amount",
+          tq_c_1a.tq_deleted,
+          tq_t_1a.cts AS tq_cts,
+          tq_c_1a.tq_seq
+        FROM "tique_data"."sys__orders__cache" AS tq_c_1a
+        JOIN tique.outcomes AS tq_t_1a
+          ON tq_t_1a.txid = tq_c_1a.tq_txid
+        WHERE
+          tq_t_1a.ok AND tq_t_1a.cts <= :sts
+        UNION ALL
+        SELECT
+          tq_w_1a."o_id",
+          tq_w_1a."o_acc",
+          tq_w_1a."amount",
+          tq_w_1a.tq_deleted,
+          CAST(9223372036854775807 AS BIGINT) AS tq_cts,
+          tq_w_1a.tq_seq
+        FROM "tique_data"."sys__orders__cache" AS tq_w_1a
+        WHERE
+          tq_w_1a.tq_txid = :txid
+      ) AS tq_h_1
+    ) AS tq_v_1
+      ON tq_v_1."o_id" = tq_s_1."o_id"
+    WHERE
+      tq_v_1.tq_hit IS NULL
+      AND (
+        tq_s_1.o_acc IN (
+          SELECT
+            id
+          FROM (
+            SELECT
+              "id",
+              "bal"
+            FROM (
+              SELECT
+                tq_s_3."id",
+                tq_s_3."bal"
+              FROM "tique_data"."sys__accounts__storage" AS tq_s_3
+              LEFT JOIN (
+                SELECT
+                  "id",
+                  TRUE AS tq_hit
+                FROM (
+                  SELECT
+                    tq_c_3a."id",
+                    tq_c_3a."bal",
+                    tq_c_3a.tq_deleted,
+                    tq_t_3a.cts AS tq_cts,
+                    tq_c_3a.tq_seq
+                  FROM "tique_data"."sys__accounts__cache" AS tq_c_3a
+                  JOIN tique.outcomes AS tq_t_3a
+                    ON tq_t_3a.txid = tq_c_3a.tq_txid
+                  WHERE
+                    tq_t_3a.ok AND tq_t_3a.cts <= :sts
+                  UNION ALL
+                  SELECT
+                    tq_w_3a."id",
+                    tq_w_3a."bal",
+                    tq_w_3a.tq_deleted,
+                    CAST(9223372036854775807 AS BIGINT) AS tq_cts,
+                    tq_w_3a.tq_seq
+                  FROM "tique_data"."sys__accounts__cache" AS tq_w_3a
+                  WHERE
+                    tq_w_3a.tq_txid = :txid
+                ) AS tq_h_3
+              ) AS tq_v_3
+                ON tq_v_3."id" = tq_s_3."id"
+              WHERE
+                tq_v_3.tq_hit IS NULL AND (
+                  tq_s_3.bal > :p0
+                )
+              UNION ALL
+              SELECT
+                "id",
+                "bal"
+              FROM (
+                SELECT
+                  "id",
+                  "bal",
+                  tq_deleted,
+                  ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+                FROM (
+                  SELECT
+                    tq_c_3."id",
+                    tq_c_3."bal",
+                    tq_c_3.tq_deleted,
+                    tq_t_3.cts AS tq_cts,
+                    tq_c_3.tq_seq
+                  FROM "tique_data"."sys__accounts__cache" AS tq_c_3
+                  JOIN tique.outcomes AS tq_t_3
+                    ON tq_t_3.txid = tq_c_3.tq_txid
+                  WHERE
+                    tq_t_3.ok AND tq_t_3.cts <= :sts
+                  UNION ALL
+                  SELECT
+                    tq_w_3."id",
+                    tq_w_3."bal",
+                    tq_w_3.tq_deleted,
+                    CAST(9223372036854775807 AS BIGINT) AS tq_cts,
+                    tq_w_3.tq_seq
+                  FROM "tique_data"."sys__accounts__cache" AS tq_w_3
+                  WHERE
+                    tq_w_3.tq_txid = :txid
+                ) AS tq_u_3
+              ) AS tq_r_3
+              WHERE
+                tq_rk = 1 AND NOT tq_deleted AND (
+                  bal > :p0
+                )
+            ) AS tq_b_3
+            LIMIT 1152921504606846976
+          ) AS accounts
+          WHERE
+            bal > :p0
+        )
+      )
+    UNION ALL
+    SELECT
+      "o_id",
+      "o_acc",
+      "amount"
+    FROM (
+      SELECT
+        "o_id",
+        "o_acc",
+        "amount",
+        tq_deleted,
+        ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+      FROM (
+        SELECT
+          tq_c_1."o_id",
+          tq_c_1."o_acc",
+          tq_c_1."amount",
+          tq_c_1.tq_deleted,
+          tq_t_1.cts AS tq_cts,
+          tq_c_1.tq_seq
+        FROM "tique_data"."sys__orders__cache" AS tq_c_1
+        JOIN tique.outcomes AS tq_t_1
+          ON tq_t_1.txid = tq_c_1.tq_txid
+        WHERE
+          tq_t_1.ok AND tq_t_1.cts <= :sts
+        UNION ALL
+        SELECT
+          tq_w_1."o_id",
+          tq_w_1."o_acc",
+          tq_w_1."amount",
+          tq_w_1.tq_deleted,
+          CAST(9223372036854775807 AS BIGINT) AS tq_cts,
+          tq_w_1.tq_seq
+        FROM "tique_data"."sys__orders__cache" AS tq_w_1
+        WHERE
+          tq_w_1.tq_txid = :txid
+      ) AS tq_u_1
+    ) AS tq_r_1
+    WHERE
+      tq_rk = 1 AND NOT tq_deleted
+  ) AS tq_b_1
+  LIMIT 1152921504606846976
+) AS orders
+WHERE
+  o_acc IN (
+    SELECT
+      id
+    FROM (
+      SELECT
+        "id",
+        "bal"
+      FROM (
+        SELECT
+          tq_s_2."id",
+          tq_s_2."bal"
+        FROM "tique_data"."sys__accounts__storage" AS tq_s_2
+        LEFT JOIN (
+          SELECT
+            "id",
+            TRUE AS tq_hit
+          FROM (
+            SELECT
+              tq_c_2a."id",
+              tq_c_2a."bal",
+              tq_c_2a.tq_deleted,
+              tq_t_2a.cts AS tq_cts,
+              tq_c_2a.tq_seq
+            FROM "tique_data"."sys__accounts__cache" AS tq_c_2a
+            JOIN tique.outcomes AS tq_t_2a
+              ON tq_t_2a.txid = tq_c_2a.tq_txid
+            WHERE
+              tq_t_2a.ok AND tq_t_2a.cts <= :sts
+            UNION ALL
+            SELECT
+              tq_w_2a."id",
+              tq_w_2a."bal",
+              tq_w_2a.tq_deleted,
+              CAST(9223372036854775807 AS BIGINT) AS tq_cts,
+              tq_w_2a.tq_seq
+            FROM "tique_data"."sys__accounts__cache" AS tq_w_2a
+            WHERE
+              tq_w_2a.tq_txid = :txid
+          ) AS tq_h_2
+        ) AS tq_v_2
+          ON tq_v_2."id" = tq_s_2."id"
+        WHERE
+          tq_v_2.tq_hit IS NULL AND (
+            tq_s_2.bal > :p0
+          )
+        UNION ALL
+        SELECT
+          "id",
+          "bal"
+        FROM (
+          SELECT
+            "id",
+            "bal",
+            tq_deleted,
+            ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+          FROM (
+            SELECT
+              tq_c_2."id",
+              tq_c_2."bal",
+              tq_c_2.tq_deleted,
+              tq_t_2.cts AS tq_cts,
+              tq_c_2.tq_seq
+            FROM "tique_data"."sys__accounts__cache" AS tq_c_2
+            JOIN tique.outcomes AS tq_t_2
+              ON tq_t_2.txid = tq_c_2.tq_txid
+            WHERE
+              tq_t_2.ok AND tq_t_2.cts <= :sts
+            UNION ALL
+            SELECT
+              tq_w_2."id",
+              tq_w_2."bal",
+              tq_w_2.tq_deleted,
+              CAST(9223372036854775807 AS BIGINT) AS tq_cts,
+              tq_w_2.tq_seq
+            FROM "tique_data"."sys__accounts__cache" AS tq_w_2
+            WHERE
+              tq_w_2.tq_txid = :txid
+          ) AS tq_u_2
+        ) AS tq_r_2
+        WHERE
+          tq_rk = 1 AND NOT tq_deleted AND (
+            bal > :p0
+          )
+      ) AS tq_b_2
+      LIMIT 1152921504606846976
+    ) AS accounts
+    WHERE
+      bal > :p0
+  )
