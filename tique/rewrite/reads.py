@@ -63,12 +63,23 @@ def _long_list(pred: exp.Expression) -> bool:
     return any(len(n.expressions) > MAX_PUSHED_VALUES or is_lifted(n) for n in pred.find_all(exp.In))
 
 
+def _called(table: exp.Table) -> str:
+    """The name a statement's columns qualify this table by, as MonetDB folds it (its alias, or else its name)."""
+    return ident(source_name(table))
+
+
+def _qualifier(col: exp.Column) -> str:
+    """The table name a column is qualified by, as MonetDB folds it ("" if none): ``X.a`` is x's, ``"X".a`` is
+    not."""
+    return ident(col.args.get("table"))
+
+
 def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
     """Conjuncts of the enclosing SELECT's WHERE that constrain only this table's key columns by values."""
     select = table.find_ancestor(exp.Select)
     if select is None or table.find_ancestor(exp.Join, exp.From) is None:
         return []
-    alias = table.alias_or_name
+    alias = _called(table)
     single_source = len(_sources(select)) == 1
     key = set(info.key)
     found: list[exp.Expression] = []
@@ -84,7 +95,7 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
         else:
             candidates = []
         for col in candidates:
-            owner = col.table
+            owner = _qualifier(col)
             if ident(col) in key and (owner == alias or (not owner and single_source)):
                 found.append(pred)
     return found
@@ -100,7 +111,7 @@ def _owner(col: exp.Column, alias: str, info: TableInfo, others: list[TableInfo 
     if name not in {c.lower() for c in info.column_names}:
         return False
     if col.table:
-        return col.table.lower() == alias.lower()
+        return _qualifier(col) == alias
     return all(o is not None and name not in {c.lower() for c in o.column_names} for o in others)
 
 
@@ -134,7 +145,7 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
     _filters). Only for the analytical formulation, where they filter Storage before the anti-join (see
     snapshot.py)."""
     candidates, others = _filters(table, lookup)
-    alias = table.alias_or_name
+    alias = _called(table)
 
     def alone(pred: exp.Expression) -> bool:
         cols = list(pred.find_all(exp.Column))
@@ -164,14 +175,14 @@ def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bo
         info = lookup(ident(src.args.get("db")) or None, ident(src))
         if info is None:  # MonetDB's own table: its columns are not known here
             return False
-        infos[src.alias_or_name.lower()] = info
+        infos[_called(src)] = info
     if len(infos) != len(sources):  # two sources under one name
         return False
     names = {c.lower() for info in infos.values() for c in info.column_names}
     for col in query.find_all(exp.Column):
         if isinstance(col.this, exp.Star):
             return False
-        qualifier = col.table.lower()
+        qualifier = _qualifier(col)
         if qualifier and (qualifier not in infos or col.args.get("db")):
             return False
         if not qualifier and ident(col).lower() not in names:
@@ -186,7 +197,7 @@ def semi_predicates(table: exp.Table, info: TableInfo, lookup: Lookup, ctes: set
     only the Storage rows the subquery admits are matched against the Cache (CH's Q20: a few hundred of 400k
     stock rows). Returned as they are: the caller copies them before any table in them becomes a snapshot."""
     candidates, others = _filters(table, lookup)
-    alias = table.alias_or_name
+    alias = _called(table)
     found = []
     for pred in candidates:
         if not isinstance(pred, exp.In) or not isinstance(pred.this, exp.Column) or pred.expressions:
