@@ -8,7 +8,7 @@ from typing import NamedTuple
 from sqlglot import exp
 
 from tique.catalog import Lookup, TableInfo
-from tique.names import ident, source_name
+from tique.names import cte_names, ident, names_cte, source_name
 from tique.rewrite.lists import MAX_PUSHED_VALUES, is_lifted
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
@@ -160,7 +160,7 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
 _VOLATILE = (exp.Rand, exp.Anonymous, exp.Limit, exp.Offset, exp.TableSample, exp.With, exp.Window)
 
 
-def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bool:
+def _self_contained(query: exp.Expression, lookup: Lookup, ctes: frozenset[str]) -> bool:
     """Is ``query`` one SELECT over tique tables that names only their columns (no correlation with the outer
     query, no nested subquery) and answers the same each time it is evaluated in a statement?"""
     if not isinstance(query, exp.Select) or any(isinstance(n, _VOLATILE) for n in query.walk()):
@@ -170,7 +170,7 @@ def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bo
     sources = _sources(query)
     infos: dict[str, TableInfo] = {}
     for src in sources:
-        if not isinstance(src, exp.Table) or not src.name or (not src.db and src.name in ctes):
+        if not isinstance(src, exp.Table) or not src.name or names_cte(src, ctes):
             return False
         info = lookup(ident(src.args.get("db")) or None, ident(src))
         if info is None:  # MonetDB's own table: its columns are not known here
@@ -190,7 +190,7 @@ def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bo
     return True
 
 
-def semi_predicates(table: exp.Table, info: TableInfo, lookup: Lookup, ctes: set[str]) -> list[exp.Expression]:
+def semi_predicates(table: exp.Table, info: TableInfo, lookup: Lookup, ctes: frozenset[str]) -> list[exp.Expression]:
     """Conjuncts ``col IN (SELECT ...)`` on a column of this table whose subquery is self-contained (see
     _self_contained): for the analytical formulation, they may filter Storage rows before the anti-join, as the
     row filters do (the anti-join removes whole keys, and the query still applies them to every row), so that
@@ -284,7 +284,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     tree = expand_views(tree, lookup)  # tique's views become their SELECTs, read like any query
     analytical = False
     point: dict[str, tuple[str, ...] | None] = {}
-    cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
+    ctes = cte_names(tree)
     read: set[str] = set()
     uses = _column_uses(tree)  # before any snapshot adds columns and sources of its own
     # MonetDB also answers wrongly when the EXISTS/IN subquery's snapshot is fine but another snapshot of the same
@@ -298,7 +298,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     def collect(root: exp.Expression) -> list[_Found]:
         out = []
         for table in list(root.find_all(exp.Table)):
-            if not table.name or (not table.db and table.name in cte_names):
+            if not table.name or names_cte(table, ctes):
                 continue
             if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)):
                 continue  # a write's or DDL's target, not a read
@@ -312,7 +312,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             wide = formulation == "analytical"
             row_preds = row_predicates(table, info, lookup) if wide else []
             # copied now, while their tables are still tables: each copy's tables get snapshots of their own
-            semi = [p.copy() for p in semi_predicates(table, info, lookup, cte_names)] if wide else []
+            semi = [p.copy() for p in semi_predicates(table, info, lookup, ctes)] if wide else []
             out.append(_Found(table, info, formulation, preds, row_preds, semi))
         return out
 
