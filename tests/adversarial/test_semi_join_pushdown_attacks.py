@@ -234,6 +234,13 @@ ATTACKS = [
     "WITH {F} AS (SELECT 3 AS id) SELECT w, i FROM {s} WHERE i IN (SELECT id FROM {f}) AND q > 0",
     "WITH {S} AS (SELECT 1 AS w, 2 AS i, 3 AS q) SELECT w, i, q FROM {s}",
     "WITH {V} AS (SELECT 1 AS w, 2 AS i, 3 AS q) SELECT w, i, q FROM {v}",
+    # a parenthesised join: the join hangs off its first table, and went with it when the table became a snapshot
+    "SELECT x.w, x.i, g.d FROM ({s} AS x JOIN {f} AS g ON g.id = x.i)",
+    "SELECT COUNT(*) FROM ({s} AS x CROSS JOIN {f} AS g) WHERE x.q > 2",
+    f"SELECT o.k, x.w FROM {{o}} AS o LEFT JOIN ({{s}} AS x JOIN {{f}} AS g ON g.id = x.i) ON x.i = o.i "
+    f"WHERE x.i IN ({SEMI}) OR x.i IS NULL",
+    "SELECT o.k, x.w, g.n FROM {o} AS o LEFT JOIN ({s} AS x LEFT JOIN {f} AS g ON g.id = x.i AND g.n > 2) "
+    "ON x.i = o.i AND x.q > 1",
     # a view of a tique table inside the subquery (it becomes a subquery: not pushed) and as the outer table
     "SELECT w, i FROM {s} WHERE i IN (SELECT i FROM {v} WHERE w = 1)",
     f"SELECT w, i, q FROM {{v}} WHERE i IN ({SEMI})",

@@ -340,7 +340,14 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             semi=semi,
         )
         name = source_name(table)  # kept as the user quoted it ("Q" is not q)
-        table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=name)))
+        replacement = exp.Subquery(this=snap, alias=exp.TableAlias(this=name))
+        # in ``(a JOIN b ON ...)`` the join hangs off the table a: it stays with the snapshot (b's own snapshot
+        # is, or will be, put in its place inside it), or the join would vanish from the statement
+        joins = table.args.get("joins")
+        if joins:
+            table.set("joins", None)
+            replacement.set("joins", joins)
+        table.replace(replacement)
         read.add(info.qualified)
     keys = tuple((name, slots) for name, slots in point.items() if slots is not None)
     return Reads(tree, read, analytical, keys)
