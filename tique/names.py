@@ -45,6 +45,17 @@ def source_name(table: exp.Table) -> exp.Identifier:
     return node.copy() if isinstance(node, exp.Identifier) else exp.to_identifier(table.alias_or_name)
 
 
+def cte_names(tree: exp.Expression) -> frozenset[str]:
+    """The names of the CTEs a statement defines, as MonetDB folds them: ``WITH T AS (...)`` is what ``FROM t``
+    reads, not a table t (compare with ``ident`` of the table)."""
+    return frozenset(ident(cte.args["alias"].this) for cte in tree.find_all(exp.CTE) if cte.args.get("alias"))
+
+
+def names_cte(table: exp.Table, ctes: frozenset[str]) -> bool:
+    """Does ``table`` (an unqualified name) name one of ``ctes`` (see cte_names)?"""
+    return not table.args.get("db") and ident(table) in ctes
+
+
 def ident(node: exp.Expression | str | None) -> str:
     """An identifier as MonetDB stores it: unquoted names fold to lower case."""
     if node is None:

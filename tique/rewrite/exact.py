@@ -22,7 +22,7 @@ from sqlglot import exp
 from tique.catalog import Lookup, TableInfo
 from tique.engine.base import Column, Result
 from tique.errors import DataError, NotSupportedError
-from tique.names import ident
+from tique.names import cte_names, ident, names_cte
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.values import parse_temporal, sql_type
 
@@ -123,12 +123,12 @@ def _sources(select: exp.Select, lookup: Lookup) -> dict[str, TableInfo | None]:
     if from_ is not None:
         items.append(from_.this)
     items += [j.this for j in select.args.get("joins") or []]
-    ctes = {cte.alias for cte in select.find_all(exp.CTE)}
+    ctes = cte_names(select)
     out: dict[str, TableInfo | None] = {}
     for item in items:
         alias_node = item.args.get("alias")
         alias = ident(alias_node.this if alias_node is not None else item.this)
-        if isinstance(item, exp.Table) and item.name and not (not item.db and item.name in ctes):
+        if isinstance(item, exp.Table) and item.name and not names_cte(item, ctes):
             out[alias] = lookup(ident(item.args.get("db")) or None, ident(item))
         else:
             out[alias] = None

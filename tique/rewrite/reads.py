@@ -8,7 +8,7 @@ from typing import NamedTuple
 from sqlglot import exp
 
 from tique.catalog import Lookup, TableInfo
-from tique.names import ident, source_name
+from tique.names import cte_names, ident, names_cte, source_name
 from tique.rewrite.lists import MAX_PUSHED_VALUES, is_lifted
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
@@ -63,12 +63,23 @@ def _long_list(pred: exp.Expression) -> bool:
     return any(len(n.expressions) > MAX_PUSHED_VALUES or is_lifted(n) for n in pred.find_all(exp.In))
 
 
+def _called(table: exp.Table) -> str:
+    """The name a statement's columns qualify this table by, as MonetDB folds it (its alias, or else its name)."""
+    return ident(source_name(table))
+
+
+def _qualifier(col: exp.Column) -> str:
+    """The table name a column is qualified by, as MonetDB folds it ("" if none): ``X.a`` is x's, ``"X".a`` is
+    not."""
+    return ident(col.args.get("table"))
+
+
 def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
     """Conjuncts of the enclosing SELECT's WHERE that constrain only this table's key columns by values."""
     select = table.find_ancestor(exp.Select)
     if select is None or table.find_ancestor(exp.Join, exp.From) is None:
         return []
-    alias = table.alias_or_name
+    alias = _called(table)
     single_source = len(_sources(select)) == 1
     key = set(info.key)
     found: list[exp.Expression] = []
@@ -84,7 +95,7 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
         else:
             candidates = []
         for col in candidates:
-            owner = col.table
+            owner = _qualifier(col)
             if ident(col) in key and (owner == alias or (not owner and single_source)):
                 found.append(pred)
     return found
@@ -100,7 +111,7 @@ def _owner(col: exp.Column, alias: str, info: TableInfo, others: list[TableInfo 
     if name not in {c.lower() for c in info.column_names}:
         return False
     if col.table:
-        return col.table.lower() == alias.lower()
+        return _qualifier(col) == alias
     return all(o is not None and name not in {c.lower() for c in o.column_names} for o in others)
 
 
@@ -134,7 +145,7 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
     _filters). Only for the analytical formulation, where they filter Storage before the anti-join (see
     snapshot.py)."""
     candidates, others = _filters(table, lookup)
-    alias = table.alias_or_name
+    alias = _called(table)
 
     def alone(pred: exp.Expression) -> bool:
         cols = list(pred.find_all(exp.Column))
@@ -149,7 +160,7 @@ def row_predicates(table: exp.Table, info: TableInfo, lookup: Lookup) -> list[ex
 _VOLATILE = (exp.Rand, exp.Anonymous, exp.Limit, exp.Offset, exp.TableSample, exp.With, exp.Window)
 
 
-def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bool:
+def _self_contained(query: exp.Expression, lookup: Lookup, ctes: frozenset[str]) -> bool:
     """Is ``query`` one SELECT over tique tables that names only their columns (no correlation with the outer
     query, no nested subquery) and answers the same each time it is evaluated in a statement?"""
     if not isinstance(query, exp.Select) or any(isinstance(n, _VOLATILE) for n in query.walk()):
@@ -159,19 +170,19 @@ def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bo
     sources = _sources(query)
     infos: dict[str, TableInfo] = {}
     for src in sources:
-        if not isinstance(src, exp.Table) or not src.name or (not src.db and src.name in ctes):
+        if not isinstance(src, exp.Table) or not src.name or names_cte(src, ctes):
             return False
         info = lookup(ident(src.args.get("db")) or None, ident(src))
         if info is None:  # MonetDB's own table: its columns are not known here
             return False
-        infos[src.alias_or_name.lower()] = info
+        infos[_called(src)] = info
     if len(infos) != len(sources):  # two sources under one name
         return False
     names = {c.lower() for info in infos.values() for c in info.column_names}
     for col in query.find_all(exp.Column):
         if isinstance(col.this, exp.Star):
             return False
-        qualifier = col.table.lower()
+        qualifier = _qualifier(col)
         if qualifier and (qualifier not in infos or col.args.get("db")):
             return False
         if not qualifier and ident(col).lower() not in names:
@@ -179,14 +190,14 @@ def _self_contained(query: exp.Expression, lookup: Lookup, ctes: set[str]) -> bo
     return True
 
 
-def semi_predicates(table: exp.Table, info: TableInfo, lookup: Lookup, ctes: set[str]) -> list[exp.Expression]:
+def semi_predicates(table: exp.Table, info: TableInfo, lookup: Lookup, ctes: frozenset[str]) -> list[exp.Expression]:
     """Conjuncts ``col IN (SELECT ...)`` on a column of this table whose subquery is self-contained (see
     _self_contained): for the analytical formulation, they may filter Storage rows before the anti-join, as the
     row filters do (the anti-join removes whole keys, and the query still applies them to every row), so that
     only the Storage rows the subquery admits are matched against the Cache (CH's Q20: a few hundred of 400k
     stock rows). Returned as they are: the caller copies them before any table in them becomes a snapshot."""
     candidates, others = _filters(table, lookup)
-    alias = table.alias_or_name
+    alias = _called(table)
     found = []
     for pred in candidates:
         if not isinstance(pred, exp.In) or not isinstance(pred.this, exp.Column) or pred.expressions:
@@ -273,7 +284,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     tree = expand_views(tree, lookup)  # tique's views become their SELECTs, read like any query
     analytical = False
     point: dict[str, tuple[str, ...] | None] = {}
-    cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
+    ctes = cte_names(tree)
     read: set[str] = set()
     uses = _column_uses(tree)  # before any snapshot adds columns and sources of its own
     # MonetDB also answers wrongly when the EXISTS/IN subquery's snapshot is fine but another snapshot of the same
@@ -287,7 +298,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     def collect(root: exp.Expression) -> list[_Found]:
         out = []
         for table in list(root.find_all(exp.Table)):
-            if not table.name or (not table.db and table.name in cte_names):
+            if not table.name or names_cte(table, ctes):
                 continue
             if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)):
                 continue  # a write's or DDL's target, not a read
@@ -301,7 +312,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             wide = formulation == "analytical"
             row_preds = row_predicates(table, info, lookup) if wide else []
             # copied now, while their tables are still tables: each copy's tables get snapshots of their own
-            semi = [p.copy() for p in semi_predicates(table, info, lookup, cte_names)] if wide else []
+            semi = [p.copy() for p in semi_predicates(table, info, lookup, ctes)] if wide else []
             out.append(_Found(table, info, formulation, preds, row_preds, semi))
         return out
 
@@ -329,7 +340,14 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             semi=semi,
         )
         name = source_name(table)  # kept as the user quoted it ("Q" is not q)
-        table.replace(exp.Subquery(this=snap, alias=exp.TableAlias(this=name)))
+        replacement = exp.Subquery(this=snap, alias=exp.TableAlias(this=name))
+        # in ``(a JOIN b ON ...)`` the join hangs off the table a: it stays with the snapshot (b's own snapshot
+        # is, or will be, put in its place inside it), or the join would vanish from the statement
+        joins = table.args.get("joins")
+        if joins:
+            table.set("joins", None)
+            replacement.set("joins", joins)
+        table.replace(replacement)
         read.add(info.qualified)
     keys = tuple((name, slots) for name, slots in point.items() if slots is not None)
     return Reads(tree, read, analytical, keys)

@@ -7,7 +7,7 @@ from sqlglot import exp
 
 from tique.catalog import Lookup
 from tique.errors import NotSupportedError
-from tique.names import ident, source_name
+from tique.names import cte_names, ident, names_cte, source_name
 from tique.rewrite.dialect import MonetDB
 
 VIEW = "view"  # TableInfo.kind of a tique view
@@ -17,10 +17,10 @@ MAX_DEPTH = 32  # views over views: deeper than this is a cycle
 def expand_views(tree: exp.Expression, lookup: Lookup) -> exp.Expression:
     """Replace every reference to a tique view by its SELECT, under the view's name (or alias)."""
     for _ in range(MAX_DEPTH):
-        cte_names = {cte.alias for cte in tree.find_all(exp.CTE)}
+        ctes = cte_names(tree)
         replaced = False
         for table in list(tree.find_all(exp.Table)):
-            if not table.name or (not table.db and table.name in cte_names):
+            if not table.name or names_cte(table, ctes):
                 continue
             info = lookup(ident(table.args.get("db")) or None, ident(table))
             if info is None or info.kind != VIEW:
