@@ -42,7 +42,7 @@ def test_tpcc_runs_on_every_system_and_stays_consistent(tmp_path: Path) -> None:
 def test_contention_and_a_missing_server_is_skipped_with_its_reason(tmp_path: Path) -> None:
     out = tmp_path / "contention.json"
     proc = bench("contention", "--systems", "postgres,tique", "--warehouses", "2", "--scale", "0.01",
-                 "--clients", "2", "--duration", "2", "--warmup", "0.5", "--out", str(out),
+                 "--clients", "2", "--duration", "4", "--warmup", "0.5", "--out", str(out),
                  env={"PG_BIN_DIR": str(tmp_path / "no-postgres")})  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
