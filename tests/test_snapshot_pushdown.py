@@ -10,9 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-import tique
-from tique.database import Database
-from tique.engine.base import RawConnection
+from tests.twins import Reader, World, twin_reader
 
 # s: a composite key (w, i) as TPC-C's stock; f: a filter table as item; o: rows to join as order_line
 DDL = {
@@ -56,46 +54,14 @@ OWN = [  # the reader's own writes, not committed when it reads
     "INSERT INTO {o} VALUES (41, 10, 41)",
 ]
 
-Reader = tuple[tique.Connection, RawConnection, dict[str, str], dict[str, str]]
+WORLD = World(DDL, STABLE, COMMITTED, AFTER_SNAPSHOT, OWN)
 
 
 @pytest.fixture
 def reader(embedded_url: str, unique_name: Callable[[str], str]) -> Iterator[Reader]:
     """A tique transaction reading s, f and o in every state above, a raw connection, and the names of the tique
     tables and of their plain twins (which hold what the reader should see)."""
-    prefix = unique_name("pd")
-    names = {n: f"{prefix}_t{n}" for n in DDL}
-    twins = {n: f"{prefix}_p{n}" for n in DDL}
-    conn, other = tique.connect(embedded_url), tique.connect(embedded_url)
-    raw = Database.get(embedded_url).connect_raw()
-    try:
-        cur = conn.cursor()
-        for n, ddl in DDL.items():
-            cur.execute(ddl.format(t=names[n]))
-            raw.execute(ddl.format(t=twins[n]) + " -- tique: plain")
-        conn.commit()
-        for n, rows in STABLE.items():
-            conn.bulk_load(names[n], rows)  # Storage
-            raw.execute(f"INSERT INTO {twins[n]} VALUES " + ", ".join(str(r) for r in rows))
-        for sql in COMMITTED:
-            cur.execute(sql.format(**names))
-            raw.execute(sql.format(**twins))
-        conn.commit()
-        cur.execute(f"SELECT COUNT(*) FROM {names['f']}")  # the reader's snapshot starts here
-        cur.fetchall()
-        ocur = other.cursor()
-        for sql in AFTER_SNAPSHOT:
-            ocur.execute(sql.format(**names))
-        other.commit()
-        for sql in OWN:
-            cur.execute(sql.format(**names))
-            raw.execute(sql.format(**twins))
-        yield conn, raw, names, twins
-    finally:
-        conn.rollback()
-        conn.close()
-        other.close()
-        raw.close()
+    yield from twin_reader(embedded_url, unique_name("pd"), WORLD)
 
 
 def compare(reader: Reader, query: str) -> list[tuple[object, ...]]:

@@ -7,12 +7,14 @@ uncommitted writes), on both adapters."""
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 
 import pytest
 
 import tique
+from tests.twins import Reader, World, twin_reader
 from tique.database import Database
 from tique.engine.base import RawConnection
 
@@ -72,53 +74,22 @@ OWN = [
     "UPDATE {h} SET v = -v WHERE i = 5",
 ]
 
-Reader = tuple[tique.Connection, RawConnection, dict[str, str], dict[str, str]]
+WORLD = World(
+    DDL,
+    STABLE,
+    COMMITTED,
+    AFTER_SNAPSHOT,
+    OWN,
+    views={"v": "CREATE VIEW {v} AS SELECT w, i, q FROM {s} WHERE q > 2"},
+    upper_names=True,
+)
 
 
 @pytest.fixture
 def reader(url: str, unique_name: Callable[[str], str]) -> Iterator[Reader]:
     """A tique transaction reading s, f, o and h in every state above, a raw connection, and the names of the
     tique tables and of their plain twins."""
-    prefix = unique_name("sja")
-    names = {n: f"{prefix}_t{n}" for n in DDL}
-    twins = {n: f"{prefix}_p{n}" for n in DDL}
-    conn, other = tique.connect(url), tique.connect(url)
-    raw = Database.get(url).connect_raw()
-    try:
-        cur = conn.cursor()
-        for n, ddl in DDL.items():
-            cur.execute(ddl.format(t=names[n]))
-            raw.execute(ddl.format(t=twins[n]) + " -- tique: plain")
-        view = "CREATE VIEW {v} AS SELECT w, i, q FROM {s} WHERE q > 2"
-        names["v"], twins["v"] = f"{prefix}_tv", f"{prefix}_pv"
-        cur.execute(view.format(v=names["v"], s=names["s"]))
-        raw.execute(view.format(v=twins["v"], s=twins["s"]))
-        conn.commit()
-        for n, rows in STABLE.items():
-            conn.bulk_load(names[n], rows)
-            values = ", ".join(str(r).replace("None", "NULL") for r in rows)
-            raw.execute(f"INSERT INTO {twins[n]} VALUES {values}")
-        for sql in COMMITTED:
-            cur.execute(sql.format(**names))
-            raw.execute(sql.format(**twins))
-        conn.commit()
-        cur.execute(f"SELECT COUNT(*) FROM {names['f']}")  # the reader's snapshot starts here
-        cur.fetchall()
-        ocur = other.cursor()
-        for sql in AFTER_SNAPSHOT:
-            ocur.execute(sql.format(**names))
-        other.commit()
-        for sql in OWN:
-            cur.execute(sql.format(**names))
-            raw.execute(sql.format(**twins))
-        for given in (names, twins):  # the same names as unquoted upper-case words (MonetDB folds them)
-            given.update({n.upper(): given[n].upper() for n in (*DDL, "v")})
-        yield conn, raw, names, twins
-    finally:
-        conn.rollback()
-        conn.close()
-        other.close()
-        raw.close()
+    yield from twin_reader(url, unique_name("sja"), WORLD)
 
 
 def compare(reader: Reader, query: str, ordered: bool = False) -> list[tuple[object, ...]]:
@@ -353,40 +324,10 @@ BIG_OWN = [
 def big(embedded_url: str) -> Iterator[Reader]:
     """The four tables at a few thousand rows each, in every state as above (embedded: the same plans run over
     MAPI)."""
-    prefix = f"sjb_{__import__('os').getpid()}"
-    names = {n: f"{prefix}_t{n}" for n in DDL}
-    twins = {n: f"{prefix}_p{n}" for n in DDL}
-    conn, other = tique.connect(embedded_url), tique.connect(embedded_url)
-    raw = Database.get(embedded_url).connect_raw()
-    try:
-        cur = conn.cursor()
-        for n, ddl in DDL.items():
-            cur.execute(ddl.format(t=names[n]))
-            raw.execute(ddl.format(t=twins[n]) + " -- tique: plain")
-        conn.commit()
-        for n, rows in BIG_STABLE.items():
-            conn.bulk_load(names[n], rows)
-            values = ", ".join(str(r).replace("None", "NULL") for r in rows)
-            raw.execute(f"INSERT INTO {twins[n]} VALUES {values}")
-        for sql in BIG_COMMITTED:
-            cur.execute(sql.format(**names))
-            raw.execute(sql.format(**twins))
-        conn.commit()
-        cur.execute(f"SELECT COUNT(*) FROM {names['f']}")
-        cur.fetchall()
-        ocur = other.cursor()
-        for sql in AFTER_SNAPSHOT:
-            ocur.execute(sql.format(**names))
-        other.commit()
-        for sql in BIG_OWN:
-            cur.execute(sql.format(**names))
-            raw.execute(sql.format(**twins))
-        yield conn, raw, names, twins
-    finally:
-        conn.rollback()
-        conn.close()
-        other.close()
-        raw.close()
+    yield from twin_reader(embedded_url, f"sjb_{os.getpid()}", BIG_WORLD)
+
+
+BIG_WORLD = World(DDL, BIG_STABLE, BIG_COMMITTED, AFTER_SNAPSHOT, BIG_OWN)
 
 
 BIG = [
