@@ -87,6 +87,7 @@ class CheckpointReport:
     conflicts: int = 0  # MonetDB conflict aborts retried
     errors: list[str] = field(default_factory=list)
     settled: int = 0  # dead clients' commits settled (aborted, or advanced)
+    idle: bool = False  # skipped: the counters are those of a run that found nothing to do (see Checkpointer._run)
     deferred: list[str] = field(default_factory=list)  # metadata DELETEs that kept conflicting: left for the next run
 
     @property
@@ -139,6 +140,7 @@ class Checkpointer:
         self.owner = owner or (os.getpid() << 20 | random.getrandbits(20))
         self.catalog = Catalog()
         self.step_hook = step_hook  # tests pause or kill the checkpointer at named steps
+        self._quiet: tuple[int, ...] | None = None  # the counters of the last run that found nothing to do
         check_database(conn)
         self._ensure_log()
 
@@ -179,18 +181,32 @@ class Checkpointer:
         self.conn.execute("SELECT tique.storage_ok()")
         settled = self._settle_dead_clients()
         self._hook("settled")
-        horizon, oldest, sts, last_cts, last_txid = (
+        counters = tuple(
             int(v)
             for v in self.conn.execute(
                 "SELECT tique.horizon(), tique.oldest_txid(), tique.sts(), tique.last_cts(), tique.last_txid()"
             ).rows[0]
         )
+        horizon, oldest, sts, last_cts, last_txid = counters
         busy = self.conn.execute(
             f"SELECT MIN(txid) FROM tique.commits WHERE cts > {horizon} "
             "OR txid NOT IN (SELECT txid FROM tique.outcomes)"
         ).scalar()
         low = min(oldest, int(busy)) if busy is not None else oldest
         report = CheckpointReport(started, 0.0, horizon, low, sts, last_cts, settled=settled)
+        # Nothing a run reads can change without one of these moving (a version becomes stable only through a commit
+        # timestamp, sts or the horizon; Cache rows are written by transactions that take ids; DDL that changes a
+        # table commits; a bulk load writes Storage only), so a run with the counters of one that found nothing to
+        # do would find nothing either. It writes nothing, not even its log row. MonetDB 11.41 moves its write-ahead
+        # log into the tables' own files only while the database is left alone, and a write committed during a bulk
+        # load can stop that until the kernel restarts; data only the log holds gets no hash, so every point read of
+        # it scans (README "Engine facts"). An idle checkpointer must not be that write.
+        state = (*counters, -1 if busy is None else int(busy))
+        if not settled and state == self._quiet:
+            report.idle = True
+            report.duration_s = time.monotonic() - t0
+            return report
+        self._quiet = None
         self._hook("planned")
         # Before anything is deleted: recovery restarts the counters past these, whatever step a crash hits (the
         # ids about to be trimmed are all at or below last_txid: L <= oldest_txid <= last_txid + 1).
@@ -207,6 +223,9 @@ class Checkpointer:
         report.duration_s = time.monotonic() - t0
         self._log_end(report, started_ms, last_txid)
         self._hook("finished")
+        did = report.moved or report.cleaned or report.metadata_trimmed or report.settled
+        if not (did or report.errors or report.deferred or any(t.deferred for t in report.tables.values())):
+            self._quiet = state
         return report
 
     def _tables_and_metadata(self, report: CheckpointReport) -> None:
