@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -22,8 +23,23 @@ from tique.engine import RawConnection, open_engine
 from tique.engine.base import Engine
 from tique.transaction import Transaction
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 _names = itertools.count()
+
+# `make test-long` (TIQUE_TEST_LONG=1) runs the randomized, soak, crash, differential and benchmark-script tests
+# at their full size; `make test` runs the same code smaller (fewer seeds, steps, rows, seconds), keeping every
+# case class, value type and engine, so it can still fail and the suite stays under 15 minutes.
+LONG = os.environ.get("TIQUE_TEST_LONG") == "1"
+
+
+def sized(small: T, long: T) -> T:
+    """``long`` under `make test-long`, else ``small``."""
+    return long if LONG else small
+
+
+def pytest_report_header() -> str:
+    return f"tique: {'full sizes (TIQUE_TEST_LONG=1)' if LONG else 'small sizes (make test-long: full sizes)'}"
 
 
 def free_port() -> int:
