@@ -13,7 +13,7 @@ TEST_ARGS ?=
 # (--dist loadfile): module fixtures are set up once and tests of a file keep their order. TEST_JOBS=0: one process.
 TEST_JOBS ?= 2
 
-.PHONY: setup build test demo serve lint clean bench-engine
+.PHONY: setup build test test-long demo serve lint clean bench-engine
 
 setup: $(VENV)/.installed $(UDF)
 
@@ -30,8 +30,14 @@ $(UDF): tique/udf/tique_udf.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -fPIC -shared -pthread -o $@ $<
 
+# `make test` keeps under about 15 minutes: the randomized, soak, crash, differential and benchmark-script tests
+# run at a small size there (every case class, value type and engine; fewer seeds, steps, rows, seconds).
+# `make test-long` runs the same suite with those tests at full size (TIQUE_TEST_LONG=1, read in tests/conftest.py).
 test: setup
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=20 $(TEST_ARGS)
+
+test-long: setup
+	TIQUE_TEST_LONG=1 $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=20 $(TEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check tique tests benchmarks

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -22,8 +23,23 @@ from tique.engine import RawConnection, open_engine
 from tique.engine.base import Engine
 from tique.transaction import Transaction
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 _names = itertools.count()
+
+# `make test-long` (TIQUE_TEST_LONG=1) runs the randomized, soak, crash, differential and benchmark-script tests
+# at their full size; `make test` runs the same code smaller (fewer seeds, steps, rows, seconds), keeping every
+# case class, value type and engine, so it can still fail and the suite stays under 15 minutes.
+LONG = os.environ.get("TIQUE_TEST_LONG") == "1"
+
+
+def sized(small: T, long: T) -> T:
+    """``long`` under `make test-long`, else ``small``."""
+    return long if LONG else small
+
+
+def pytest_report_header() -> str:
+    return f"tique: {'full sizes (TIQUE_TEST_LONG=1)' if LONG else 'small sizes (make test-long: full sizes)'}"
 
 
 def free_port() -> int:
@@ -96,24 +112,31 @@ def start_serve(
     raise RuntimeError("tique serve did not become ready")
 
 
-# The files that take longest (a minute or more each on 2 cores), longest first. With two test workers
-# (`make test`, --dist loadfile) a file runs whole on one worker; xdist hands out the files with the most tests
-# first, which left these few-test long files for the end, one worker finishing them alone for minutes.
+# The files that take longest (half a minute or more each, measured alone under `make test`), longest first. With
+# two test workers (`make test`, --dist loadfile) a file runs whole on one worker; xdist hands out the files with
+# the most tests first, which left these few-test long files for the end, one worker finishing them alone for
+# minutes.
 LONGEST_FILES = (
     "tests/test_tpcc.py",
-    "tests/test_smoke_scripts.py",
-    "tests/adversarial/test_held_rows_answer_as_the_engine.py",
-    "tests/test_elle_runs.py",
-    "tests/differential/test_differential.py",
+    "tests/test_recovery.py",
+    "tests/adversarial/test_semi_join_pushdown_attacks.py",
     "tests/adversarial/test_counters_never_go_back.py",
-    "tests/adversarial/test_server_kill_keeps_rows_and_record_together.py",
-    "tests/test_si_model.py",
-    "tests/test_packaging.py",
-    "tests/test_benchmarks_batched.py",
-    "tests/test_soak_small.py",
     "tests/test_checkpoint.py",
+    "tests/adversarial/test_held_rows_answer_as_the_engine.py",
+    "tests/test_smoke_scripts.py",
+    "tests/adversarial/test_server_kill_keeps_rows_and_record_together.py",
+    "tests/test_elle_runs.py",
     "tests/adversarial/test_disk_full.py",
+    "tests/adversarial/test_value_roundtrip.py",
+    "tests/test_engine.py",
+    "tests/test_soak_small.py",
+    "tests/adversarial/test_values_checked_at_statement.py",
+    "tests/test_sequencer.py",
     "tests/adversarial/test_typed_keys.py",
+    "tests/adversarial/test_tables_visible_in_catalog.py",
+    "tests/differential/test_differential.py",
+    "tests/test_packaging.py",
+    "tests/adversarial/test_shared_rows_attacks.py",
 )
 
 

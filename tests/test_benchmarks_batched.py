@@ -17,6 +17,7 @@ from benchmarks.tpcc.data import DISTRICTS, Scale, generate
 from benchmarks.tpcc.run import consistency
 from benchmarks.tpcc.systems import System, make
 from benchmarks.tpcc.txns import FORMULATIONS, Context, UserAbort, delivery_batched, new_order_batched
+from tests.conftest import sized
 
 SIZE = Scale(1, 0.01)
 
@@ -114,7 +115,7 @@ def test_batched_delivery_delivers_the_oldest_order_of_each_district(system: Sys
 def test_both_formulations_keep_tpcc_consistent(system: System) -> None:
     conn = system.connect()
     try:
-        for seed in range(20):
+        for seed in range(sized(8, 20)):
             rng = random.Random(seed)
             for form in ("batched", "standard"):
                 for name in ("NewOrder", "Payment", "Delivery", "OrderStatus", "StockLevel"):

@@ -3,7 +3,9 @@ in Storage plus committed versions in Cache) and over plain MonetDB tables holdi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import closing
 
 import pytest
 
@@ -42,11 +44,11 @@ QUERIES = [
 ]
 
 
-@pytest.fixture
-def twins(connect: Connect, unique_name: Callable[[str], str]) -> tuple[tique.Connection, dict[str, str]]:
-    conn = connect()
+def build_twins(conn: tique.Connection, prefix: str) -> dict[str, str]:
+    """Tables o and c as tique tables (stable rows in Storage, committed versions in the Cache) and as plain twins
+    holding the same rows; their names (o, c, o_plain, c_plain)."""
     cur = conn.cursor()
-    names = {"o": unique_name("orders"), "c": unique_name("customers")}
+    names = {"o": f"{prefix}_orders", "c": f"{prefix}_customers"}
     plain = {k: v + "_plain" for k, v in names.items()}
     for table, suffix in ((names, ""), (plain, " -- tique: plain")):
         cur.execute(f"CREATE TABLE {table['c']} (id INT PRIMARY KEY, name VARCHAR(20)){suffix}")
@@ -65,22 +67,42 @@ def twins(connect: Connect, unique_name: Callable[[str], str]) -> tuple[tique.Co
         cur.execute(f"INSERT INTO {table['o']} VALUES (100, 2, 99), (101, 3, 1)")
         cur.execute(f"UPDATE {table['c']} SET name = 'cust-renamed' WHERE id = 4")
     conn.commit()
-    return conn, {**names, **{f"{k}_plain": v for k, v in plain.items()}}
+    return {**names, **{f"{k}_plain": v for k, v in plain.items()}}
+
+
+@pytest.fixture
+def twins(connect: Connect, unique_name: Callable[[str], str]) -> tuple[tique.Connection, dict[str, str]]:
+    conn = connect()
+    return conn, build_twins(conn, unique_name("q"))
+
+
+@pytest.fixture(scope="module", params=["embedded", "server"])
+def shared_twins(request: pytest.FixtureRequest) -> Iterator[tuple[str, dict[str, str]]]:
+    """The twins once per adapter (its URL and their names) for the query tests: they only read the committed
+    rows, each on a connection of its own, and building the tables for each of 120 queries took most of this
+    file's time."""
+    adapter = request.param
+    url = request.getfixturevalue("embedded_url") if adapter == "embedded" else request.getfixturevalue("server").url
+    conn = tique.connect(url)
+    try:
+        yield url, build_twins(conn, f"qs_{os.getpid()}_{adapter}")
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("formulation", ["auto", "point", "analytical"])
 def test_query_over_snapshots_equals_the_same_query_over_plain_tables(
-    connect: Connect, twins: tuple[tique.Connection, dict[str, str]], query: str, formulation: str
+    shared_twins: tuple[str, dict[str, str]], query: str, formulation: str
 ) -> None:
-    _, names = twins
-    conn = connect(snapshot=formulation)
-    cur = conn.cursor()
-    cur.execute(query.format(o=names["o"], c=names["c"]))
-    got = cur.fetchall()
-    cur.execute(query.format(o=names["o_plain"], c=names["c_plain"]))
-    assert got == cur.fetchall()
-    assert got  # every query returns rows
+    url, names = shared_twins
+    with closing(tique.connect(url, snapshot=formulation)) as conn:
+        cur = conn.cursor()
+        cur.execute(query.format(o=names["o"], c=names["c"]))
+        got = cur.fetchall()
+        cur.execute(query.format(o=names["o_plain"], c=names["c_plain"]))
+        assert got == cur.fetchall()
+        assert got  # every query returns rows
 
 
 def test_each_statement_text_is_rewritten_once(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import ServeProcess, start_serve
+from tests.conftest import ServeProcess, sized, start_serve
 from tique.engine import RawConnection, open_engine
 from tique.engine.base import Engine
 from tique.errors import NotSupportedError, OperationalError, SerializationFailure
@@ -43,6 +43,10 @@ def seq(seq_engine: Engine) -> Iterator[Sequencer]:
     yield sequencer
 
 
+# values each of four threads or processes takes at once (500 under make test-long)
+EACH = sized(250, 500)
+
+
 def settle(seq: Sequencer, conn: RawConnection, *cts: int) -> None:
     """Leave no hole behind for the next test: abandon what is unsettled, then advance."""
     for c in cts:
@@ -56,7 +60,7 @@ def test_threads_get_unique_increasing_values(seq: Sequencer, seq_engine: Engine
 
     def work(n: int) -> None:
         conn = seq_engine.connect()
-        results[n] = [(seq.next_txid(conn), seq.next_cts(conn)) for _ in range(500)]
+        results[n] = [(seq.next_txid(conn), seq.next_cts(conn)) for _ in range(EACH)]
         settle(seq, conn, *(c for _, c in results[n]))
         conn.close()
 
@@ -67,7 +71,7 @@ def test_threads_get_unique_increasing_values(seq: Sequencer, seq_engine: Engine
         th.join()
     for kind in (0, 1):
         values = [pair[kind] for n in results for pair in results[n]]
-        assert len(values) == 2000 and len(set(values)) == 2000
+        assert len(values) == 4 * EACH and len(set(values)) == 4 * EACH
         for n in results:
             mine = [pair[kind] for pair in results[n]]
             assert mine == sorted(mine) and len(set(mine)) == len(mine)
@@ -75,13 +79,13 @@ def test_threads_get_unique_increasing_values(seq: Sequencer, seq_engine: Engine
 
 CLIENT = """
 import sys, pymonetdb
-port, db, kind = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, db, kind, each = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 conn = pymonetdb.connect(database=db, hostname="127.0.0.1", port=port, username="monetdb",
                          password="monetdb", autocommit=True)
 cur = conn.cursor()
 sql = "SELECT tique.next_cts()" if kind == "c" else "SELECT NEXT VALUE FOR tique.cts_seq"
 out = []
-for _ in range(500):
+for _ in range(each):
     cur.execute(sql)
     out.append(cur.fetchone()[0])
 print(" ".join(map(str, out)))
@@ -93,7 +97,7 @@ def test_processes_over_mapi_get_unique_increasing_values(request: pytest.Fixtur
     server = request.getfixturevalue("server" if kind == "c" else "sql_server")
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", CLIENT, str(server.port), server.directory.name, kind],
+            [sys.executable, "-c", CLIENT, str(server.port), server.directory.name, kind, str(EACH)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -103,7 +107,7 @@ def test_processes_over_mapi_get_unique_increasing_values(request: pytest.Fixtur
     assert all(p.returncode == 0 for p in procs)
     per_process = [[int(v) for v in out.split()] for out in outputs]
     every = [v for values in per_process for v in values]
-    assert len(every) == 2000 and len(set(every)) == 2000
+    assert len(every) == 4 * EACH and len(set(every)) == 4 * EACH
     for values in per_process:
         assert values == sorted(values)
     # settle what the clients took, so the server's snapshot can move on

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import tique
+from tests.conftest import sized
 from tique.errors import IntegrityError, SerializationFailure
 
 KEYS = st.integers(0, 3)
@@ -163,7 +164,7 @@ def test_tique_agrees_with_the_snapshot_isolation_model(request: pytest.FixtureR
     url = request.getfixturevalue("embedded_url") if adapter == "embedded" else request.getfixturevalue("server").url
     machine = make_machine(url)
     machine.TestCase.settings = settings(
-        max_examples=40,
+        max_examples=sized(15, 40),
         stateful_step_count=30,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

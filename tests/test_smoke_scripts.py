@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, sized
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -34,7 +34,7 @@ def test_txn_benchmark(tmp_path: Path) -> None:
 
 
 def test_demo() -> None:
-    proc = run("-m", "tique.demo", "--seconds", "3", "--clients", "2")
+    proc = run("-m", "tique.demo", "--seconds", sized("1.5", "3"), "--clients", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "consistent" in proc.stdout and "INCONSISTENT" not in proc.stdout
 
@@ -50,7 +50,9 @@ def test_elle_checker_benchmark(tmp_path: Path) -> None:
 
 def test_checkpoint_benchmark(tmp_path: Path) -> None:
     out = tmp_path / "checkpoint.json"
-    proc = run("-m", "benchmarks", "checkpoint", "--phase-seconds", "4", "--phases", "2", "--out", str(out))
+    seconds, interval = sized(("2", "0.5"), ("4", "1"))  # the checkpointer runs at least twice in its phase
+    proc = run("-m", "benchmarks", "checkpoint", "--phase-seconds", seconds, "--phases", "2", "--interval", interval,
+               "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     with_ = data["phases"][1]

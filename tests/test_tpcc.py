@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, sized
 
 ALL = "tique,tique-mapi,monetdb,monetdb-mapi,postgres"
+# seconds each measured run lasts (most of a test's time is starting the systems and loading their data)
+SECONDS = sized("1.5", "3")
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -27,7 +29,7 @@ def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 def test_tpcc_runs_on_every_system_and_stays_consistent(tmp_path: Path) -> None:
     out = tmp_path / "tpcc.json"
     proc = bench("tpcc", "--systems", ALL, "--warehouses", "1", "--scale", "0.01", "--clients", "2",
-                 "--duration", "3", "--warmup", "1", "--out", str(out))  # fmt: skip
+                 "--duration", SECONDS, "--warmup", sized("0.5", "1"), "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
     assert set(data["systems"]) | set(data["skipped"]) == set(ALL.split(","))
@@ -42,7 +44,7 @@ def test_tpcc_runs_on_every_system_and_stays_consistent(tmp_path: Path) -> None:
 def test_contention_and_a_missing_server_is_skipped_with_its_reason(tmp_path: Path) -> None:
     out = tmp_path / "contention.json"
     proc = bench("contention", "--systems", "postgres,tique", "--warehouses", "2", "--scale", "0.01",
-                 "--clients", "2", "--duration", "4", "--warmup", "0.5", "--out", str(out),
+                 "--clients", "2", "--duration", sized("2", "4"), "--warmup", "0.5", "--out", str(out),
                  env={"PG_BIN_DIR": str(tmp_path / "no-postgres")})  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
@@ -70,13 +72,13 @@ def test_every_ch_query_returns_rows_and_tique_answers_as_monetdb_does(tmp_path:
 def test_htap_and_long_transactions_run(tmp_path: Path) -> None:
     out = tmp_path / "htap.json"
     proc = bench("htap", "--systems", "tique", "--warehouses", "1", "--scale", "0.01", "--grid", "1:0,1:1",
-                 "--duration", "3", "--warmup", "0.5", "--out", str(out))  # fmt: skip
+                 "--duration", SECONDS, "--warmup", "0.5", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = json.loads(out.read_text())["systems"]["tique"]["runs"]
     assert runs["1-0"]["tpmC"] > 0 and runs["1-1"]["olap_queries"] > 0
     out = tmp_path / "longtx.json"
     proc = bench("longtx", "--systems", "tique", "--warehouses", "1", "--scale", "0.01", "--clients", "1",
-                 "--rows", "5", "--duration", "3", "--warmup", "0.5", "--out", str(out))  # fmt: skip
+                 "--rows", "5", "--duration", SECONDS, "--warmup", "0.5", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = json.loads(out.read_text())["systems"]["tique"]["runs"]
     assert set(runs) == {"plain", "priority"} and runs["priority"]["long_committed"] > 0

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 import tique
+from tests.conftest import sized
 from tique.checkpoint.algorithm import Checkpointer
 from tique.engine import open_engine
 
@@ -52,9 +53,10 @@ def test_writers_on_disjoint_rows_all_commit_while_checkpoints_run(
     raw = engine.connect()
     runs = 0
     try:
-        # at least 8 s and 5 checkpoints: a checkpoint visits every table of the database, which holds the tables
-        # of every test run before this one in the session (with two test workers, up to ~8 s a checkpoint)
-        deadline = time.monotonic() + 8
+        # at least 3 s (8 under make test-long) and 5 checkpoints: a checkpoint visits every table of the database,
+        # which holds the tables of every test run before this one in the session (with two test workers, up to
+        # ~8 s a checkpoint)
+        deadline = time.monotonic() + sized(3, 8)
         while not failures and (time.monotonic() < deadline or runs < 5) and time.monotonic() < deadline + 120:
             Checkpointer(raw).run_once()
             runs += 1

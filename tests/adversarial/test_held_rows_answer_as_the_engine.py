@@ -21,6 +21,7 @@ import pytest
 
 import tique
 from tests.adversarial._values import TYPES, ValueType, same
+from tests.conftest import sized
 
 KEYS = [("DECIMAL(9,2)", [decimal.Decimal("1.50"), decimal.Decimal("2"), decimal.Decimal("7.25")]), ("INT", [1, 2, 3])]
 NUMBERS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT", "DECIMAL", "DOUBLE", "REAL")
@@ -167,8 +168,9 @@ def contents(conn: tique.Connection, table: str) -> list[tuple[Any, ...]]:
 
 
 # (key type, seed, when inserted keys are checked): a table keyed by an INT and a DECIMAL, or by two INTs.
-# TIQUE_HELD_ROWS_SEEDS=N runs N seeds of each instead (a long run).
+# TIQUE_HELD_ROWS_SEEDS=N runs N seeds of each instead (a long run). Each program is STEPS steps long.
 LONG = int(os.environ.get("TIQUE_HELD_ROWS_SEEDS", "0"))
+STEPS = sized(70, 160)
 RUNS = [(0, 0, "immediate"), (0, 1, "flush"), (1, 2, "immediate"), (1, 3, "flush")]
 if LONG:
     RUNS = [(k, 100 + n, check) for n in range(LONG) for k in (0, 1) for check in ("immediate", "flush")]
@@ -197,7 +199,7 @@ def test_held_rows_answer_as_the_engine(
         conn.statement_hooks.append(count)
     rng = random.Random(seed)
     program = Program(rng, key_type, key_values)
-    for step in range(160):
+    for step in range(STEPS):
         if rng.random() < 0.12:  # another session commits a change between this transaction's statements
             sql, params = program.statements()[-1]
             if not sql.startswith("SELECT"):

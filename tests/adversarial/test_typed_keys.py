@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import tique
-from tests.conftest import start_serve
+from tests.conftest import sized, start_serve
 from tique.engine import open_engine
 from tique.errors import DataError, IntegrityError, SerializationFailure
 from tique.params import literal
@@ -293,7 +293,7 @@ def test_negative_zero_parameter_finds_a_stored_zero_key(tmp_path: Path) -> None
         conn.commit()
         rng, model = random.Random(3), {}
         deadline = time.monotonic() + 30
-        for i in range(400):
+        for i in range(sized(200, 400)):
             if time.monotonic() > deadline:
                 break
             model = _zero_round(cur, rng, model, i)
