@@ -112,6 +112,16 @@ def start_serve(
     raise RuntimeError("tique serve did not become ready")
 
 
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """A ``tique serve`` of the test module's own: the horizon, the counters and the catalog are per database, and
+    the session's shared databases hold other tests' snapshots. A module that needs more (users, tables, a
+    checkpointer inside the server) defines its own ``served``."""
+    proc = start_serve(tmp_path_factory.mktemp("served") / "db")
+    yield proc
+    proc.stop()
+
+
 # The files that take longest (half a minute or more each, measured alone under `make test`), longest first. With
 # two test workers (`make test`, --dist loadfile) a file runs whole on one worker; xdist hands out the files with
 # the most tests first, which left these few-test long files for the end, one worker finishing them alone for

@@ -29,13 +29,6 @@ ACCOUNTS = 40
 TOTAL = ACCOUNTS * 100
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    proc = start_serve(tmp_path_factory.mktemp("ckpt") / "ckpt")
-    yield proc
-    proc.stop()
-
-
 @pytest.fixture
 def raw(served: ServeProcess) -> Iterator[tique.engine.RawConnection]:
     engine = open_engine(served.url)

@@ -14,20 +14,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
-from tests.conftest import ServeProcess, start_serve
+from tests.conftest import ServeProcess
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.engine.base import RawConnection
 
 Db = tuple[tique.Connection, RawConnection, str]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    # its own database: the horizon is global, and the session's databases hold other tests' snapshots
-    proc = start_serve(tmp_path_factory.mktemp("idle") / "idle")
-    yield proc
-    proc.stop()
 
 
 @pytest.fixture

@@ -6,24 +6,16 @@ once the newer one went to Storage, or the key reads an old value from then on."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import tique
-from tests.conftest import ServeProcess, start_serve
+from tests.conftest import ServeProcess
 from tests.physical import cache, storage
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.transaction import Transaction
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    proc = start_serve(tmp_path_factory.mktemp("order") / "db")  # its own: the horizon is per database
-    yield proc
-    proc.stop()
 
 
 def read(conn: tique.Connection, k: int) -> str:

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-
-import pytest
 
 import tique
-from tests.conftest import ServeProcess, start_serve
+from tests.conftest import ServeProcess
 from tests.physical import cache
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    proc = start_serve(tmp_path_factory.mktemp("freeze") / "db")
-    yield proc
-    proc.stop()
 
 
 def test_conflicting_trims_never_freeze_cleaning(served: ServeProcess) -> None:

@@ -8,19 +8,11 @@ Each test drives separate client processes through ``tique serve``, one statemen
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.adversarial.clients import Client
-from tests.conftest import ServeProcess, start_serve
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    proc = start_serve(Path(tmp_path_factory.mktemp("ddl_races")) / "db")
-    yield proc
-    proc.stop()
+from tests.conftest import ServeProcess
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ checkpoint and a restart of the database; every answer equals what was written.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,13 +47,6 @@ def columns_of(i: int) -> tuple[str, str]:
 def has_key(i: int) -> bool:
     """Every other table has no primary key: its versions are keyed by tique's hidden row id."""
     return i % 2 == 0
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    proc = start_serve(tmp_path_factory.mktemp("names") / "db")
-    yield proc
-    proc.stop()
 
 
 def _contents(conn: tique.Connection, i: int) -> list[tuple[int, str]]:
