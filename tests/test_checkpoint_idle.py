@@ -10,12 +10,13 @@ kernel, which then never builds a hash for an equality on it (a point read of St
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 import tique
 from tests.conftest import ServeProcess
-from tique.checkpoint import Checkpointer
+from tique.checkpoint import Checkpointer, stats
 from tique.engine import open_engine
 from tique.engine.base import RawConnection
 
@@ -96,3 +97,16 @@ def test_anything_that_can_give_it_work_makes_it_run_again(served: ServeProcess,
     if not reader.closed:
         reader.close()
     ckpt.conn.close()
+
+
+def test_stats_show_how_much_the_engine_log_holds(served: ServeProcess, db: Db) -> None:
+    """The operator's sign of a log MonetDB stopped flushing (README "Engine facts"): its size, when the database
+    directory is on this machine."""
+    conn, raw, table = db
+    directory = Path(str(raw.execute("SELECT value FROM sys.env() WHERE name = 'gdk_dbpath'").scalar()))
+    on_disk = sum(f.stat().st_size for f in (directory / "sql_logs").rglob("*") if f.is_file())
+    shown = stats(raw)["write_ahead_log_mb"]
+    assert shown is not None and abs(shown - on_disk / 2**20) < 1.0, (shown, on_disk)
+    conn.cursor().executemany(f"INSERT INTO {table} VALUES (%s, %s)", [(k, k) for k in range(100, 2100)])
+    conn.commit()
+    assert stats(raw)["write_ahead_log_mb"] >= shown

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tique.catalog import Catalog
 from tique.engine.base import RawConnection
 
 
+def log_mb(conn: RawConnection) -> float | None:
+    """The size of the engine's write-ahead log in MB, when its database directory is on this machine (else None).
+    MonetDB 11.41 moves the log into the tables' files only while the database is left alone, and a write during
+    a bulk load can stop that until the kernel restarts (README "Engine facts"): a log that stays large says so."""
+    path = conn.execute("SELECT value FROM sys.env() WHERE name = 'gdk_dbpath'").rows
+    logs = Path(str(path[0][0])) / "sql_logs" if path else None
+    if logs is None or not logs.is_dir():
+        return None
+    try:
+        return round(sum(f.stat().st_size for f in logs.rglob("*") if f.is_file()) / 2**20, 1)
+    except OSError:  # a log file replaced while we looked
+        return None
+
+
 def stats(conn: RawConnection) -> dict[str, Any]:
-    """What an operator watches: Cache rows per table, metadata rows, horizon lag and the last run."""
+    """What an operator watches: Cache rows per table, metadata rows, horizon lag, the last run logged (an idle
+    run is not) and the engine's log size."""
     catalog = Catalog()
     catalog.refresh(conn)
     horizon, sts, last_cts, pins = (
@@ -40,4 +56,5 @@ def stats(conn: RawConnection) -> dict[str, Any]:
         "running_transactions": pins,
         "runs_logged": runs,
         "last_run": last_run,
+        "write_ahead_log_mb": log_mb(conn),
     }
