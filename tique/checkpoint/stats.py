@@ -7,13 +7,17 @@ from typing import Any
 
 from tique.catalog import Catalog
 from tique.engine.base import RawConnection
+from tique.errors import DatabaseError
 
 
 def log_mb(conn: RawConnection) -> float | None:
     """The size of the engine's write-ahead log in MB, when its database directory is on this machine (else None).
     MonetDB 11.41 moves the log into the tables' files only while the database is left alone, and a write during
     a bulk load can stop that until the kernel restarts (README "Engine facts"): a log that stays large says so."""
-    path = conn.execute("SELECT value FROM sys.env() WHERE name = 'gdk_dbpath'").rows
+    try:
+        path = conn.execute("SELECT value FROM sys.env() WHERE name = 'gdk_dbpath'").rows
+    except DatabaseError:  # a user the engine does not show its environment to
+        return None
     logs = Path(str(path[0][0])) / "sql_logs" if path else None
     if logs is None or not logs.is_dir():
         return None
