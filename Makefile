@@ -5,6 +5,7 @@ PYTHON310 ?= $(shell PYENV_VERSION=3.10.13 pyenv which python3.10 2>/dev/null ||
 VENV := .venv
 PY := $(VENV)/bin/python
 UDF := tique/_lib/tique_udf.so
+STACK := tique/_lib/session_stack.so
 DIR ?= ./data/tique-db
 PORT ?= 50000
 TEST_ARGS ?=
@@ -15,7 +16,7 @@ TEST_JOBS ?= 2
 
 .PHONY: setup build test test-long demo serve lint clean bench-engine
 
-setup: $(VENV)/.installed $(UDF)
+setup: $(VENV)/.installed $(UDF) $(STACK)
 
 $(VENV)/.installed: pyproject.toml
 	@if [ -z "$(PYTHON310)" ]; then echo "Python 3.10 is required (the embedded MonetDB wheel exists only for it): install it, e.g. 'pyenv install 3.10' or 'apt-get install python3.10'"; exit 1; fi
@@ -24,9 +25,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-build: $(UDF)
+build: $(UDF) $(STACK)
 
-$(UDF): tique/udf/tique_udf.c
+tique/_lib/%.so: tique/udf/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -fPIC -shared -pthread -o $@ $<
 

@@ -3,7 +3,8 @@
 We call libmonetdbe through the wheel's compiled cffi module rather than its Python DB-API layer, which
 prepares every statement (so some DDL fails), keeps one process-wide "active" connection, returns None from
 ``fetchone`` after a cursor is re-executed and cannot read HUGEINT results. Each ``connect()`` here is one
-``monetdbe_open`` session; cffi releases the GIL during the C calls, so threads run queries in parallel.
+``monetdbe_open`` session; the C calls release the GIL, so threads run queries in parallel. A session's C calls
+run on a stack of its own (session_stack.py), as the kernel's stack check requires.
 
 A process can open one database (one directory, or memory); several connections share it. With
 ``mapi_port`` the first open also starts MonetDB's MAPI listener, which ``tique serve`` uses.
@@ -21,8 +22,8 @@ from typing import Any
 
 from tique.engine.base import Result, in_one_transaction
 from tique.engine.monetdbe_values import read_result
+from tique.engine.session_stack import KernelCalls, as_int32, kernel_calls, lowlevel
 from tique.engine.url import EngineURL
-from tique.engine.worker import give_back, take_worker
 from tique.errors import DataError, InterfaceError, OperationalError, StorageFull, from_monetdb
 
 _state_lock = threading.Lock()
@@ -31,10 +32,7 @@ _open_count = 0
 _connections: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
 
 
-def _lowlevel() -> tuple[Any, Any]:
-    from monetdbe._lowlevel import ffi, lib
-
-    return ffi, lib
+_lowlevel = lowlevel
 
 
 class EmbeddedEngine:
@@ -102,7 +100,7 @@ class EmbeddedEngine:
             self._keeper = None
 
 
-def _open(engine: EmbeddedEngine) -> Any:
+def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
     """One monetdbe_open on the engine's database, with the process-wide one-database rule checked."""
     global _open_path, _open_count
     ffi, lib = _lowlevel()
@@ -128,11 +126,11 @@ def _open(engine: EmbeddedEngine) -> Any:
             keep += [port, usock, server]
             opts.mapi_server = ffi.cast("monetdbe_mapi_server *", server)
         path = ffi.new("char[]", engine.path.encode()) if engine.path else ffi.NULL
-        rc = lib.monetdbe_open(handle, path, opts)
+        rc = as_int32(kernel.c("monetdbe_open", handle, path, opts))
         if rc != 0:
             detail = ffi.string(lib.monetdbe_error(handle[0])).decode() if handle[0] != ffi.NULL else f"code {rc}"
             if handle[0] != ffi.NULL:
-                lib.monetdbe_close(handle[0])
+                kernel.c("monetdbe_close", handle[0])
             raise _open_error(engine, detail)
         if _open_count == 0:
             _publish_version()
@@ -198,7 +196,7 @@ def _disk_full(engine: EmbeddedEngine) -> str | None:
 STORE_MANAGER_SLEEP_S = 0.1  # the kernel's store manager wakes up every 100 ms
 
 
-def _close_handle(handle: Any) -> None:
+def _close_handle(handle: Any, kernel: KernelCalls) -> None:
     """monetdbe_close, made safe for the last session of the process (which shuts the kernel down).
 
     In 11.41 the store manager thread sleeps 100 ms, then reads the store before it checks whether the kernel
@@ -206,7 +204,6 @@ def _close_handle(handle: Any) -> None:
     freed memory and the process dies of SIGSEGV. We set "exiting" first and give the manager one wake-up to
     leave its loop before the kernel goes down.
     """
-    _, lib = _lowlevel()
     with _state_lock:
         last = _open_count == 1
     if last and _open_path:
@@ -218,7 +215,7 @@ def _close_handle(handle: Any) -> None:
         libbat = ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0])
         libbat.GDKprepareExit()
         time.sleep(2 * STORE_MANAGER_SLEEP_S + 0.05)
-    lib.monetdbe_close(handle)
+    kernel.c("monetdbe_close", handle)
 
 
 def _closed_one() -> None:
@@ -234,11 +231,11 @@ class EmbeddedConnection:
 
     def __init__(self, engine: EmbeddedEngine) -> None:
         self.engine = engine
-        self._worker = take_worker()
+        self._kernel = kernel_calls()
         try:
-            self._handle = self._worker.call(lambda: _open(engine))
+            self._handle = self._kernel.around(lambda: _open(engine, self._kernel))
         except BaseException:
-            give_back(self._worker)
+            self._kernel.close()
             raise
         self._lock = threading.Lock()
         _connections.add(self)
@@ -251,21 +248,21 @@ class EmbeddedConnection:
         with self._lock:
             if self._handle is None:
                 raise InterfaceError("connection is closed", "08003")
-            return self._worker.call(lambda: self._execute(sql))  # type: ignore[no-any-return]
+            return self._kernel.around(lambda: self._execute(sql))  # type: ignore[no-any-return]
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
         with self._lock:
             if self._handle is None:
                 raise InterfaceError("connection is closed", "08003")
-            self._worker.call(lambda: in_one_transaction(self._execute, statements))
+            self._kernel.around(lambda: in_one_transaction(self._execute, statements))
 
     def _execute(self, sql: str) -> Result:
         ffi, lib = _lowlevel()
         result_p = ffi.new("monetdbe_result **")
         affected = ffi.new("monetdbe_cnt *")
-        err = lib.monetdbe_query(self._handle, sql.encode(), result_p, affected)
-        if err != ffi.NULL:
-            raise from_monetdb(ffi.string(err).decode())
+        err = self._kernel.c("monetdbe_query", self._handle, sql.encode(), result_p, affected)
+        if err:
+            raise from_monetdb(ffi.string(ffi.cast("char *", err)).decode())
         res = result_p[0]
         if res == ffi.NULL:
             return Result(rowcount=int(affected[0]))
@@ -276,15 +273,16 @@ class EmbeddedConnection:
         except (ValueError, OverflowError) as exc:  # a year past 9999, a TIME of 24:00...
             raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
         finally:
-            lib.monetdbe_cleanup_result(self._handle, res)
+            self._kernel.c("monetdbe_cleanup_result", self._handle, res)
 
     def close(self) -> None:
         with self._lock:
             if self._handle is None:
                 return
             handle, self._handle = self._handle, None
-            self._worker.call(lambda: _close_handle(handle))
-            give_back(self._worker)
+            kernel = self._kernel
+            kernel.around(lambda: _close_handle(handle, kernel))
+            kernel.close()
         _closed_one()
 
     def __del__(self) -> None:  # a forgotten connection must not keep the kernel open at exit

@@ -153,6 +153,8 @@ def is_loaded() -> bool:
     return _loaded
 
 
+SESSION_STACK_SOURCE = PACKAGE_DIR / "udf" / "session_stack.c"
+SESSION_STACK_LIBRARY = PACKAGE_DIR / "_lib" / "session_stack.so"
 MAX_CLIENTS_SOURCE = PACKAGE_DIR / "udf" / "max_clients.c"
 MAX_CLIENTS_LIBRARY = PACKAGE_DIR / "_lib" / "max_clients.so"
 KERNEL_MAX_CLIENTS = 64  # the embedded kernel's default number of client sessions

@@ -1,4 +1,5 @@
-"""Worker threads for the embedded kernel: each connection's kernel calls run on one thread that never ends."""
+"""Worker threads for the embedded kernel, where session stacks (session_stack.py) are not available: each
+connection's kernel calls then run on one thread that never ends."""
 
 from __future__ import annotations
 

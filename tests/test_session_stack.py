@@ -1,0 +1,138 @@
+"""Embedded sessions make their kernel calls from any thread (tique/engine/session_stack.py): each session runs
+its C calls on a stack of its own, and the calling thread's kernel record points into it for the call."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tique.engine import session_stack
+from tique.engine.base import Engine
+from tique.engine.embedded import EmbeddedConnection
+from tique.errors import ProgrammingError
+
+Names = Callable[[str], str]
+
+
+def in_threads(count: int, fn: Callable[[], Any], at_once: int = 1) -> list[BaseException]:
+    """Run ``fn`` in ``count`` new threads, ``at_once`` at a time; the exceptions they raised."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # reported to the test
+            errors.append(exc)
+
+    for _ in range(0, count, at_once):
+        threads = [threading.Thread(target=run) for _ in range(at_once)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    return errors
+
+
+@pytest.fixture(params=["session stack", "worker threads"])
+def kernel_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Both ways a session's calls can run: the usual one, and worker threads (where the module is not built)."""
+    if request.param == "worker threads":
+        monkeypatch.setattr(session_stack, "_load", lambda: None)
+    yield request.param
+
+
+def test_this_kernel_uses_session_stacks(embedded_engine: Engine) -> None:
+    # if a new kernel's thread records differ, sessions fall back to worker threads: slower, so say it here
+    assert session_stack._thread_record() is not None, "THRhighwater is not the one session_stack.c knows"
+    conn = embedded_engine.connect()
+    try:
+        assert isinstance(conn._kernel, session_stack.OnSessionStack)  # type: ignore[attr-defined]
+    finally:
+        conn.close()
+
+
+def test_a_session_serves_threads_that_come_and_go(
+    kernel_mode: str, embedded_engine: Engine, unique_name: Names
+) -> None:
+    # opened on a thread that ends, then used by 400 short-lived threads (4 at a time on two sessions): the
+    # kernel must never match a thread to a dead one's stack ("Query too complex: running out of stack space")
+    t = unique_name("threads")
+    box: list[Any] = []
+    assert not in_threads(1, lambda: box.extend([embedded_engine.connect(), embedded_engine.connect()]))
+    first, second = box
+    first.execute(f"CREATE TABLE {t} (k INT)")
+    lock = threading.Lock()
+
+    def use() -> None:
+        with lock:  # a connection is for one thread at a time
+            first.execute(f"INSERT INTO {t} VALUES (1)")
+            assert second.execute(f"SELECT COUNT(*) > 0 FROM {t}").rows == [(True,)]
+
+    assert not in_threads(400, use, at_once=4)
+    assert first.execute(f"SELECT COUNT(*) FROM {t}").rows == [(400,)]
+    first.close()
+    second.close()
+
+
+def test_a_thread_uses_many_sessions_in_turn(kernel_mode: str, embedded_engine: Engine) -> None:
+    conns = [embedded_engine.connect() for _ in range(6)]
+    try:
+        for i in range(30):
+            for n, conn in enumerate(conns):
+                assert conn.execute(f"SELECT {i} + {n}").rows == [(i + n,)]
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def test_the_kernel_still_refuses_a_statement_too_deep_for_its_stack(kernel_mode: str, embedded_engine: Engine) -> None:
+    # the check is the kernel's guard against overflowing the stack: it must still fire, and the session live on
+    conn = embedded_engine.connect()
+    try:
+        assert conn.execute("SELECT " + "+".join(["1"] * 2000)).rows == [(2000,)]
+        with pytest.raises(ProgrammingError, match="too complex"):
+            conn.execute("SELECT " + "+".join(["1"] * 10000))
+        assert conn.execute("SELECT 1").rows == [(1,)]
+    finally:
+        conn.close()
+
+
+def test_a_call_gives_the_thread_its_own_record_back(embedded_engine: Engine) -> None:
+    module = session_stack._load()
+    assert module is not None
+    conn = embedded_engine.connect()
+    seen: list[tuple[int, int]] = []
+
+    def on_a_thread() -> None:
+        conn.execute("SELECT 1")  # the first call may give this thread its record (pointing into the stack)
+        before = module.tq_session_stack_recorded()
+        conn.execute("SELECT 2")
+        seen.append((before, module.tq_session_stack_recorded()))
+
+    try:
+        assert not in_threads(3, on_a_thread)
+        assert len(seen) == 3 and all(before == after for before, after in seen)
+    finally:
+        conn.close()
+
+
+def test_a_closed_session_frees_its_stack(embedded_engine: Engine) -> None:
+    conn = embedded_engine.connect()
+    assert isinstance(conn, EmbeddedConnection)
+    kernel = conn._kernel
+    conn.close()
+    assert isinstance(kernel, session_stack.OnSessionStack) and kernel._stack is None
+    conn.close()  # twice is harmless
+
+
+def test_the_environment_can_choose_worker_threads(embedded_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIQUE_SESSION_STACKS", "0")
+    conn = embedded_engine.connect()
+    try:
+        assert isinstance(conn._kernel, session_stack.OnWorker)  # type: ignore[attr-defined]
+        assert not in_threads(3, lambda: conn.execute("SELECT 1"))
+    finally:
+        conn.close()
