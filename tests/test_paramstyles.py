@@ -174,3 +174,25 @@ def test_same_outcome_as_pymonetdb(server: Any, case: int) -> None:
     finally:
         ref.close()
         conn.close()
+
+
+def test_ints_and_strings_are_written_as_pymonetdb_writes_them() -> None:
+    # literal() answers these two types itself (the common case, on every statement); the rest goes to pymonetdb
+    import enum
+    import random
+
+    from pymonetdb.sql.monetize import convert
+
+    from tique.params import literal
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    rng = random.Random(7)
+    alphabet = "ab'\\\"%\n\t\x00ü€😀 "
+    strings = ["", "'", "\\", "\\'", "''", "it's", "back\\slash"] + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(12))) for _ in range(300)
+    ]
+    ints = [0, -1, 2**31, -(2**63), 10**30, True, False, Level.HIGH]
+    for value in strings + ints:
+        assert literal(value) == str(convert(value)), value

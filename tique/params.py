@@ -15,10 +15,15 @@ raises Python's TypeError/KeyError/ValueError from the ``%`` operator).
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from pymonetdb.sql.monetize import convert
 
 from tique.errors import ProgrammingError
 
@@ -157,12 +162,11 @@ def check(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> Scan:
 
 def literal(value: Any) -> str:
     """A Python value as a MonetDB SQL literal, escaped the way pymonetdb escapes it."""
-    import datetime
-    import decimal
-    import math
-
-    from pymonetdb.sql.monetize import convert
-
+    kind = type(value)
+    if kind is int:  # the common cases first, as pymonetdb writes them (bool is not int here)
+        return str(value)
+    if kind is str:
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     if isinstance(value, datetime.time) and value.tzinfo is None:
         # MonetDB 11.41 reads TIME '01:02:03.000004' as TIME(0): without the precision the fraction is lost
         return f"TIME(6) '{value.isoformat()}'"
