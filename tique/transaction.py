@@ -265,8 +265,11 @@ class Transaction:
         info, shared, version = read.table, self.db.shared_rows, self.lease.catalog_seen
         if version is None or not shared.wants_whole(info, self.sts, version):
             return False
-        result = decode(self.run(read.every, {}, plan.reads, ()), read.every_decode)
-        shared.put_whole(info, [(row_key(info, tuple(r)), tuple(r)) for r in result.rows], self.sts, version)
+        try:
+            result = decode(self.run(read.every, {}, plan.reads, ()), read.every_decode)
+            shared.put_whole(info, [(row_key(info, tuple(r)), tuple(r)) for r in result.rows], self.sts, version)
+        finally:
+            shared.end_whole(info)
         return True
 
     def _shared_rows(self, info: TableInfo, keys: list[Key], rows: list[Row | None]) -> list[Row | None]:
