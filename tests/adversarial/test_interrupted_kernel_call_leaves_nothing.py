@@ -16,18 +16,21 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 # Sends SIGINT to the process once the main thread is inside the kernel call ``name`` (its frame is
-# OnSessionStack.c, which releases the GIL for the call).
+# OnSessionStack.c, which releases the GIL for the call), or in a frame of the function ``name`` for which
+# ``where(frame)`` holds.
 INTERRUPTER = """
 import os, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell without job control may leave it ignored
 
-def interrupt_inside(name):
+def interrupt_inside(name, where=None):
     main = threading.main_thread().ident
+    if where is None:
+        where = lambda frame: frame.f_code.co_name == "c" and frame.f_locals.get("name") == name
     def watch():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             frame = sys._current_frames().get(main)
-            if frame is not None and frame.f_code.co_name == "c" and frame.f_locals.get("name") == name:
+            if frame is not None and where(frame):
                 time.sleep(0.05)  # well inside the call
                 os.kill(os.getpid(), signal.SIGINT)
                 return
@@ -86,6 +89,36 @@ print(done.stdout.strip() or done.stderr.strip().splitlines()[-1], flush=True)
 )
 
 
+CLOSE = (
+    INTERRUPTER
+    + """
+from tique.engine import open_engine
+engine = open_engine(sys.argv[1])
+conn = engine.connect()
+conn.execute("CREATE TABLE t (x INT)")
+conn.execute("INSERT INTO t VALUES (1)")
+# the last session's close waits for the kernel's store manager to leave its loop (a sleep), then closes
+interrupt_inside("", lambda frame: frame.f_code.co_name == "_close_session" and frame.f_locals.get("last"))
+try:
+    engine.close()
+    print("not interrupted", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+visitor = "import sys, tique; tique.connect(sys.argv[1]).close(); print('visited')"
+
+def visit():
+    done = subprocess.run([sys.executable, "-c", visitor, sys.argv[1]], capture_output=True, text=True, timeout=120)
+    print(done.stdout.strip() or done.stderr.strip().splitlines()[-1], flush=True)
+
+visit()
+again = open_engine(sys.argv[1])
+print(again.connect().execute("SELECT COUNT(*) FROM t").rows, flush=True)
+again.close()
+visit()  # closed again: the interrupted close left no count behind either
+"""
+)
+
+
 def run(script: str, url: str) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-c", "import subprocess\n" + script, url],
@@ -107,3 +140,9 @@ def test_an_interrupted_open_leaves_no_session(tmp_path: Path) -> None:
     # before: the session opened by the interrupted call stayed open, uncounted; closing every connection left the
     # kernel up and the directory locked ("locked by another process")
     assert run(OPEN, f"monetdbe://{tmp_path / 'db'}") == ["interrupted", "[(1,)]", "visited"]
+
+
+def test_an_interrupted_close_of_the_last_session_still_closes_the_kernel(tmp_path: Path) -> None:
+    # before: interrupted in its wait for the store manager, the last session was never closed: the kernel stayed
+    # up, the directory locked, and the process counted the session as open for good
+    assert run(CLOSE, f"monetdbe://{tmp_path / 'db'}") == ["interrupted", "visited", "[(1,)]", "visited"]

@@ -220,15 +220,31 @@ def _close_handle(handle: Any, kernel: KernelCalls) -> None:
 def _close_session(handle: Any, kernel: KernelCalls, last: bool) -> None:
     """monetdbe_close; ``last``: the handle is the last session on a database directory (see _close_handle)."""
     if last:
-        import ctypes
-        import glob
-
-        from tique.engine.udf import monetdbe_libdir
-
-        libbat = ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0])
-        libbat.GDKprepareExit()
-        time.sleep(2 * STORE_MANAGER_SLEEP_S + 0.05)
+        wait = 2 * STORE_MANAGER_SLEEP_S + 0.05
+        ready: float | None = None
+        try:
+            _prepare_exit()
+            ready = time.monotonic() + wait
+            time.sleep(wait)
+        finally:
+            # interrupted (Ctrl-C) too, the kernel must go down, or it holds the directory for good: not before
+            # "exiting" is set and the store manager has had its wake-up
+            if ready is None:
+                _prepare_exit()
+                ready = time.monotonic() + wait
+            time.sleep(max(0.0, ready - time.monotonic()))
+            kernel.c("monetdbe_close", handle)
+        return
     kernel.c("monetdbe_close", handle)
+
+
+def _prepare_exit() -> None:
+    import ctypes
+    import glob
+
+    from tique.engine.udf import monetdbe_libdir
+
+    ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0]).GDKprepareExit()
 
 
 def _closed_one() -> None:
@@ -301,9 +317,11 @@ class EmbeddedConnection:
                 return
             handle, self._handle = self._handle, None
             kernel = self._kernel
-            kernel.around(lambda: _close_handle(handle, kernel))
-            kernel.close()
-        _closed_one()
+            try:
+                kernel.around(lambda: _close_handle(handle, kernel))
+            finally:  # interrupted (Ctrl-C) as well: the session is closed by now (or closing on its worker)
+                kernel.close()
+                _closed_one()
 
     def __del__(self) -> None:  # a forgotten connection must not keep the kernel open at exit
         try:
