@@ -257,3 +257,20 @@ def test_a_kernel_started_on_a_thread_that_ends_serves_a_thread_per_transaction(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"[] [(120, {sum(range(120))})]"
+
+
+def test_a_stack_that_cannot_be_mapped_refuses_the_connection_cleanly(
+    embedded_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tique.engine import embedded
+
+    embedded_engine.connect().close()  # the engine's own session is open before counting
+    opened, before = embedded._open_count, mapped_areas()
+    monkeypatch.setattr(session_stack, "STACK_BYTES", 1 << 60)  # more than the address space: mmap fails
+    with pytest.raises(MemoryError, match="cannot map a stack"):
+        embedded_engine.connect()
+    assert embedded._open_count == opened and mapped_areas() <= before + 2  # no session opened, nothing mapped
+    monkeypatch.undo()
+    conn = embedded_engine.connect()
+    assert conn.execute("SELECT 1").rows == [(1,)]
+    conn.close()
