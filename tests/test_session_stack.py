@@ -3,16 +3,20 @@ its C calls on a stack of its own, and the calling thread's kernel record points
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from tique.engine import session_stack
 from tique.engine.base import Engine
 from tique.engine.embedded import EmbeddedConnection
-from tique.errors import ProgrammingError
+from tique.errors import OperationalError, ProgrammingError
 
 Names = Callable[[str], str]
 
@@ -136,3 +140,137 @@ def test_the_environment_can_choose_worker_threads(embedded_engine: Engine, monk
         assert not in_threads(3, lambda: conn.execute("SELECT 1"))
     finally:
         conn.close()
+
+
+def mapped_areas() -> int:
+    """Lines of /proc/self/maps: a session's stack is two (its guard page and the stack)."""
+    with open("/proc/self/maps") as maps:
+        return sum(1 for _ in maps)
+
+
+def test_open_close_churn_gives_every_stack_back(embedded_engine: Engine) -> None:
+    for _ in range(20):  # the kernel's and the allocator's own first mappings
+        embedded_engine.connect().close()
+    before = mapped_areas()
+    for i in range(500):
+        conn = embedded_engine.connect()
+        assert conn.execute(f"SELECT {i}").rows == [(i,)]
+        conn.close()
+    assert mapped_areas() <= before + 4  # not 2 per session: every stack is unmapped at close
+
+
+def test_every_session_the_kernel_admits_has_a_stack_of_its_own(embedded_engine: Engine) -> None:
+    # open until the kernel refuses (64 sessions, some held by other tests and tique), all in use at once
+    before = mapped_areas()
+    conns: list[Any] = []
+    try:
+        with pytest.raises(OperationalError, match="64 client sessions"):
+            for _ in range(70):
+                conns.append(embedded_engine.connect())
+        assert len(conns) > 40
+        for i, conn in enumerate(conns):
+            assert conn.execute(f"SELECT {i}").rows == [(i,)]
+        assert all(c.execute("SELECT 1").rows == [(1,)] for c in reversed(conns))
+    finally:
+        for conn in conns:
+            conn.close()
+    assert mapped_areas() <= before + 4  # the refused open's stack too
+
+
+def test_sessions_closed_by_other_threads_and_the_collector(embedded_engine: Engine) -> None:
+    import gc
+
+    before = mapped_areas()
+    conns = [embedded_engine.connect() for _ in range(8)]
+    for conn in conns:
+        conn.execute("SELECT 1")
+    # closed by threads that did not open them; forgotten ones in reference cycles, collected on another thread
+    assert not in_threads(4, lambda: conns.pop().close(), at_once=4)
+    for conn in conns:
+        conn.cycle = conn  # type: ignore[attr-defined]
+    del conn
+    conns.clear()
+    assert not in_threads(1, gc.collect)
+    assert mapped_areas() <= before + 4
+
+
+def test_two_threads_share_one_session_under_its_lock(embedded_engine: Engine) -> None:
+    conn = embedded_engine.connect()
+    results: list[bool] = []
+
+    def use(base: int) -> None:
+        for i in range(200):
+            results.append(conn.execute(f"SELECT {base + i}").rows == [(base + i,)])
+
+    try:
+        threads = [threading.Thread(target=use, args=(base,)) for base in (0, 1000)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(results) == 400 and all(results)
+    finally:
+        conn.close()
+
+
+# A new process: the kernel started by a thread that ends (the one thread the kernel keeps a record for), then
+# a transaction per short-lived thread through tique.connect (the commit protocol's sequencer waits inside the
+# kernel), and sessions still open at exit for atexit to close.
+KERNEL_ON_A_THREAD_THAT_ENDS = """
+import sys, threading, tique
+url = sys.argv[1]
+first = []
+t = threading.Thread(target=lambda: first.append(tique.connect(url)))
+t.start(); t.join()
+cur = first[0].cursor()
+cur.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+first[0].commit()
+errors = []
+def transaction(k):
+    try:
+        conn = tique.connect(url)
+        cur = conn.cursor()
+        cur.execute("INSERT INTO t VALUES (%s, %s)", (k, k))
+        cur.execute("SELECT COUNT(*) FROM t WHERE k <= %s", (k,))
+        cur.fetchall()
+        conn.commit()
+        if k % 2:
+            conn.close()  # the others are left open, for the collector or atexit
+    except BaseException as exc:
+        errors.append(repr(exc))
+for start in range(0, 120, 4):
+    threads = [threading.Thread(target=transaction, args=(k,)) for k in range(start, start + 4)]
+    for th in threads: th.start()
+    for th in threads: th.join()
+cur.execute("SELECT COUNT(*), SUM(v) FROM t")
+print(errors, cur.fetchall(), flush=True)
+"""
+
+
+def test_a_kernel_started_on_a_thread_that_ends_serves_a_thread_per_transaction(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", KERNEL_ON_A_THREAD_THAT_ENDS, f"monetdbe://{tmp_path / 'db'}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"[] [(120, {sum(range(120))})]"
+
+
+def test_a_stack_that_cannot_be_mapped_refuses_the_connection_cleanly(
+    embedded_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tique.engine import embedded
+
+    embedded_engine.connect().close()  # the engine's own session is open before counting
+    opened, before = embedded._open_count, mapped_areas()
+    monkeypatch.setattr(session_stack, "STACK_BYTES", 1 << 60)  # more than the address space: mmap fails
+    with pytest.raises(MemoryError, match="cannot map a stack"):
+        embedded_engine.connect()
+    assert embedded._open_count == opened and mapped_areas() <= before + 2  # no session opened, nothing mapped
+    monkeypatch.undo()
+    conn = embedded_engine.connect()
+    assert conn.execute("SELECT 1").rows == [(1,)]
+    conn.close()

@@ -126,7 +126,15 @@ def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
             keep += [port, usock, server]
             opts.mapi_server = ffi.cast("monetdbe_mapi_server *", server)
         path = ffi.new("char[]", engine.path.encode()) if engine.path else ffi.NULL
-        rc = as_int32(kernel.c("monetdbe_open", handle, path, opts))
+        try:
+            rc = as_int32(kernel.c("monetdbe_open", handle, path, opts))
+        except BaseException:
+            # Ctrl-C is raised as the call returns (on a session stack it runs on this thread): a session it opened
+            # is closed here, or it would keep the kernel up (the directory locked) with no connection to close it
+            if handle[0] != ffi.NULL:
+                opened = lib.monetdbe_error(handle[0]) == ffi.NULL
+                _close_session(handle[0], kernel, last=opened and _open_count == 0 and bool(key))
+            raise
         if rc != 0:
             detail = ffi.string(lib.monetdbe_error(handle[0])).decode() if handle[0] != ffi.NULL else f"code {rc}"
             if handle[0] != ffi.NULL:
@@ -205,17 +213,38 @@ def _close_handle(handle: Any, kernel: KernelCalls) -> None:
     leave its loop before the kernel goes down.
     """
     with _state_lock:
-        last = _open_count == 1
-    if last and _open_path:
-        import ctypes
-        import glob
+        last = _open_count == 1 and bool(_open_path)
+    _close_session(handle, kernel, last)
 
-        from tique.engine.udf import monetdbe_libdir
 
-        libbat = ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0])
-        libbat.GDKprepareExit()
-        time.sleep(2 * STORE_MANAGER_SLEEP_S + 0.05)
+def _close_session(handle: Any, kernel: KernelCalls, last: bool) -> None:
+    """monetdbe_close; ``last``: the handle is the last session on a database directory (see _close_handle)."""
+    if last:
+        wait = 2 * STORE_MANAGER_SLEEP_S + 0.05
+        ready: float | None = None
+        try:
+            _prepare_exit()
+            ready = time.monotonic() + wait
+            time.sleep(wait)
+        finally:
+            # interrupted (Ctrl-C) too, the kernel must go down, or it holds the directory for good: not before
+            # "exiting" is set and the store manager has had its wake-up
+            if ready is None:
+                _prepare_exit()
+                ready = time.monotonic() + wait
+            time.sleep(max(0.0, ready - time.monotonic()))
+            kernel.c("monetdbe_close", handle)
+        return
     kernel.c("monetdbe_close", handle)
+
+
+def _prepare_exit() -> None:
+    import ctypes
+    import glob
+
+    from tique.engine.udf import monetdbe_libdir
+
+    ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0]).GDKprepareExit()
 
 
 def _closed_one() -> None:
@@ -260,7 +289,14 @@ class EmbeddedConnection:
         ffi, lib = _lowlevel()
         result_p = ffi.new("monetdbe_result **")
         affected = ffi.new("monetdbe_cnt *")
-        err = self._kernel.c("monetdbe_query", self._handle, sql.encode(), result_p, affected)
+        try:
+            err = self._kernel.c("monetdbe_query", self._handle, sql.encode(), result_p, affected)
+        except BaseException:
+            # Ctrl-C is raised as the call returns (on a session stack it runs on this thread): the result it made
+            # is still ours to free, or the kernel holds it (its BATs) until the session closes
+            if result_p[0] != ffi.NULL:
+                self._kernel.c("monetdbe_cleanup_result", self._handle, result_p[0])
+            raise
         if err:
             raise from_monetdb(ffi.string(ffi.cast("char *", err)).decode())
         res = result_p[0]
@@ -281,9 +317,11 @@ class EmbeddedConnection:
                 return
             handle, self._handle = self._handle, None
             kernel = self._kernel
-            kernel.around(lambda: _close_handle(handle, kernel))
-            kernel.close()
-        _closed_one()
+            try:
+                kernel.around(lambda: _close_handle(handle, kernel))
+            finally:  # interrupted (Ctrl-C) as well: the session is closed by now (or closing on its worker)
+                kernel.close()
+                _closed_one()
 
     def __del__(self) -> None:  # a forgotten connection must not keep the kernel open at exit
         try:
