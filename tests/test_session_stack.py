@@ -280,3 +280,43 @@ def test_a_stack_that_cannot_be_mapped_refuses_the_connection_cleanly(
     conn = embedded_engine.connect()
     assert conn.execute("SELECT 1").rows == [(1,)]
     conn.close()
+
+
+DEEP = """
+import sys, threading
+import tique
+
+conn = tique.connect(sys.argv[1])  # this thread starts the kernel; the statement comes from another
+conn.cursor().execute("SELECT 1")
+out = []
+
+def deep():
+    other = tique.connect(sys.argv[1])
+    try:
+        other.cursor().execute("SELECT " + "+".join(["1"] * int(sys.argv[2])))
+        out.append("ok")
+    except tique.Error as exc:
+        out.append(str(exc))
+
+th = threading.Thread(target=deep)
+th.start()
+th.join()
+print(out)
+"""
+DEEP_TERMS = 50_000  # crashed the process (SIGSEGV) on an 8 MB stack, as on a worker thread's; 100,000 still do
+
+
+@pytest.mark.skipif(os.environ.get("TIQUE_SESSION_STACKS") == "0", reason="worker threads chosen")
+def test_a_deep_statement_from_another_thread_is_refused_not_a_crash(tmp_path: Path) -> None:
+    # MonetDB 11.41 checks the stack only for threads it has a record of, and not on every recursive path: a
+    # statement deep enough overflows whatever stack it runs on. Sessions' stacks are larger than a thread's so
+    # that the kernel's own check comes first for statements like this one.
+    done = subprocess.run(
+        [sys.executable, "-c", DEEP, f"monetdbe://{tmp_path / 'db'}", str(DEEP_TERMS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, f"the process died ({done.returncode}): {done.stderr[-2000:]}"
+    assert "too complex" in done.stdout, done.stdout

@@ -17,7 +17,9 @@ from typing import Any, Protocol
 
 from tique.engine.worker import Worker, give_back, take_worker
 
-STACK_BYTES = 8 << 20  # as a Linux thread's default stack; only the pages a call touches take memory
+# Four times a thread's 8 MB, though only the pages a call touches take memory: MonetDB checks the stack depth
+# not on every recursive path, and a 50,000-term expression overflowed 8 MB (tests/test_session_stack.py).
+STACK_BYTES = 32 << 20
 _lock = threading.Lock()
 _module: ctypes.CDLL | None = None
 _unavailable: str | None = None
