@@ -32,9 +32,6 @@ _open_count = 0
 _connections: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
 
 
-_lowlevel = lowlevel
-
-
 class EmbeddedEngine:
     """A database directory (or memory) opened by this process."""
 
@@ -103,7 +100,7 @@ class EmbeddedEngine:
 def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
     """One monetdbe_open on the engine's database, with the process-wide one-database rule checked."""
     global _open_path, _open_count
-    ffi, lib = _lowlevel()
+    ffi, lib = lowlevel()
     key = engine.path or ""
     with _state_lock:
         if _open_path is not None and _open_path != key:
@@ -151,19 +148,18 @@ def _publish_version() -> None:
     """The embedded kernel leaves ``monet_version`` out of ``sys.environment``, where mserver5 has it and
     clients look for it (SQLAlchemy's MonetDB dialect reads its server version there): add it."""
     import ctypes
-    import glob
 
-    from tique.engine.udf import monetdbe_libdir
+    from tique.engine import udf
 
     try:
-        libbat = ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0])
+        libbat = udf.libbat()
         libbat.GDKversion.restype = ctypes.c_char_p
         libbat.GDKgetenv.restype = ctypes.c_char_p
         libbat.GDKgetenv.argtypes = [ctypes.c_char_p]
         libbat.GDKsetenv.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         if libbat.GDKgetenv(b"monet_version") is None:
             libbat.GDKsetenv(b"monet_version", libbat.GDKversion())
-    except (OSError, IndexError, AttributeError):  # an engine build without these symbols: nothing to add
+    except (OSError, AttributeError):  # an engine build without these symbols: nothing to add
         pass
 
 
@@ -239,12 +235,9 @@ def _close_session(handle: Any, kernel: KernelCalls, last: bool) -> None:
 
 
 def _prepare_exit() -> None:
-    import ctypes
-    import glob
+    from tique.engine import udf
 
-    from tique.engine.udf import monetdbe_libdir
-
-    ctypes.CDLL(glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))[0]).GDKprepareExit()
+    udf.libbat().GDKprepareExit()
 
 
 def _closed_one() -> None:
@@ -286,7 +279,7 @@ class EmbeddedConnection:
             self._kernel.around(lambda: in_one_transaction(self._execute, statements))
 
     def _execute(self, sql: str) -> Result:
-        ffi, lib = _lowlevel()
+        ffi, lib = lowlevel()
         result_p = ffi.new("monetdbe_result **")
         affected = ffi.new("monetdbe_cnt *")
         try:

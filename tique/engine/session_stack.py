@@ -10,6 +10,7 @@ fifth of a TPC-C NewOrder's time.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -122,8 +123,9 @@ def _address(name: str) -> int:
     return address
 
 
+@functools.cache
 def lowlevel() -> tuple[Any, Any]:
-    """The monetdbe wheel's compiled cffi module (ffi, lib)."""
+    """The monetdbe wheel's compiled cffi module (ffi, lib); imported on first use (it loads the kernel)."""
     from monetdbe._lowlevel import ffi, lib
 
     return ffi, lib
@@ -138,25 +140,20 @@ def as_int32(value: int) -> int:
 # The start of THRhighwater in the monetdbe 0.11 wheel's libbat (MonetDB 11.41): it takes the thread's record
 # from MT_thread_getdata and reads the recorded stack pointer at offset 0x48 ("mov 0x48(%rax),%rcx"). The
 # offset is only trusted where these bytes are found (the call's target, bytes 5-8, may differ).
-_HIGHWATER_HEAD = bytes.fromhex("4883ec18e8000000004531c04885c074294 88b4848".replace(" ", ""))
+_HIGHWATER_HEAD = bytes.fromhex("4883ec18e8000000004531c04885c07429488b4848")
 _SP_OFFSET = 0x48
 
 
 def _thread_record() -> tuple[int, int] | None:
     """(address of MT_thread_getdata, offset of the stack pointer in a thread record), when this kernel's
     THRhighwater is the one described above; otherwise None (sessions then use worker threads)."""
-    import glob
+    from tique.engine import udf
 
-    from tique.engine.udf import monetdbe_libdir
-
-    names = glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))
-    if not names:
-        return None
-    libbat = ctypes.CDLL(names[0])
     try:
+        libbat = udf.libbat()
         highwater = ctypes.cast(libbat.THRhighwater, ctypes.c_void_p).value
         getdata = ctypes.cast(libbat.MT_thread_getdata, ctypes.c_void_p).value
-    except AttributeError:
+    except (OSError, AttributeError):
         return None
     if not highwater or not getdata:
         return None

@@ -13,6 +13,7 @@ written, into the user's cache directory (``$XDG_CACHE_HOME/tique/<version>/``, 
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import hashlib
 import os
@@ -40,6 +41,15 @@ def monetdbe_libdir() -> Path:
     import monetdbe._lowlevel as lowlevel  # loads the bundled kernel libraries
 
     return Path(lowlevel.__file__).resolve().parent.parent / "monetdbe.libs"
+
+
+@functools.cache
+def libbat() -> ctypes.CDLL:
+    """The bundled kernel's GDK library, for the few of its functions tique calls directly."""
+    names = glob.glob(str(monetdbe_libdir() / "libbat-*.so*"))
+    if not names:
+        raise OSError(f"no libbat in {monetdbe_libdir()}; reinstall the monetdbe wheel: pip install monetdbe==0.11")
+    return ctypes.CDLL(names[0])
 
 
 def kernel_version() -> str:

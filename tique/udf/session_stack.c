@@ -10,7 +10,6 @@
  *
  * The caller must not run two calls of one session at once (the connection's lock ensures it).
  */
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -34,8 +33,6 @@ typedef struct {
 	void *a, *b, *c, *d;
 	intptr_t result;
 } tq_session_stack;
-
-int tique_session_stack_abi = 2;
 
 void
 tq_session_stack_init(void *getdata, size_t offset)
