@@ -4,7 +4,7 @@
  * compile a statement ("Query too complex: running out of stack space", THRhighwater) when the current stack
  * pointer is more than about 1.9 MB away from it; a session also notes the stack pointer it was opened at. So a
  * session opened on one thread fails on another. Handing every call to one thread per session costs two thread
- * wake-ups per call (about 0.17 ms on these machines, a fifth of a TPC-C NewOrder). Instead, every call of a
+ * wake-ups per call (NewOrder took 13-14% longer that way, measured interleaved). Instead, every call of a
  * session runs on the session's own stack, entered with swapcontext from whichever thread calls, and the calling
  * thread's record points into that stack for the length of the call (then gets its own value back).
  *
