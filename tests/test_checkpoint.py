@@ -364,11 +364,16 @@ def test_serve_killed_under_load_with_its_checkpointer(tmp_path: Path) -> None:
         if (runs >= 3 and len(acked) >= 30 and waited >= sized(0, 5)) or waited > 60:
             break
         time.sleep(0.2)
+    log = watcher.execute("SELECT * FROM tique.checkpoints ORDER BY started_ms DESC LIMIT 5").rows
     watcher.close()
+    if runs < 3:
+        proc.proc.send_signal(signal.SIGUSR1)  # every thread's stack on its stderr, to say where it stood
+        time.sleep(1)
     proc.stop(signal.SIGKILL)
     for t in threads:
         t.join(60)
-    assert runs >= 3 and len(acked) >= 30, (runs, len(acked))
+    assert proc.proc.stderr is not None
+    assert runs >= 3 and len(acked) >= 30, (runs, len(acked), log, proc.proc.stderr.read()[-6000:])
     proc = start_serve(tmp_path / "db", args=("--checkpoint-interval", "0.1"))
     try:
         check = tique.connect(proc.url)

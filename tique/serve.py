@@ -6,6 +6,7 @@ it, which is how several processes share one embedded database directory.
 
 from __future__ import annotations
 
+import faulthandler
 import hashlib
 import os
 import shutil
@@ -13,8 +14,9 @@ import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tique.bootstrap import bootstrap
 from tique.engine.embedded import EmbeddedConnection, EmbeddedEngine
@@ -22,6 +24,9 @@ from tique.engine.url import EngineURL
 from tique.errors import Error, OperationalError
 from tique.login_guard import Gate, LoginGuard, private_socket_path
 from tique.sequencer import CSequencer, SqlSequencer
+
+if TYPE_CHECKING:
+    from tique.checkpoint.algorithm import CheckpointReport
 
 
 def _set_up(conn: EmbeddedConnection) -> None:
@@ -33,6 +38,23 @@ def _set_up(conn: EmbeddedConnection) -> None:
     # For tests and comparisons only: SEQUENCEs are unsafe under concurrency on this kernel (see sequencer.py).
     if os.environ.get("TIQUE_INSTALL_SQL_SEQUENCER") == "1":
         SqlSequencer(unsafe_sequences=True).install(conn)
+
+
+class _FailedRuns:
+    """Prints a checkpoint run that failed, on ``out``: the same failure again only after a minute (a run is
+    retried every interval, which may be 100 ms)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.last: tuple[str, float] = ("", 0.0)
+
+    def __call__(self, report: CheckpointReport) -> None:
+        if not report.errors:
+            return
+        text, now = "; ".join(report.errors), time.monotonic()
+        if text != self.last[0] or now - self.last[1] > 60:
+            self.last = (text, now)
+            print(f"tique serve: a checkpoint run failed (retried every interval): {text}", file=self.out, flush=True)
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -197,7 +219,15 @@ def serve(
     if checkpoint_interval:
         from tique.checkpoint import BackgroundCheckpointer
 
-        checkpointer = BackgroundCheckpointer(server.engine.connect, checkpoint_interval).start()
+        checkpointer = BackgroundCheckpointer(
+            server.engine.connect,
+            checkpoint_interval,
+            on_report=_FailedRuns(sys.stderr),
+            on_error=lambda message: print(
+                f"tique serve: the checkpointer stopped: {message}", file=sys.stderr, flush=True
+            ),
+        ).start()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1: every thread's stack on stderr
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.set())

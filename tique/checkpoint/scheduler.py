@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -24,14 +25,16 @@ class BackgroundCheckpointer:
         interval_s: float,
         max_cache_rows: int | None = None,
         on_report: Callable[[CheckpointReport], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
         self._connect = connect
         self.interval_s = interval_s
         self.max_cache_rows = max_cache_rows
         self.on_report = on_report
+        self.on_error = on_error
         self.reports: list[CheckpointReport] = []  # the last 100
-        self.totals = {"runs": 0, "moved": 0, "cleaned": 0, "conflicts": 0, "busy_s": 0.0}
-        self.errors: list[str] = []
+        self.totals = {"runs": 0, "moved": 0, "cleaned": 0, "conflicts": 0, "busy_s": 0.0, "restarts": 0}
+        self.errors: list[str] = []  # the last 100 the loop stopped on
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tique-checkpointer", daemon=True)
 
@@ -44,15 +47,39 @@ class BackgroundCheckpointer:
         self._thread.join(timeout)
 
     def _loop(self) -> None:
-        conn = self._connect()
-        try:
-            ckpt = Checkpointer(conn)
-            run_loop(ckpt, self.interval_s, self.max_cache_rows, self._stop, self._record)
-            ckpt.release()
-        except Exception as exc:  # the thread must say why it stopped
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-        finally:
-            conn.close()
+        """The loop, started again on a new connection after whatever stopped it (another checkpointer holding
+        the lock, an error outside a run, a bug): a checkpointer that stops for good lets the Cache tables and
+        the metadata grow without bound while nothing says so. Each stop is reported; the wait before the next
+        start doubles up to a minute (and starts over after a minute without a stop)."""
+        wait = self.interval_s
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                conn = self._connect()
+            except Exception as exc:
+                self._stopped_on(exc, wait)
+            else:
+                try:
+                    ckpt = Checkpointer(conn)
+                    run_loop(ckpt, self.interval_s, self.max_cache_rows, self._stop, self._record)
+                    ckpt.release()
+                    return
+                except Exception as exc:
+                    self._stopped_on(exc, wait)
+                finally:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+            if self._stop.wait(wait):
+                return
+            wait = self.interval_s if time.monotonic() - began > 60 else min(wait * 2, 60.0)
+            self.totals["restarts"] += 1
+
+    def _stopped_on(self, exc: Exception, wait: float) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        self.errors.append(message)
+        del self.errors[:-100]
+        if self.on_error and not self._stop.is_set():
+            self.on_error(f"{message}; starting again in {wait:g} s")
 
     def _record(self, report: CheckpointReport) -> None:
         for name, value in (
@@ -90,21 +117,20 @@ def run_loop(
     last = 0.0
     poll = min(interval_s, 0.5)
     while not stop.is_set():
-        ckpt.acquire()  # held (renewed) for as long as the loop runs: a second checkpointer is told so
-        due = time.monotonic() - last >= interval_s
-        if not due and max_cache_rows is not None:
-            due = _over_limit(ckpt.conn, ckpt.catalog, max_cache_rows)
-        if due:
-            last = time.monotonic()
-            try:
+        try:
+            ckpt.acquire()  # held (renewed) for as long as the loop runs: a second checkpointer is told so
+            due = time.monotonic() - last >= interval_s
+            if not due and max_cache_rows is not None:
+                due = _over_limit(ckpt.conn, ckpt.catalog, max_cache_rows)
+            if due:
+                last = time.monotonic()
                 on_report(ckpt.run_once(release=False))
-            except CheckpointerBusy:
+        except CheckpointerBusy:
+            raise
+        except DatabaseError as exc:
+            if connection_lost(exc):
                 raise
-            except DatabaseError as exc:
-                if connection_lost(exc):
-                    raise
-                failed = CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[str(exc)])
-                on_report(failed)
+            on_report(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[str(exc)]))
         stop.wait(poll)
 
 

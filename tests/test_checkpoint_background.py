@@ -1,0 +1,114 @@
+"""The checkpointer as a thread (tique serve --checkpoint-interval, start_background): it never stops for good
+while the process runs. Before, whatever ended its loop (a lost connection, another checkpointer holding the lock,
+an error outside a run) ended the thread silently, and the Cache tables then grew without bound."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+
+import tique
+from tests.conftest import ServeProcess, start_serve
+from tique.checkpoint import BackgroundCheckpointer, Checkpointer, CheckpointReport
+from tique.engine import open_engine
+from tique.engine.base import RawConnection
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_it_starts_again_on_a_new_connection_after_losing_one(served: ServeProcess) -> None:
+    engine = open_engine(served.url)
+    made: list[RawConnection] = []
+
+    def connect() -> RawConnection:
+        conn = engine.connect()
+        made.append(conn)
+        if len(made) == 1:
+            conn.close()  # lost before the checkpointer used it
+        return conn
+
+    said: list[str] = []
+    worker = BackgroundCheckpointer(connect, 0.1, on_error=said.append).start()
+    try:
+        assert wait_for(lambda: worker.totals["runs"] >= 2), (worker.errors, worker.totals)
+    finally:
+        worker.stop()
+    assert len(made) == 2 and worker.totals["restarts"] == 1
+    assert len(worker.errors) == 1 and len(said) == 1 and "starting again in 0.1 s" in said[0], said
+    assert not worker._thread.is_alive()
+
+
+def test_it_waits_for_another_checkpointer_and_then_runs(served: ServeProcess) -> None:
+    engine = open_engine(served.url)
+    holder = Checkpointer(engine.connect())
+    holder.acquire()
+    said: list[str] = []
+    worker = BackgroundCheckpointer(engine.connect, 0.1, on_error=said.append).start()
+    try:
+        assert wait_for(lambda: len(said) >= 2), said  # told, and still trying
+        assert worker.totals["runs"] == 0
+        assert all("another checkpointer" in s for s in said), said
+        holder.release()
+        assert wait_for(lambda: worker.totals["runs"] >= 1), (worker.errors, worker.totals)
+    finally:
+        worker.stop()
+        holder.conn.close()
+
+
+def test_a_stopped_checkpointer_is_not_restarted() -> None:
+    said: list[str] = []
+
+    def connect() -> RawConnection:
+        raise tique.OperationalError("no engine here")
+
+    worker = BackgroundCheckpointer(connect, 5.0, on_error=said.append).start()
+    assert wait_for(lambda: len(said) == 1)
+    began = time.monotonic()
+    worker.stop()  # during its wait of 5 s
+    assert time.monotonic() - began < 2 and not worker._thread.is_alive()
+    assert len(said) == 1
+
+
+def test_serve_prints_a_failed_run_and_not_the_same_one_each_tick() -> None:
+    class Out:
+        text = ""
+
+        def write(self, s: str) -> None:
+            self.text += s
+
+        def flush(self) -> None:
+            pass
+
+    from tique.serve import _FailedRuns
+
+    out = Out()
+    failed = _FailedRuns(out)  # type: ignore[arg-type]
+    for _ in range(5):
+        failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=["tique_data.t: out of memory"]))
+    failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0))
+    failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=["another"]))
+    assert out.text.count("a checkpoint run failed") == 2 and "out of memory" in out.text and "another" in out.text
+
+
+def test_serve_prints_every_threads_stack_on_sigusr1(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc = start_serve(tmp_path / "db", args=("--checkpoint-interval", "0.2"))
+    try:
+        proc.proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        assert proc.proc.poll() is None  # still serving
+        conn = tique.connect(proc.url)
+        conn.cursor().execute("SELECT 1")
+        conn.close()
+    finally:
+        proc.stop()
+    assert proc.proc.stderr is not None
+    err = proc.proc.stderr.read()
+    assert "most recent call first" in err and "scheduler.py" in err, err[-3000:]
