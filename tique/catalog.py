@@ -152,6 +152,16 @@ class TableInfo:
         """Columns of the Storage table: the application's, then tq_rowid when it is the key."""
         return self.column_names + ((ROWID,) if self.has_rowid else ())
 
+    @cached_property
+    def key_types(self) -> tuple[str, ...]:
+        """The SQL type of each key column (the hidden row id is a BIGINT)."""
+        return tuple("BIGINT" if k == ROWID else self.column(k).sql_type for k in self.key)
+
+    @cached_property
+    def key_positions(self) -> tuple[int, ...]:
+        """Where each key column sits in a stored row (``stored_names`` order)."""
+        return tuple(self.stored_names.index(k) for k in self.key)
+
     def column(self, name: str) -> ColumnSpec:
         for c in self.columns:
             if c.name == name:

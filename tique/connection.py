@@ -81,6 +81,8 @@ class Connection:
         )
         self.last_commit: CommitResult | None = None
         self.last_failed_write_set: list[int] = []
+        # read options per set of tables with own Cache versions: a statement's plan is cached by its options
+        self._options_with: dict[frozenset[str], tuple[ReadOptions, ReadOptions]] = {}
 
     # ---- state ---------------------------------------------------------------------------------------------
 
@@ -88,9 +90,15 @@ class Connection:
         """Read options for the next statement: snapshots include the transaction's own Cache versions only for
         the tables where it has some (statements are planned, and cached, per such set)."""
         own = (self._txn.in_cache() if self._txn else frozenset()) | more_own
-        if own == self.read_options.own:
-            return self.read_options
-        return replace(self.read_options, own=own)
+        base = self.read_options
+        if own == base.own:
+            return base
+        found = self._options_with.get(own)
+        if found is None or found[0] is not base:  # made from other options (SET SCHEMA since): make it again
+            if len(self._options_with) > 64:
+                self._options_with.clear()
+            found = self._options_with[own] = (base, replace(base, own=own))
+        return found[1]
 
     @property
     def statement_hooks(self) -> list[StatementHook]:

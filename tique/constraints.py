@@ -21,7 +21,8 @@ from tique.rewrite.exact import read_value, text_sql
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import Template
 from tique.rewrite.values import coerce, key_value
-from tique.write_buffer import Key, RowMarks, WriteBuffer, key_type, show, typed_key, unique_hash
+from tique.rewrite.writes import stored_type as key_type
+from tique.write_buffer import Key, RowMarks, WriteBuffer, show, typed_key, unique_hash
 
 if TYPE_CHECKING:
     from tique.catalog import Catalog, ForeignKey

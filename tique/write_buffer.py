@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import decimal
 import hashlib
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,8 +16,7 @@ from tique.catalog import Catalog, TableInfo
 from tique.names import quote
 from tique.params import literal
 from tique.rewrite.reads import PointKeys
-from tique.rewrite.values import coerce, key_value
-from tique.rewrite.writes import stored_type as key_type
+from tique.rewrite.values import coerce, int_bound, key_value
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
@@ -142,8 +142,11 @@ class WriteBuffer:
         """Could a pending write of ``table`` have the key values the read pins?"""
         # the key as the SQL literals the statement will compare, None where it pins no value
         wanted = tuple(params[s] if s else None for s in slots)
-        pending = self.writes[table].pending
-        return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in pending)
+        entry = self.writes[table]
+        exact = _int_key(entry.table, wanted)
+        if exact is not None:  # one lookup, not a comparison with each pending key (a NewOrder's reads of stock)
+            return exact in entry.pending
+        return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in entry.pending)
 
     def forget(self, name: str) -> None:
         """Drop table ``name``'s writes (the table was dropped by this session)."""
@@ -280,18 +283,40 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:
     """A key as the engine compares it: each value brought to its column's type (a DATE given as a datetime is
     that date, a DECIMAL has its scale, -0.0 is 0.0...), so equal keys hash and compare equal in Python too."""
-    return tuple(key_value(coerce(v, key_type(info, k), k)) for v, k in zip(values, info.key))
+    key = []
+    for v, k, t in zip(values, info.key, info.key_types):
+        if type(v) is int:  # most keys: what coerce would return, checked without it (a key is typed per row read)
+            bound = int_bound(t)
+            if -bound < v < bound:
+                key.append(v)
+                continue
+        key.append(key_value(coerce(v, t, k)))
+    return tuple(key)
 
 
 def row_key(info: TableInfo, row: tuple[Any, ...]) -> Key:
     """The key of a stored row (``info.stored_names`` order)."""
-    names = info.stored_names
-    return typed_key(info, [row[names.index(k)] for k in info.key])
+    return typed_key(info, [row[i] for i in info.key_positions])
 
 
 def show(info: TableInfo, key: Key) -> str:
     """A key as error messages name it: ``(k=1, j='a')``."""
     return "(" + ", ".join(f"{k}={v!r}" for k, v in zip(info.key, key)) + ")"
+
+
+_INTEGER_LITERAL = re.compile(r"'?([+-]?[0-9]+)'?")
+
+
+def _int_key(info: TableInfo, wanted: tuple[str | None, ...]) -> Key | None:
+    """The typed key a read pins, when every key column is an integer and each is pinned to an integer literal
+    (then _may_equal is equality with it); None otherwise."""
+    key = []
+    for rendered, sql_type in zip(wanted, info.key_types):
+        found = _INTEGER_LITERAL.fullmatch(rendered) if rendered is not None and int_bound(sql_type) else None
+        if found is None:
+            return None
+        key.append(int(found.group(1)))
+    return tuple(key)
 
 
 def _may_equal(value: Any, rendered: str) -> bool:

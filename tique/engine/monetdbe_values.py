@@ -35,8 +35,8 @@ def read_result(ffi: Any, lib: Any, res: Any) -> Result:
     nrows = int(res.nrows)
     columns: list[Column] = []
     values: list[list[Any]] = []
+    col_p = ffi.new("monetdbe_column **")
     for c in range(res.ncols):
-        col_p = ffi.new("monetdbe_column **")
         err = lib.monetdbe_result_fetch(res, col_p, c)
         if err != ffi.NULL:
             raise from_monetdb(ffi.string(err).decode(), "reading a result column")
@@ -50,7 +50,7 @@ def read_result(ffi: Any, lib: Any, res: Any) -> Result:
             continue
         if c_name is None:
             raise OperationalError(f"result column {name!r} has a type the embedded driver cannot read ({col.type})")
-        typed = ffi.cast(f"monetdbe_column_{c_name} *", col)
+        typed = ffi.cast(_pointer_type(ffi, c_name), col)
         scale = 0
         if col.type in (1, 2, 3, 4) and typed.scale and typed.scale > 1:
             type_name = "decimal"
@@ -73,9 +73,23 @@ def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any
         if scale:
             return [None if v == nil else decimal.Decimal(v).scaleb(-scale, _WIDE) for v in raw]
         return [None if v == nil else v for v in raw]
+    if ctype == 9:  # the C API gives a NULL pointer for the engine's nil string
+        string = ffi.string
+        return [string(p).decode() if p else None for p in ffi.unpack(col.data, n)]
     convert = _CONVERTERS[ctype]
     is_null: Callable[[Any], int] = col.is_null
     return [None if is_null(col.data + i) else convert(ffi, col.data[i]) for i in range(n)]
+
+
+_POINTER_TYPES: dict[tuple[int, str], Any] = {}
+
+
+def _pointer_type(ffi: Any, c_name: str) -> Any:
+    """``monetdbe_column_<c_name> *``, looked up once (a cast by the type's name parses it each time)."""
+    found = _POINTER_TYPES.get((id(ffi), c_name))
+    if found is None:
+        found = _POINTER_TYPES[(id(ffi), c_name)] = ffi.typeof(f"monetdbe_column_{c_name} *")
+    return found
 
 
 # struct monetdbe_column_int128_t {type; data; count; name; __int128 null_value; double scale; is_null}: the
@@ -100,10 +114,6 @@ def _read_hugeint(ffi: Any, col: Any, n: int, scale: int) -> list[Any]:
     return out
 
 
-def _str(ffi: Any, v: Any) -> str:
-    return ffi.string(v).decode()
-
-
 def _blob(ffi: Any, v: Any) -> bytes:
     return bytes(ffi.buffer(v.data, v.size))
 
@@ -121,4 +131,4 @@ def _timestamp(ffi: Any, v: Any) -> datetime.datetime:
     return datetime.datetime(d.year, d.month, d.day, t.hours, t.minutes, t.seconds, t.ms * 1000)
 
 
-_CONVERTERS: dict[int, Callable[[Any, Any], Any]] = {9: _str, 10: _blob, 11: _date, 12: _time, 13: _timestamp}
+_CONVERTERS: dict[int, Callable[[Any, Any], Any]] = {10: _blob, 11: _date, 12: _time, 13: _timestamp}

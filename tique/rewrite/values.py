@@ -138,6 +138,17 @@ def coerce(value: Any, sql_type_text: str, column: str, table: str | None = None
         raise DataError(f"value {value!r} does not fit {where} ({sql_type_text}): {reason}", sqlstate) from None
 
 
+@functools.lru_cache(maxsize=1024)
+def int_bound(sql_type_text: str) -> int:
+    """``2**bits`` for an integer column type, whose values v are those with ``-bound < v < bound`` (the
+    minimum is the engine's NULL); 0 for any other type. Lets an int be checked without ``coerce``."""
+    try:
+        bits = _INT_LIMITS.get(sql_type(sql_type_text).base)
+    except NotSupportedError:
+        return 0
+    return 2**bits if bits else 0
+
+
 def check_type(sql_type_text: str) -> str:
     """The type a value the engine computes for a column (UPDATE ... SET c = expression, INSERT ... SELECT) is
     cast to before tique reads it: the column's own family, wide enough that a value out of the column's range or
