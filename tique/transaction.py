@@ -33,7 +33,7 @@ from tique.errors import (
 from tique.known_rows import MISSING, KnownRows, Row
 from tique.prepared import PreparingConnection
 from tique.rewrite.exact import decode
-from tique.rewrite.point import KeyRead, computable, natural, new_values
+from tique.rewrite.point import KeyRead, computable, natural, new_values, newest_versions
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.template import Template
 from tique.rewrite.values import coerce
@@ -232,6 +232,9 @@ class Transaction:
     def read_whole(self, plan: ReadPlan, read: KeyRead, bound: Bound, keys: list[Key]) -> list[Row | None]:
         """Every column of the rows of ``keys``, from the engine; held from now on (None: no such row)."""
         info = read.table
+        if read.versions is not None and read.versions_decode is not None:
+            result = decode(self.run(read.versions, bound.rendered, plan.reads, plan.point_keys), read.versions_decode)
+            return self._hold_found(info, keys, newest_versions(info, result.rows))
         result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
         return self._hold_found(info, keys, [tuple(r) for r in result.rows])
 

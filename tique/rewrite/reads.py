@@ -44,7 +44,8 @@ def _is_value(node: exp.Expression) -> bool:
     return all(not isinstance(n, (exp.Column, exp.Select)) for n in node.walk())
 
 
-def _conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
+def where_conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
+    """The conjuncts of a WHERE as key_predicates reads them (a parenthesised one stays whole)."""
     if where is None:
         return []
     node = where.this if isinstance(where, exp.Where) else where
@@ -83,7 +84,7 @@ def key_predicates(table: exp.Table, info: TableInfo) -> list[exp.Expression]:
     single_source = len(_sources(select)) == 1
     key = set(info.key)
     found: list[exp.Expression] = []
-    for pred in _conjuncts(select.args.get("where")):
+    for pred in where_conjuncts(select.args.get("where")):
         if isinstance(pred, exp.EQ):
             col, val = (
                 (pred.this, pred.expression) if isinstance(pred.this, exp.Column) else (pred.expression, pred.this)
@@ -134,9 +135,9 @@ def _filters(table: exp.Table, lookup: Lookup) -> tuple[list[exp.Expression], li
     own_side = str(own_join.args.get("side") or "").upper() if own_join else ""
     candidates: list[exp.Expression] = []
     if not (sides & {"RIGHT", "FULL"}) and own_side not in ("LEFT", "FULL"):
-        candidates += _conjuncts(select.args.get("where"))
+        candidates += where_conjuncts(select.args.get("where"))
     if own_join is not None and own_side in ("", "LEFT") and own_join.args.get("on") is not None:
-        candidates += _conjuncts(own_join.args["on"])
+        candidates += where_conjuncts(own_join.args["on"])
     return candidates, others
 
 

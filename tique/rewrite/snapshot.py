@@ -181,6 +181,11 @@ def _stable_rows(info: TableInfo, cols: Sequence[str], preds: Sequence[exp.Expre
     return _from(probed, f"tq_p{tag}")
 
 
+# What a version carries besides its row, for whoever ranks versions: a tombstone flag, its commit timestamp
+# (NULL for the reading transaction's own, 0 for Storage) and its statement's order within its transaction
+VERSION_COLUMNS = ("tq_deleted", "tq_cts", "tq_seq")
+
+
 def _newest(
     cols: Sequence[str], key: Sequence[str], source: exp.Query, tag: str, after: Sequence[exp.Expression] = ()
 ) -> exp.Select:
@@ -245,6 +250,7 @@ def snapshot_tree(
     left_anti_join: bool = False,
     barrier: bool = True,
     semi: Sequence[exp.Expression] = (),
+    ranked: bool = True,
 ) -> exp.Select:
     """The snapshot of ``info`` as a tree; ``sts``/``txid`` are slots. ``preds`` are the query's key predicates
     (copied, never changed). ``latest`` drops the sts bound (a negative control for consistency checking only);
@@ -261,7 +267,9 @@ def snapshot_tree(
     union whole before the query's aggregate, 15-20 ms of CH's Q6 at scale 1.0. ``semi`` (analytical only) are
     the query's ``col IN (subquery)`` filters on this table, their subqueries already reading snapshots: they filter
     Storage rows before the anti-join as ``row_preds`` do, and nothing else (the query applies them again to every
-    row; in the Cache branches each copy would evaluate the subquery once more)."""
+    row; in the Cache branches each copy would evaluate the subquery once more). ``ranked=False`` (point only): every
+    visible version of the keys ``preds`` pin, with ``tq_deleted``, ``tq_cts`` and ``tq_seq``, for the client to
+    rank (rewrite/point.py, newest_versions)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
@@ -281,8 +289,11 @@ def snapshot_tree(
             _where(pushed, None),
         )
         source = _union(stable, *_visible_cache(info, cols, pushed, latest, own, tag))
+        if not ranked:
+            return _select([*_user_cols(cols), *(_col(c) for c in VERSION_COLUMNS)], _from(source, f"tq_u{tag}"))
         tree = _newest(cols, info.key, source, tag)
     else:
+        assert ranked, "only a point read leaves the ranking to the client"
         tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join, barrier, semi)
     if out_cols != cols:
         tree = _select(_user_cols(out_cols), _from(tree, f"tq_o{tag}"))
