@@ -138,3 +138,27 @@ def test_a_restarted_checkpointer_does_not_wait_for_its_own_lock(served: ServePr
     finally:
         worker.stop()
     assert not any("another checkpointer" in s for s in said), said
+
+
+def test_serve_prints_few_lines_for_failures_that_alternate_or_differ_in_numbers() -> None:
+    """Every 100 ms a run may fail; two failures taking turns, or one naming a different id each time, were each
+    printed every tick. The serve's stderr may be a pipe nobody reads until it exits (tests/conftest.py
+    start_serve): once full, the print blocks the checkpointer thread, holding the lock, and nothing checkpoints."""
+
+    class Out:
+        text = ""
+
+        def write(self, s: str) -> None:
+            self.text += s
+
+        def flush(self) -> None:
+            pass
+
+    from tique.serve import _FailedRuns
+
+    out = Out()
+    failed = _FailedRuns(out)  # type: ignore[arg-type]
+    for i in range(600):  # a minute of ticks
+        failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"tique_data.t: out of memory ({i % 2})"]))
+        failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"commit {1000 + i} (state deciding)"]))
+    assert out.text.count("\n") <= 10, out.text[:2000]
