@@ -112,3 +112,53 @@ def test_serve_prints_every_threads_stack_on_sigusr1(tmp_path) -> None:  # type:
     assert proc.proc.stderr is not None
     err = proc.proc.stderr.read()
     assert "most recent call first" in err and "scheduler.py" in err, err[-3000:]
+
+
+def test_a_restarted_checkpointer_does_not_wait_for_its_own_lock(served: ServeProcess) -> None:
+    """The loop stopped while holding the lock (here its connection is closed under it after a run): the lock
+    stays taken for its lease (10 s) under the old owner. A restart under a new owner was told "another
+    checkpointer" until the lease ran out, and then waited its doubled wait: 13 s without a run."""
+    engine = open_engine(served.url)
+    made: list[RawConnection] = []
+
+    def connect() -> RawConnection:
+        made.append(engine.connect())
+        return made[-1]
+
+    def lose_the_first(report: CheckpointReport) -> None:
+        if len(made) == 1:
+            made[0].close()
+
+    said: list[str] = []
+    worker = BackgroundCheckpointer(connect, 0.1, on_report=lose_the_first, on_error=said.append).start()
+    try:
+        assert wait_for(lambda: len(made) == 2, 10), (worker.errors, worker.totals)
+        runs = worker.totals["runs"]
+        assert wait_for(lambda: worker.totals["runs"] > runs, 4), (said, worker.totals)
+    finally:
+        worker.stop()
+    assert not any("another checkpointer" in s for s in said), said
+
+
+def test_serve_prints_few_lines_for_failures_that_alternate_or_differ_in_numbers() -> None:
+    """Every 100 ms a run may fail; two failures taking turns, or one naming a different id each time, were each
+    printed every tick. The serve's stderr may be a pipe nobody reads until it exits (tests/conftest.py
+    start_serve): once full, the print blocks the checkpointer thread, holding the lock, and nothing checkpoints."""
+
+    class Out:
+        text = ""
+
+        def write(self, s: str) -> None:
+            self.text += s
+
+        def flush(self) -> None:
+            pass
+
+    from tique.serve import _FailedRuns
+
+    out = Out()
+    failed = _FailedRuns(out)  # type: ignore[arg-type]
+    for i in range(600):  # a minute of ticks
+        failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"tique_data.t: out of memory ({i % 2})"]))
+        failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"commit {1000 + i} (state deciding)"]))
+    assert out.text.count("\n") <= 10, out.text[:2000]

@@ -255,6 +255,28 @@ def test_alter_under_a_users_view_says_what_to_do(connect: Callable[..., tique.C
     assert cur.fetchall() == [(1, "a", None), (2, "b", None)]
 
 
+def test_rename_table_after_writing_it_is_refused_in_that_transaction(
+    connect: Callable[..., tique.Connection], unique_name
+) -> None:
+    """The transaction's writes to T are kept under T's old name: a read of the renamed table answered without
+    them (its own row missing) and COMMIT then failed saying another session had dropped the table. Refused
+    before anything changes, the transaction goes on; after its COMMIT the rename runs."""
+    t, u = unique_name("alt_renw"), unique_name("alt_renw_new")
+    conn = connect()
+    setup(conn, t)
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {t} VALUES (3, 'c')")
+    with pytest.raises(NotSupportedError, match="commit"):
+        cur.execute(f"ALTER TABLE {t} RENAME TO {u}")
+    cur.execute(f"SELECT id FROM {t} WHERE id = 3")
+    assert cur.fetchall() == [(3,)]
+    conn.commit()
+    cur.execute(f"ALTER TABLE {t} RENAME TO {u}")
+    cur.execute(f"SELECT id, v FROM {u} ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, "a"), (2, "b"), (3, "c")]
+    conn.commit()
+
+
 def test_transaction_across_add_column(connect: Callable[..., tique.Connection], unique_name) -> None:
     """A transaction that buffered rows of T before an ALTER of T: it commits them with the new column's DEFAULT,
     or (with versioned catalog changes) fails as a whole - never half, never with a NULL where the DEFAULT goes.

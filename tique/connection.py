@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 from tique import errors, privileges
 from tique.catalog import TableInfo
 from tique.database import Database
-from tique.ddl import dropped_table, run_ddl
+from tique.ddl import dropped_table, renamed_table, run_ddl
 from tique.engine.base import Result
 from tique.engine.url import parse_url
-from tique.errors import InterfaceError, ProgrammingError, SerializationFailure, restated
+from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, SerializationFailure, restated
 from tique.names import qualified, quote
 from tique.params import Params, inline, literal
 from tique.prepared import PreparingConnection, StatementHook
@@ -336,6 +336,13 @@ class Connection:
     def _ddl(self, plan: DDL) -> Result:
         """DDL takes effect at once, outside any transaction (tique/ddl.py); the running one learns of it."""
         schema = self.read_options.schema or self.db.default_schema
+        renamed = renamed_table(plan.tree, schema)
+        if renamed is not None and self._txn is not None and renamed in self._txn.buffer.writes:
+            # its writes are kept under the old name: a read by the new one would miss them, and COMMIT would fail
+            # as if another session had dropped the table
+            raise NotSupportedError(
+                f"ALTER TABLE {renamed} RENAME TO: this transaction wrote to the table; commit or roll back first"
+            )
         result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
         if self._txn is not None:
             self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)

@@ -100,6 +100,15 @@ def dropped_table(tree: exp.Expression, default_schema: str) -> str | None:
     return None
 
 
+def renamed_table(tree: exp.Expression, default_schema: str) -> str | None:
+    """schema.name of the table an ALTER TABLE ... RENAME TO renames (TableInfo.qualified), else None."""
+    if isinstance(tree, exp.Alter) and any(isinstance(a, exp.AlterRename) for a in tree.args.get("actions") or []):
+        table = tree.this
+        if isinstance(table, exp.Table):
+            return f"{ident(table.args.get('db')) or default_schema}.{ident(table)}"
+    return None
+
+
 def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
     info = ddl_parse.table_from_create(tree, db.default_schema, 0, sql)
     db.catalog.refresh(conn)  # another process may have created or dropped it

@@ -9,6 +9,7 @@ from __future__ import annotations
 import faulthandler
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -41,20 +42,26 @@ def _set_up(conn: EmbeddedConnection) -> None:
 
 
 class _FailedRuns:
-    """Prints a checkpoint run that failed, on ``out``: the same failure again only after a minute (a run is
-    retried every interval, which may be 100 ms)."""
+    """Prints a checkpoint run that failed, on ``out``: a failure again only after a minute, where failures that
+    differ only in their numbers (an id, a count) are the same, and at most ``per_minute`` lines a minute in all.
+    A run is retried every interval, which may be 100 ms, and ``out`` may be a pipe nobody reads: once it is full
+    the print blocks the checkpointer thread, which holds the checkpoint lock."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, per_minute: int = 6) -> None:
         self.out = out
-        self.last: tuple[str, float] = ("", 0.0)
+        self.per_minute = per_minute
+        self.printed: dict[str, float] = {}  # failure, numbers left out -> when it was last printed
 
     def __call__(self, report: CheckpointReport) -> None:
         if not report.errors:
             return
         text, now = "; ".join(report.errors), time.monotonic()
-        if text != self.last[0] or now - self.last[1] > 60:
-            self.last = (text, now)
-            print(f"tique serve: a checkpoint run failed (retried every interval): {text}", file=self.out, flush=True)
+        shape = re.sub(r"[0-9]+", "#", text)
+        self.printed = {k: t for k, t in self.printed.items() if now - t <= 60}
+        if shape in self.printed or len(self.printed) >= self.per_minute:
+            return
+        self.printed[shape] = now
+        print(f"tique serve: a checkpoint run failed (retried every interval): {text}", file=self.out, flush=True)
 
 
 def port_in_use(host: str, port: int) -> bool:

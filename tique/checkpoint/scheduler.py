@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +37,9 @@ class BackgroundCheckpointer:
         self.reports: list[CheckpointReport] = []  # the last 100
         self.totals = {"runs": 0, "moved": 0, "cleaned": 0, "conflicts": 0, "busy_s": 0.0, "restarts": 0}
         self.errors: list[str] = []  # the last 100 the loop stopped on
+        # One lock owner for every start of the loop: a loop that stopped holding the lock (its connection lost
+        # after a renewal) leaves it taken for a lease, which a new owner would wait out, told "another checkpointer"
+        self.owner = os.getpid() << 20 | random.getrandbits(20)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tique-checkpointer", daemon=True)
 
@@ -60,7 +65,7 @@ class BackgroundCheckpointer:
                 self._stopped_on(exc, wait)
             else:
                 try:
-                    ckpt = Checkpointer(conn)
+                    ckpt = Checkpointer(conn, owner=self.owner)
                     run_loop(ckpt, self.interval_s, self.max_cache_rows, self._stop, self._record)
                     ckpt.release()
                     return
