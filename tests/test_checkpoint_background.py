@@ -4,6 +4,7 @@ an error outside a run) ended the thread silently, and the Cache tables then gre
 
 from __future__ import annotations
 
+import io
 import signal
 import time
 from collections.abc import Callable
@@ -78,24 +79,16 @@ def test_a_stopped_checkpointer_is_not_restarted() -> None:
 
 
 def test_serve_prints_a_failed_run_and_not_the_same_one_each_tick() -> None:
-    class Out:
-        text = ""
-
-        def write(self, s: str) -> None:
-            self.text += s
-
-        def flush(self) -> None:
-            pass
-
     from tique.serve import _FailedRuns
 
-    out = Out()
-    failed = _FailedRuns(out)  # type: ignore[arg-type]
+    out = io.StringIO()
+    failed = _FailedRuns(out)
     for _ in range(5):
         failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=["tique_data.t: out of memory"]))
     failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0))
     failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=["another"]))
-    assert out.text.count("a checkpoint run failed") == 2 and "out of memory" in out.text and "another" in out.text
+    text = out.getvalue()
+    assert text.count("a checkpoint run failed") == 2 and "out of memory" in text and "another" in text
 
 
 def test_serve_prints_every_threads_stack_on_sigusr1(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -145,20 +138,11 @@ def test_serve_prints_few_lines_for_failures_that_alternate_or_differ_in_numbers
     printed every tick. The serve's stderr may be a pipe nobody reads until it exits (tests/conftest.py
     start_serve): once full, the print blocks the checkpointer thread, holding the lock, and nothing checkpoints."""
 
-    class Out:
-        text = ""
-
-        def write(self, s: str) -> None:
-            self.text += s
-
-        def flush(self) -> None:
-            pass
-
     from tique.serve import _FailedRuns
 
-    out = Out()
-    failed = _FailedRuns(out)  # type: ignore[arg-type]
+    out = io.StringIO()
+    failed = _FailedRuns(out)
     for i in range(600):  # a minute of ticks
         failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"tique_data.t: out of memory ({i % 2})"]))
         failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"commit {1000 + i} (state deciding)"]))
-    assert out.text.count("\n") <= 10, out.text[:2000]
+    assert out.getvalue().count("\n") <= 10, out.getvalue()[:2000]

@@ -6,15 +6,17 @@ _pending_match): a wrong "no" answers from the snapshot without the transaction'
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 import tique
 from tique.database import Database
+from tique.engine.base import RawConnection
 from tique.params import inline
 
 
@@ -39,18 +41,30 @@ def params(n: int) -> list[Any]:
     return [n, str(n), decimal.Decimal(n), float(n), True, K.FIVE, f" {n}", decimal.Decimal(f"{n}.00")]
 
 
-@pytest.mark.parametrize("kind", list(KEYS))
-def test_reads_of_own_writes_by_key_answer_as_monetdb(
-    connect: Callable[..., tique.Connection], url: str, unique_name: Callable[[str], str], kind: str
-) -> None:
+@contextlib.contextmanager
+def twin_tables(
+    connect: Callable[..., tique.Connection], url: str, unique_name: Callable[[str], str], ddl: str
+) -> Iterator[tuple[tique.Connection, tique.Cursor, RawConnection, str, str]]:
+    """A tique table and its plain MonetDB twin of the same definition; the transaction rolled back after."""
     t, p = unique_name("kt"), unique_name("kp")
     conn = connect()
     cur = conn.cursor()
     raw = Database.get(url).connect_raw()
     try:
-        cur.execute(f"CREATE TABLE {t} {KEYS[kind]}")
-        raw.execute(f"CREATE TABLE {p} {KEYS[kind]} -- tique: plain")
+        cur.execute(f"CREATE TABLE {t} {ddl}")
+        raw.execute(f"CREATE TABLE {p} {ddl} -- tique: plain")
         conn.commit()
+        yield conn, cur, raw, t, p
+    finally:
+        conn.rollback()
+        raw.close()
+
+
+@pytest.mark.parametrize("kind", list(KEYS))
+def test_reads_of_own_writes_by_key_answer_as_monetdb(
+    connect: Callable[..., tique.Connection], url: str, unique_name: Callable[[str], str], kind: str
+) -> None:
+    with twin_tables(connect, url, unique_name, KEYS[kind]) as (conn, cur, raw, t, p):
         cur.execute(f"INSERT INTO {t} VALUES (1, 10), (2, 20), (3, 30)")
         raw.execute(f"INSERT INTO {p} VALUES (1, 10), (2, 20), (3, 30)")
         conn.commit()
@@ -90,9 +104,6 @@ def test_reads_of_own_writes_by_key_answer_as_monetdb(
                     if got != want:
                         wrong.append((sql, repr(arg), got, want))
         assert not wrong, wrong[:10]
-    finally:
-        conn.rollback()
-        raw.close()
 
 
 COMPOSITE = {
@@ -107,14 +118,7 @@ def test_reads_of_own_writes_by_composite_key_answer_as_monetdb(
     connect: Callable[..., tique.Connection], url: str, unique_name: Callable[[str], str], kind: str
 ) -> None:
     ddl, b_literal = COMPOSITE[kind]
-    t, p = unique_name("kt"), unique_name("kp")
-    conn = connect()
-    cur = conn.cursor()
-    raw = Database.get(url).connect_raw()
-    try:
-        cur.execute(f"CREATE TABLE {t} {ddl}")
-        raw.execute(f"CREATE TABLE {p} {ddl} -- tique: plain")
-        conn.commit()
+    with twin_tables(connect, url, unique_name, ddl) as (conn, cur, raw, t, p):
         initial = ", ".join(f"({a}, {b_literal.format(m=b)}, {a * 10 + b})" for a in (1, 2) for b in (1, 2))
         cur.execute(f"INSERT INTO {t} VALUES {initial}")
         raw.execute(f"INSERT INTO {p} VALUES {initial}")
@@ -149,6 +153,3 @@ def test_reads_of_own_writes_by_composite_key_answer_as_monetdb(
                             if got != want:
                                 wrong.append((sql, where, got, want))
         assert not wrong, wrong[:10]
-    finally:
-        conn.rollback()
-        raw.close()
