@@ -152,10 +152,14 @@ class TableInfo:
         """Columns of the Storage table: the application's, then tq_rowid when it is the key."""
         return self.column_names + ((ROWID,) if self.has_rowid else ())
 
+    def stored_type(self, name: str) -> str:
+        """The SQL type of a stored column (the hidden row id is a BIGINT)."""
+        return "BIGINT" if name == ROWID else self.column(name).sql_type
+
     @cached_property
     def key_types(self) -> tuple[str, ...]:
-        """The SQL type of each key column (the hidden row id is a BIGINT)."""
-        return tuple("BIGINT" if k == ROWID else self.column(k).sql_type for k in self.key)
+        """The SQL type of each key column."""
+        return tuple(self.stored_type(k) for k in self.key)
 
     @cached_property
     def key_positions(self) -> tuple[int, ...]:

@@ -21,7 +21,6 @@ from tique.rewrite.exact import read_value, text_sql
 from tique.rewrite.snapshot import snapshot_sql
 from tique.rewrite.template import Template
 from tique.rewrite.values import coerce, key_value
-from tique.rewrite.writes import stored_type as key_type
 from tique.write_buffer import Key, RowMarks, WriteBuffer, show, typed_key, unique_hash
 
 if TYPE_CHECKING:
@@ -81,7 +80,7 @@ class Constraints:
             values = ", ".join(literal(v) for v in sorted({k[i] for k in keys}, key=repr))
             preds.append(f"{{t}}{quote(col)} IN ({values})")
         # as_text: keys Python reads back, exactly (see exact.py); otherwise compared in SQL by the caller
-        cols = ", ".join(text_sql(quote(k), key_type(info, k)) if as_text else quote(k) for k in info.key)
+        cols = ", ".join(text_sql(quote(k), info.stored_type(k)) if as_text else quote(k) for k in info.key)
         snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
@@ -89,7 +88,7 @@ class Constraints:
         """Which of ``keys`` (none of which this transaction wrote) exist in the snapshot."""
         sql = self._present(info, keys, as_text=True)
         rows = self.conn.execute(Template.from_sql(sql).render(self.slots())).rows
-        found = {typed_key(info, [read_value(v, key_type(info, k)) for v, k in zip(r, info.key)]) for r in rows}
+        found = {typed_key(info, [read_value(v, info.stored_type(k)) for v, k in zip(r, info.key)]) for r in rows}
         return found & set(keys)
 
     def check_absent(self, info: TableInfo, keys: Sequence[Key]) -> None:
@@ -144,7 +143,7 @@ class Constraints:
 
     def _values(self, info: TableInfo, columns: Sequence[str], values: Sequence[Any]) -> tuple[Any, ...]:
         """Column values as the engine compares them (see typed_key)."""
-        return tuple(key_value(coerce(v, key_type(info, c), c)) for v, c in zip(values, columns))
+        return tuple(key_value(coerce(v, info.stored_type(c), c)) for v, c in zip(values, columns))
 
     def _visible_rows(
         self, info: TableInfo, wanted: Sequence[tuple[tuple[str, ...], set[tuple[Any, ...]]]]
@@ -180,11 +179,11 @@ class Constraints:
         where = sqlglot.parse_one(" OR ".join(f"({a})" for a in alternatives), read=MonetDB)  # columns: per branch
         snapshot = snapshot_sql(info, "analytical", row_preds=[where], own=own, columns=columns, expose_rowid=True)
         names = list(info.key) + columns
-        outputs = ", ".join(text_sql(quote(c), key_type(info, c)) for c in names)
+        outputs = ", ".join(text_sql(quote(c), info.stored_type(c)) for c in names)
         sql = f"SELECT {outputs} FROM ({snapshot}) AS tq_uq"
         found = []
         for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows:
-            values = [read_value(v, key_type(info, c)) for v, c in zip(r, names)]
+            values = [read_value(v, info.stored_type(c)) for v, c in zip(r, names)]
             key = typed_key(info, values[: len(info.key)])
             found.append((key, dict(zip(columns, values[len(info.key) :]))))
         return found

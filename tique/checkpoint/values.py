@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tique.catalog import ROWID, TableInfo
+from tique.catalog import TableInfo
 from tique.params import literal
 
 TEXT_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CLOB", "TEXT", "STRING"})
@@ -26,7 +26,7 @@ def zero_keys(row: Sequence[Any], key_pos: Sequence[int]) -> Sequence[Any]:
 
 def column_types(info: TableInfo) -> dict[str, str]:
     """Each stored column's SQL type (the hidden row id is a BIGINT)."""
-    return {**{c.name: c.sql_type for c in info.columns}, **({ROWID: "BIGINT"} if info.has_rowid else {})}
+    return {c: info.stored_type(c) for c in info.stored_names}
 
 
 def from_text(text: Any, sql_type: str) -> str:

@@ -209,7 +209,7 @@ def _versions(full: exp.Select, info: TableInfo, options: ReadOptions) -> exp.Se
     conjuncts = where_conjuncts(full.args.get("where"))
     if len(preds) != len(conjuncts) or any(all(p is not c for p in preds) for c in conjuncts):
         return None
-    own = options.own is None or info.qualified in options.own
+    own = options.owns(info.qualified)
     return snapshot_tree(info, "point", preds, latest=options.latest, own=own, tag="_1", ranked=False)
 
 

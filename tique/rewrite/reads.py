@@ -36,6 +36,10 @@ class ReadOptions:
     own: frozenset[str] | None = None  # tables the transaction has written (None: assume all of them)
     schema: str | None = None  # the session's current schema (SET SCHEMA) for unqualified names; None: the default
 
+    def owns(self, table: str) -> bool:
+        """Does a snapshot of ``table`` (schema.name) include the transaction's own Cache versions?"""
+        return self.own is None or table in self.own
+
 
 def _is_value(node: exp.Expression) -> bool:
     """A literal, a parameter slot, or an expression of those only (no columns, no subqueries)."""
@@ -333,7 +337,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             row_preds=row_preds,
             expose_rowid=info.qualified in options.expose_rowid,
             latest=options.latest,
-            own=options.own is None or info.qualified in options.own,
+            own=options.owns(info.qualified),
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
             left_anti_join=subquery_predicates,

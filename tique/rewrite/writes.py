@@ -15,7 +15,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from tique.catalog import ROWID, ColumnSpec, Lookup, SequenceDefault, SqlDefault, TableInfo
+from tique.catalog import ColumnSpec, Lookup, SequenceDefault, SqlDefault, TableInfo
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import column_ref, ident, source_name
 from tique.params import literal
@@ -72,11 +72,6 @@ class DeletePlan:
     reads: frozenset[str]
     point_keys: PointKeys = ()
     decode: Decode = NOTHING
-
-
-def stored_type(info: TableInfo, name: str) -> str:
-    """The SQL type of a stored column (the hidden row id included)."""
-    return "BIGINT" if name == ROWID else info.column(name).sql_type
 
 
 def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo, exp.Table]:
@@ -357,7 +352,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         select.set("joins", [exp.Join(this=first), *(j.copy() for j in joins)])
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
-    types = [stored_type(info, k) for k in info.key] + [stored_type(info, c) for c in info.stored_names]
+    types = [info.stored_type(k) for k in info.key] + [info.stored_type(c) for c in info.stored_names]
     decode = wrap_outputs(select, types, convert=True)  # new values converted by the engine, read exactly
     decode = replace(decode, targets=("",) * len(info.key) + info.stored_names)
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
@@ -389,7 +384,7 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
     select = exp.select(*[column_ref(k, alias) for k in info.key]).from_(table.copy())
     if tree.args.get("where") is not None:
         select.set("where", tree.args["where"].copy())
-    decode = wrap_outputs(select, [stored_type(info, k) for k in info.key])
+    decode = wrap_outputs(select, [info.stored_type(k) for k in info.key])
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
     return DeletePlan(info, Template.from_tree(found.tree), frozenset(found.reads), found.point_keys, decode)
 
