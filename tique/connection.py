@@ -343,7 +343,8 @@ class Connection:
             raise NotSupportedError(
                 f"ALTER TABLE {renamed} RENAME TO: this transaction wrote to the table; commit or roll back first"
             )
-        result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
+        with self.db.changing_catalog():
+            result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
         if self._txn is not None:
             self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)
         return result

@@ -24,6 +24,7 @@ from tique.rewrite.values import coerce, key_value
 from tique.write_buffer import Key, RowMarks, WriteBuffer, show, typed_key, unique_hash
 
 if TYPE_CHECKING:
+    from tique.cache_keys import CacheKeys
     from tique.catalog import Catalog, ForeignKey
 
 CHECK_BATCH = 1000  # values per query checking UNIQUE and FOREIGN KEY constraints
@@ -41,8 +42,10 @@ class Constraints:
         slots: Callable[[], dict[str, str]],
         flush: Callable[[list[str]], None],
         insert_check: str,
+        cache_keys: CacheKeys | None = None,
     ) -> None:
         self.catalog = catalog
+        self.cache_keys = cache_keys
         self.conn = conn
         self.buffer = buffer
         self.slots = slots
@@ -81,7 +84,11 @@ class Constraints:
             preds.append(f"{{t}}{quote(col)} IN ({values})")
         # as_text: keys Python reads back, exactly (see exact.py); otherwise compared in SQL by the caller
         cols = ", ".join(text_sql(quote(k), info.stored_type(k)) if as_text else quote(k) for k in info.key)
-        snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
+        if self.cache_keys is not None and self.cache_keys.lacks(info, keys, self.conn):
+            # no Cache row has any of them: Storage alone has the snapshot's (tique/cache_keys.py)
+            snapshot = snapshot_sql(info, "point", preds, columns=info.key, tag=tag, cached=False, ranked=False)
+        else:
+            snapshot = snapshot_sql(info, "point", preds, own=False, columns=info.key, tag=tag)
         return f"SELECT {cols} FROM ({snapshot}) AS tq_dup{tag}"
 
     def _found(self, info: TableInfo, keys: Sequence[Key]) -> set[Key]:

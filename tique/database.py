@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from tique import bootstrap, catalog, privileges
+from tique.cache_keys import cache_keys_of
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
 from tique.sequencer import Sequencer, make_sequencer
@@ -72,6 +73,8 @@ class Database:
         # embedded: this process opened the kernel and checks its directory itself; over MAPI the server does
         self.storage = StorageGuard(url.path if url.kind == "embedded" else None, remote=url.kind == "server")
         conn = self.engine.connect()
+        # embedded, not serving MAPI clients: which keys may have Cache rows (tique/cache_keys.py)
+        self.cache_keys = cache_keys_of(conn)
         try:
             self.owner = privileges.owns_tique(conn)
             self.user = str(conn.execute("SELECT CURRENT_USER").scalar())
@@ -100,6 +103,10 @@ class Database:
             if gate is None:
                 gate = self._gates[slots] = threading.BoundedSemaphore(slots)
         return gate
+
+    def changing_catalog(self) -> AbstractContextManager[Any]:
+        """Around DDL: what is known of the tables' Cache rows no longer holds (cache_keys.py)."""
+        return self.cache_keys.changing() if self.cache_keys is not None else nullcontext()
 
     def connect_raw(self) -> RawConnection:
         return self.engine.connect()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from tique import commit as commit_protocol
@@ -78,7 +78,11 @@ class Transaction:
         self.catalog_at_begin = db.catalog.version
         self.buffer = WriteBuffer(self.lease.txid)
         self.known = KnownRows()  # rows of the snapshot held whole (known_rows.py)
-        self.constraints = Constraints(db.catalog, conn, self.buffer, self.slots, self.flush, settings.insert_check)
+        # which keys may have Cache rows (cache_keys.py); a rebuild reads the Cache tables, which only the owner may
+        self.cache_keys = db.cache_keys if db.owner else None
+        self.constraints = Constraints(
+            db.catalog, conn, self.buffer, self.slots, self.flush, settings.insert_check, self.cache_keys
+        )
 
     @property
     def sts(self) -> int:
@@ -233,10 +237,21 @@ class Transaction:
         """Every column of the rows of ``keys``, from the engine; held from now on (None: no such row)."""
         info = read.table
         if read.versions is not None and read.versions_decode is not None:
-            result = decode(self.run(read.versions, bound.rendered, plan.reads, plan.point_keys), read.versions_decode)
+            template = read.stored if read.stored is not None and self._uncached(plan, read, bound, keys) else None
+            result = decode(
+                self.run(template or read.versions, bound.rendered, plan.reads, plan.point_keys), read.versions_decode
+            )
             return self._hold_found(info, keys, newest_versions(info, result.rows))
         result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
         return self._hold_found(info, keys, [tuple(r) for r in result.rows])
+
+    def _uncached(self, plan: ReadPlan, read: KeyRead, bound: Bound, keys: list[Key]) -> bool:
+        """Has no Cache row any of ``keys`` (tique/cache_keys.py)? Then their Storage rows are the snapshot's. The
+        transaction's own pending writes these keys need reach the Cache first, as the read would send them."""
+        if self.cache_keys is None:
+            return False
+        self.flush(self.buffer.to_flush(plan.reads, plan.point_keys, bound.rendered))
+        return self.cache_keys.lacks(read.table, keys, self.conn)
 
     def _hold_found(self, info: TableInfo, keys: list[Key], rows: list[Row]) -> list[Row | None]:
         """Hold what a read of ``keys`` found: its ``rows`` (whole, in stored order), and no row for the rest;
@@ -487,11 +502,13 @@ class Transaction:
         """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the
         transaction failed unless ``statement`` and nothing can have reached the engine."""
         names = ", ".join(repr(e.table.name) for e in entries) or "the commit record"
+        known = self.db.cache_keys
         try:
-            if len(sql) == 1:
-                self.conn.execute(sql[0])
-            else:
-                self.conn.execute_atomically(sql)
+            with nullcontext() if known is None else known.sending((e.table, e.pending) for e in entries):
+                if len(sql) == 1:
+                    self.conn.execute(sql[0])
+                else:
+                    self.conn.execute_atomically(sql)
         except DatabaseError as exc:
             full = self._storage_full(exc)
             if full is not None:  # the engine could not write for want of space (tique/storage.py)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tique.cache_keys import CacheKeys
 from tique.engine.base import Result, in_one_transaction
 from tique.engine.monetdbe_values import read_result
 from tique.engine.session_stack import KernelCalls, as_int32, kernel_calls, lowlevel
@@ -30,6 +31,8 @@ _state_lock = threading.Lock()
 _open_path: str | None = None  # the database this process has open ("" for memory), None if none
 _open_count = 0
 _connections: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
+# the keys that may have Cache rows, for the kernel open now (cache_keys.py); None while it listens to MAPI clients
+_cache_keys: CacheKeys | None = None
 
 
 class EmbeddedEngine:
@@ -99,7 +102,7 @@ class EmbeddedEngine:
 
 def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
     """One monetdbe_open on the engine's database, with the process-wide one-database rule checked."""
-    global _open_path, _open_count
+    global _open_path, _open_count, _cache_keys
     ffi, lib = lowlevel()
     key = engine.path or ""
     with _state_lock:
@@ -139,6 +142,8 @@ def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
             raise _open_error(engine, detail)
         if _open_count == 0:
             _publish_version()
+            # a kernel opened anew may find Cache rows another process wrote meanwhile: nothing is known of them
+            _cache_keys = None if engine.mapi_port is not None or engine.mapi_usock else CacheKeys()
         _open_path = key
         _open_count += 1
         return handle[0]
@@ -259,6 +264,7 @@ class EmbeddedConnection:
         except BaseException:
             self._kernel.close()
             raise
+        self.cache_keys = _cache_keys  # of the kernel this session is on (cache_keys.cache_keys_of)
         self._lock = threading.Lock()
         _connections.add(self)
 

@@ -55,6 +55,8 @@ class KeyRead:
     # instead of ``full`` when not None: every visible version of the keys, ranked by the client (newest_versions)
     versions: Template | None = None
     versions_decode: Decode | None = None
+    # as ``versions``, for keys no Cache row has (tique/cache_keys.py): their Storage rows alone
+    stored: Template | None = None
 
     @property
     def whole_row(self) -> bool:
@@ -186,14 +188,18 @@ def key_read(select: exp.Expression, lookup: Lookup, options: ReadOptions) -> Ke
     whole = snapshot_reads(every, lookup, replace(options, own=frozenset()))  # only read by one that wrote none
     versions = _versions(full, info, options)
     versions_decode = None if versions is None else wrap_outputs(versions, [*types, None, None, None])
+    stored = _versions(full, info, options, cached=False)
+    if stored is not None:
+        wrap_outputs(stored, [*types, None, None, None])  # the same columns as ``versions``, read the same way
     rewritten = snapshot_reads(full, lookup, options)
     return KeyRead(
         info, slots, tuple(outputs), Template.from_tree(rewritten.tree), decode, Template.from_tree(whole.tree),
         every_decode, None if versions is None else Template.from_tree(versions), versions_decode,
+        None if stored is None else Template.from_tree(stored),
     )  # fmt: skip
 
 
-def _versions(full: exp.Select, info: TableInfo, options: ReadOptions) -> exp.Select | None:
+def _versions(full: exp.Select, info: TableInfo, options: ReadOptions, cached: bool = True) -> exp.Select | None:
     """Every visible version of the keys ``full`` reads, for the client to rank: MonetDB's ROW_NUMBER over the
     few versions of a key cost a quarter to a third of a wide point read (17 columns: 4.0-5.8 against 2.7-4.7 ms
     without it, measured on a busy machine). Only when every key column is an integer, so that Python groups
@@ -210,7 +216,7 @@ def _versions(full: exp.Select, info: TableInfo, options: ReadOptions) -> exp.Se
     if len(preds) != len(conjuncts) or any(all(p is not c for p in preds) for c in conjuncts):
         return None
     own = options.owns(info.qualified)
-    return snapshot_tree(info, "point", preds, latest=options.latest, own=own, tag="_1", ranked=False)
+    return snapshot_tree(info, "point", preds, latest=options.latest, own=own, tag="_1", ranked=False, cached=cached)
 
 
 def newest_versions(info: TableInfo, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:

@@ -251,6 +251,7 @@ def snapshot_tree(
     barrier: bool = True,
     semi: Sequence[exp.Expression] = (),
     ranked: bool = True,
+    cached: bool = True,
 ) -> exp.Select:
     """The snapshot of ``info`` as a tree; ``sts``/``txid`` are slots. ``preds`` are the query's key predicates
     (copied, never changed). ``latest`` drops the sts bound (a negative control for consistency checking only);
@@ -269,7 +270,8 @@ def snapshot_tree(
     Storage rows before the anti-join as ``row_preds`` do, and nothing else (the query applies them again to every
     row; in the Cache branches each copy would evaluate the subquery once more). ``ranked=False`` (point only): every
     visible version of the keys ``preds`` pin, with ``tq_deleted``, ``tq_cts`` and ``tq_seq``, for the client to
-    rank (rewrite/point.py, newest_versions)."""
+    rank (rewrite/point.py, newest_versions); with ``cached=False`` too, only those in Storage, for keys no Cache row
+    has (tique/cache_keys.py)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
@@ -288,12 +290,12 @@ def snapshot_tree(
             _stable_rows(info, cols, pushed, tag),
             _where(pushed, None),
         )
-        source = _union(stable, *_visible_cache(info, cols, pushed, latest, own, tag))
+        source = _union(stable, *_visible_cache(info, cols, pushed, latest, own, tag)) if cached else stable
         if not ranked:
             return _select([*_user_cols(cols), *(_col(c) for c in VERSION_COLUMNS)], _from(source, f"tq_u{tag}"))
         tree = _newest(cols, info.key, source, tag)
     else:
-        assert ranked, "only a point read leaves the ranking to the client"
+        assert ranked and cached, "only a point read leaves the ranking to the client"
         tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join, barrier, semi)
     if out_cols != cols:
         tree = _select(_user_cols(out_cols), _from(tree, f"tq_o{tag}"))

@@ -1,0 +1,194 @@
+"""Which keys of a table may have a row in its Cache table, kept by the one process that has an embedded database
+open, so that a read by key of a key with none needs no Cache branch.
+
+A snapshot read by key is Storage UNION ALL the key's visible Cache versions; each branch projects every column
+whether or not it finds a row, so the Cache branch costs about as much as the Storage probe (a 17-column read of
+TPC-C's stock at scale 1.0: 0.8 ms each). Most keys read have no Cache row at all: the checkpointer moves a
+version to Storage within a second and deletes it from the Cache. For such a key the snapshot *is* its Storage
+row, for every snapshot a running transaction can have:
+
+- A version visible to snapshot s committed before s was taken, and its Cache row was written before its commit
+  timestamp was taken (flush, then commit). That row stays until the checkpointer deletes it, which it does only
+  after writing the key's newest version at or below its horizon to Storage; a running transaction's snapshot is
+  at or above that horizon, so Storage then holds what the snapshot sees.
+- The checkpointer changes a key's Storage row only while the version it moves is still in the Cache (it reads
+  it, writes Storage, then deletes it), so a key with no Cache row has a Storage row no step is changing.
+
+So the set kept here only has to be a superset of the keys with Cache rows. Keys are added before their rows are
+sent (``sending``), and taken out only by a rebuild from the Cache table itself (``rebuild``: after the
+checkpointer cleaned the table, or at a table's first read): a rebuild keeps every key whose rows were being
+sent while it read (they may commit after its SELECT began). Anything unsure (a table not built yet, DDL
+running, a Cache too large to read) answers "may be cached", which costs only the Cache branch.
+
+Only the process itself writes an embedded database's Cache rows when the kernel listens to no MAPI clients
+(``tique serve`` does: then there is no CacheKeys). A table qualifies when every key column is an integer (keys
+compare as the engine compares them, exactly) and it has a real key (not the hidden row id).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from tique.catalog import TableInfo
+from tique.engine.base import RawConnection
+from tique.errors import DatabaseError
+from tique.known_rows import Key
+from tique.rewrite.values import int_bound
+
+MAX_KEYS = 200_000  # a Cache with more rows than this is not read: its table answers "may be cached"
+
+
+def eligible(info: TableInfo) -> bool:
+    return not info.has_rowid and all(int_bound(t) for t in info.key_types)
+
+
+@dataclass
+class _Building:
+    added: set[Key] = field(default_factory=set)  # keys sent since the rebuild began
+
+
+class CacheKeys:
+    """The keys per Cache table (``TableInfo.cache``) that may have a row there; see the module's docstring."""
+
+    def __init__(self, max_keys: int = MAX_KEYS) -> None:
+        self.max_keys = max_keys
+        self._lock = threading.Lock()
+        self._keys: dict[str, set[Key]] = {}  # built tables only
+        self._too_big: set[str] = set()  # tables whose Cache had too many rows at their last rebuild
+        self._building: dict[str, list[_Building]] = {}
+        self._sending: dict[str, Counter[Key]] = {}  # keys of rows being sent now (a multiset: several senders)
+        self._generation = 0  # raised by DDL: a rebuild begun before it installs nothing
+        self._ddl = 0  # DDL statements running: every table "may be cached"
+
+    # ---- readers -------------------------------------------------------------------------------------------
+
+    def absent(self, info: TableInfo, keys: Iterable[Key]) -> bool | None:
+        """True: no Cache row of ``info`` has any of ``keys``. False: some may. None: not known yet (the table
+        was never built, or DDL changed it since): ``rebuild`` it to know."""
+        if self._ddl:
+            return False
+        known = self._keys.get(info.cache)  # a dict read and set look-ups: atomic under the GIL
+        if known is None:
+            return False if info.cache in self._too_big else None
+        return not any(k in known for k in keys)
+
+    # ---- writers -------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def sending(self, rows: Iterable[tuple[TableInfo, Iterable[Key]]]) -> Iterator[None]:
+        """Around a statement that writes Cache rows of these tables and keys: they count as cached from before it
+        runs, and stay so (only a rebuild takes keys out)."""
+        batch = [(info.cache, list(keys)) for info, keys in rows if eligible(info)]
+        with self._lock:
+            for name, keys in batch:
+                known = self._keys.get(name)
+                if known is not None:
+                    known.update(keys)
+                for building in self._building.get(name, ()):
+                    building.added.update(keys)
+                self._sending.setdefault(name, Counter()).update(keys)
+        try:
+            yield
+        except DatabaseError:
+            self._sent(batch)
+            raise
+        # an interrupt: the statement may still run to its end in the engine, so its keys stay "being sent" for good
+        else:
+            self._sent(batch)
+
+    def _sent(self, batch: list[tuple[str, list[Key]]]) -> None:
+        with self._lock:
+            for name, keys in batch:
+                sending = self._sending[name]
+                sending.subtract(keys)
+                for k in keys:
+                    if sending[k] <= 0:
+                        del sending[k]
+
+    @contextmanager
+    def changing(self) -> Iterator[None]:
+        """Around DDL: tables may be dropped, renamed or re-created under a Cache name meanwhile, so every set is
+        forgotten, and no rebuild that began before it ends is installed."""
+        with self._lock:
+            self._ddl += 1
+            self._generation += 1
+            self._keys.clear()
+            self._too_big.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ddl -= 1
+                self._generation += 1
+                self._keys.clear()
+                self._too_big.clear()
+
+    def rebuild(self, info: TableInfo, read_keys: Callable[[int], list[tuple[Any, ...]]]) -> bool:
+        """Build ``info``'s set anew from ``read_keys(limit)`` (at most ``limit`` key tuples of its Cache rows, as
+        the engine returns them). False when it was not installed: too many rows, or DDL meanwhile."""
+        if not eligible(info):
+            return False
+        name = info.cache
+        building = _Building()
+        with self._lock:
+            generation = self._generation
+            building.added.update(self._sending.get(name, ()))  # sent before, maybe committed after the SELECT began
+            self._building.setdefault(name, []).append(building)
+        try:
+            rows = read_keys(self.max_keys + 1)
+        except BaseException:
+            with self._lock:
+                self._stop_building(name, building)
+            raise
+        keys = {tuple(int(v) for v in row) for row in rows}
+        with self._lock:
+            # in the same critical section as the install: a key sent after this would go to the old set
+            self._stop_building(name, building)
+            if generation != self._generation:
+                return False
+            if len(rows) > self.max_keys:
+                self._keys.pop(name, None)
+                self._too_big.add(name)  # until the checkpointer has cleaned it: not read at every key read
+                return False
+            self._keys[name] = keys | building.added
+            self._too_big.discard(name)
+            return True
+
+    def _stop_building(self, name: str, building: _Building) -> None:
+        self._building[name].remove(building)
+        if not self._building[name]:
+            del self._building[name]
+
+    def lacks(self, info: TableInfo, keys: Iterable[Key], conn: RawConnection) -> bool:
+        """``absent``, building the table's set through ``conn`` at its first use (or since DDL); False when the
+        set cannot be known (the rebuild failed or found too many rows)."""
+        keys = list(keys)
+        absent = self.absent(info, keys)
+        if absent is None:
+            try:
+                self.rebuild(info, lambda limit: conn.execute(key_select(info, limit)).rows)
+            except DatabaseError:
+                return False
+            absent = self.absent(info, keys)
+        return bool(absent)
+
+    def tracked(self, info: TableInfo) -> bool:
+        """Has a rebuild of ``info`` run (since the last DDL)? The checkpointer rebuilds those it cleaned."""
+        return info.cache in self._keys or info.cache in self._too_big
+
+
+def cache_keys_of(conn: Any) -> CacheKeys | None:
+    """The CacheKeys of the embedded kernel a raw connection is a session of; None over MAPI, or when the kernel
+    also serves MAPI clients (their Cache writes are not seen here)."""
+    return getattr(conn, "cache_keys", None)
+
+
+def key_select(info: TableInfo, limit: int) -> str:
+    """The statement a rebuild reads keys with: every Cache row's key (any transaction's, any outcome)."""
+    cols = ", ".join(f'"{k}"' for k in info.key)
+    return f"SELECT {cols} FROM {info.cache} LIMIT {limit}"
