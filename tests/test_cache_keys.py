@@ -197,7 +197,8 @@ def test_reads_find_commits_before_and_after_the_checkpointer_cleans(kv: tuple[s
                 checkpointer.run_once()
         stored = [s for s in sent if STORED_READ in s and "__cache" not in s]
         ranked = [s for s in sent if STORED_READ in s and "__cache" in s]
-        assert stored and ranked, (len(stored), len(ranked))
+        plain = [s for s in sent if "__storage" in s and STORED_READ not in s and "__cache" not in s]
+        assert stored and ranked and plain, (len(stored), len(ranked), len(plain))
     finally:
         checkpointer.conn.close()
         writer.close()

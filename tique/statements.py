@@ -44,6 +44,7 @@ class ReadPlan:
     decode: Decode = NOTHING  # outputs rewritten to be read exactly (see exact.py)
     key_read: KeyRead | None = None  # one row by its whole key: answered from a row the transaction holds
     learned: Learned = field(default_factory=Learned, compare=False)  # by running it (known_rows.py)
+    stored: Template | None = None  # a key read of keys no Cache row has: Storage alone (cache_keys.py)
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def _wrapped(plan: Plan, prefix: str, suffix: str, what: str) -> Plan:
     parts[0], parts[-1] = prefix + parts[0], parts[-1] + suffix
     template = Template(tuple(parts), plan.template.slots)
     if isinstance(plan, ReadPlan):  # the engine explains or samples it: never answered from a held row
-        return replace(plan, template=template, key_read=None, learned=Learned())
+        return replace(plan, template=template, key_read=None, learned=Learned(), stored=None)
     return replace(plan, template=template)
 
 
@@ -329,12 +330,17 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
                 "TABLESAMPLE is not supported by tique (nor by MonetDB 11.41): sample with MonetDB's SAMPLE clause "
                 "at the end of the query (SELECT ... FROM t SAMPLE 100, or SAMPLE 0.1 for a fraction)"
             )
+        plain = tree.copy() if held is not None and held.stored is not None else None
         found = snapshot_reads(tree, lookup, options)
         if not found.reads:
             return PassThrough(Template.from_tree(tree), decode)
+        stored = None
+        if plain is not None:
+            stored = Template.from_tree(snapshot_reads(plain, lookup, replace(options, cached=False)).tree)
         return ReadPlan(
-            Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode, held
-        )
+            Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode, held,
+            stored=stored,
+        )  # fmt: skip
     return PassThrough(Template.from_tree(tree))
 
 

@@ -220,7 +220,10 @@ class Transaction:
             if plan.learned.whole or quiet:
                 rows = self.read_whole(plan, read, bound, keys)
         if rows is None or columns is None or any(r is MISSING for r in rows):
-            result = decode(self.run(plan.template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
+            template = plan.template
+            if plan.stored is not None and keys is not None and self._uncached(plan, read, bound, keys):
+                template = plan.stored
+            result = decode(self.run(template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
             if plan.learned.columns is None:
                 plan.learned.columns = list(result.columns)
             for key in keys or ():

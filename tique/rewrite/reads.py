@@ -35,6 +35,7 @@ class ReadOptions:
     expose_rowid: frozenset[str] = frozenset()  # tables whose hidden row id the statement needs (writes)
     own: frozenset[str] | None = None  # tables the transaction has written (None: assume all of them)
     schema: str | None = None  # the session's current schema (SET SCHEMA) for unqualified names; None: the default
+    cached: bool = True  # False: point reads of Storage alone, for keys no Cache row has (tique/cache_keys.py)
 
     def owns(self, table: str) -> bool:
         """Does a snapshot of ``table`` (schema.name) include the transaction's own Cache versions?"""
@@ -343,6 +344,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             left_anti_join=subquery_predicates,
             barrier=not lone,
             semi=semi,
+            cached=options.cached or formulation != "point",
         )
         name = source_name(table)  # kept as the user quoted it ("Q" is not q)
         replacement = exp.Subquery(this=snap, alias=exp.TableAlias(this=name))

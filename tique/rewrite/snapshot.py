@@ -270,8 +270,8 @@ def snapshot_tree(
     Storage rows before the anti-join as ``row_preds`` do, and nothing else (the query applies them again to every
     row; in the Cache branches each copy would evaluate the subquery once more). ``ranked=False`` (point only): every
     visible version of the keys ``preds`` pin, with ``tq_deleted``, ``tq_cts`` and ``tq_seq``, for the client to
-    rank (rewrite/point.py, newest_versions); with ``cached=False`` too, only those in Storage, for keys no Cache row
-    has (tique/cache_keys.py)."""
+    rank (rewrite/point.py, newest_versions). ``cached=False`` (point only): the Storage rows alone, for keys no Cache
+    row has (tique/cache_keys.py)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
@@ -293,9 +293,12 @@ def snapshot_tree(
         source = _union(stable, *_visible_cache(info, cols, pushed, latest, own, tag)) if cached else stable
         if not ranked:
             return _select([*_user_cols(cols), *(_col(c) for c in VERSION_COLUMNS)], _from(source, f"tq_u{tag}"))
-        tree = _newest(cols, info.key, source, tag)
+        if cached:
+            tree = _newest(cols, info.key, source, tag)
+        else:  # Storage holds one row per key and no tombstones: nothing to rank
+            tree = _select(_user_cols(cols), _from(stable, f"tq_r{tag}"))
     else:
-        assert ranked and cached, "only a point read leaves the ranking to the client"
+        assert ranked and cached, "only a point read leaves the ranking to the client, or reads Storage alone"
         tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join, barrier, semi)
     if out_cols != cols:
         tree = _select(_user_cols(out_cols), _from(tree, f"tq_o{tag}"))
