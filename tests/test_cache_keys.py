@@ -362,3 +362,73 @@ def test_duplicate_checks_of_inserted_keys(kv: tuple[str, str]) -> None:
     finally:
         checkpointer.conn.close()
         conn.close()
+
+
+def test_a_rebuild_by_a_stale_table_entry_is_not_used_for_the_table_now_under_its_name() -> None:
+    """A Cache table's name outlives its table: DROP and CREATE (or RENAME) put another table under it. A rebuild by
+    an entry read before that DDL (a checkpointer's run, a plan) reads the new table's rows by the old key columns:
+    its set must not answer for the new table."""
+    keys = CacheKeys()
+    old = table()
+    new = TableInfo(
+        table_id=2,
+        schema="sys",
+        name="t",
+        kind="tx",
+        columns=(ColumnSpec("k", "INT", True), ColumnSpec("j", "INT", True), ColumnSpec("v", "INT")),
+        key=("k", "j"),
+    )
+    assert old.cache == new.cache
+    assert keys.rebuild(old, lambda limit: [(1,)])  # the new table's row (1, 2), read by the old key column
+    assert keys.absent(new, [(1, 2)]) is not True
+    assert not keys.tracked(new)  # the checkpointer does not rebuild it by that entry either
+    assert not keys.rebuild(old, lambda limit: [("a",)])  # a column of another type now: nothing installed
+
+
+def test_the_checkpointer_rebuilding_by_a_table_entry_older_than_a_drop_and_create(
+    embedded_url: str, unique_name: Callable[[str], str]
+) -> None:
+    """The checkpointer reads the catalog once per run; the table it cleans may be dropped and created again (same
+    name, same Cache table name, another key) before it rebuilds that table's set."""
+    name = unique_name("ckst")
+    conn, other = tique.connect(embedded_url), tique.connect(embedded_url)
+    cur, ocur = conn.cursor(), other.cursor()
+    checkpointer = Checkpointer(open_engine(embedded_url).connect())
+    try:
+        cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT)")
+        cur.execute(f"INSERT INTO {name} VALUES (1, 10), (2, 20)")
+        conn.commit()
+        cur.execute(f"SELECT v FROM {name} WHERE k = %s", (1,))  # the table's set is built: tracked
+        assert cur.fetchall() == [(10,)]
+        conn.commit()
+        current: list[TableInfo] = []
+        done: list[bool] = []
+        table_step = checkpointer._table
+
+        def spy(info: TableInfo, *args: Any) -> Any:
+            current.append(info)
+            return table_step(info, *args)
+
+        def hook(step: str) -> None:
+            if step != "cleaned" or current[-1].name != name or done:
+                return
+            done.append(True)
+            ocur.execute(f"DROP TABLE {name}")
+            ocur.execute(f"CREATE TABLE {name} (k INT, j INT, v INT, PRIMARY KEY (k, j))")
+            ocur.execute(f"INSERT INTO {name} VALUES (1, 2, 42)")
+            other.commit()
+            ocur.execute(f"SELECT v FROM {name} WHERE k = %s AND j = %s", (1, 2))  # the new table's set is built
+            assert ocur.fetchall() == [(42,)]
+            other.commit()
+
+        checkpointer._table = spy  # type: ignore[method-assign]
+        checkpointer.step_hook = hook
+        report = checkpointer.run_once()
+        assert done, report
+        cur.execute(f"SELECT v FROM {name} WHERE k = %s AND j = %s", (1, 2))
+        assert cur.fetchall() == [(42,)]
+        conn.commit()
+    finally:
+        checkpointer.conn.close()
+        conn.close()
+        other.close()

@@ -47,6 +47,13 @@ def eligible(info: TableInfo) -> bool:
     return not info.has_rowid and all(int_bound(t) for t in info.key_types)
 
 
+def _identity(info: TableInfo) -> tuple[Any, ...]:
+    """The table a set was read for. A Cache table's name outlives its table (DROP then CREATE, RENAME TO): an
+    entry read before such DDL (a checkpointer's run, a plan) reads the table now under that name by its own key
+    columns, which may be others, so its set answers only for that same entry."""
+    return (info.table_id, info.key, info.key_types)
+
+
 @dataclass
 class _Building:
     added: set[Key] = field(default_factory=set)  # keys sent since the rebuild began
@@ -58,7 +65,7 @@ class CacheKeys:
     def __init__(self, max_keys: int = MAX_KEYS) -> None:
         self.max_keys = max_keys
         self._lock = threading.Lock()
-        self._keys: dict[str, set[Key]] = {}  # built tables only
+        self._keys: dict[str, tuple[tuple[Any, ...], set[Key]]] = {}  # built tables only: (_identity, keys)
         self._too_big: set[str] = set()  # tables whose Cache had too many rows at their last rebuild
         self._building: dict[str, list[_Building]] = {}
         self._sending: dict[str, Counter[Key]] = {}  # keys of rows being sent now (a multiset: several senders)
@@ -72,9 +79,10 @@ class CacheKeys:
         was never built, or DDL changed it since): ``rebuild`` it to know."""
         if self._ddl:
             return False
-        known = self._keys.get(info.cache)  # a dict read and set look-ups: atomic under the GIL
-        if known is None:
+        built = self._keys.get(info.cache)  # a dict read and set look-ups: atomic under the GIL
+        if built is None or built[0] != _identity(info):
             return False if info.cache in self._too_big else None
+        known = built[1]
         return not any(k in known for k in keys)
 
     # ---- writers -------------------------------------------------------------------------------------------
@@ -86,9 +94,9 @@ class CacheKeys:
         batch = [(info.cache, list(keys)) for info, keys in rows if eligible(info)]
         with self._lock:
             for name, keys in batch:
-                known = self._keys.get(name)
-                if known is not None:
-                    known.update(keys)
+                built = self._keys.get(name)
+                if built is not None:  # whatever table it was read for: more keys only cost a Cache branch
+                    built[1].update(keys)
                 for building in self._building.get(name, ()):
                     building.added.update(keys)
                 self._sending.setdefault(name, Counter()).update(keys)
@@ -141,11 +149,16 @@ class CacheKeys:
             self._building.setdefault(name, []).append(building)
         try:
             rows = read_keys(self.max_keys + 1)
+            # a stale entry may name a column of the table now under the name that holds no integers (or NULLs)
+            keys = {tuple(int(v) for v in row) for row in rows}
+        except (TypeError, ValueError):
+            with self._lock:
+                self._stop_building(name, building)
+            return False
         except BaseException:
             with self._lock:
                 self._stop_building(name, building)
             raise
-        keys = {tuple(int(v) for v in row) for row in rows}
         with self._lock:
             # in the same critical section as the install: a key sent after this would go to the old set
             self._stop_building(name, building)
@@ -155,7 +168,7 @@ class CacheKeys:
                 self._keys.pop(name, None)
                 self._too_big.add(name)  # until the checkpointer has cleaned it: not read at every key read
                 return False
-            self._keys[name] = keys | building.added
+            self._keys[name] = (_identity(info), keys | building.added)
             self._too_big.discard(name)
             return True
 
@@ -179,7 +192,8 @@ class CacheKeys:
 
     def tracked(self, info: TableInfo) -> bool:
         """Has a rebuild of ``info`` run (since the last DDL)? The checkpointer rebuilds those it cleaned."""
-        return info.cache in self._keys or info.cache in self._too_big
+        built = self._keys.get(info.cache)
+        return (built is not None and built[0] == _identity(info)) or info.cache in self._too_big
 
 
 def cache_keys_of(conn: Any) -> CacheKeys | None:
