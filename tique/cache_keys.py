@@ -17,8 +17,10 @@ row, for every snapshot a running transaction can have:
 So the set kept here only has to be a superset of the keys with Cache rows. Keys are added before their rows are
 sent (``sending``), and taken out only by a rebuild from the Cache table itself (``rebuild``: after the
 checkpointer cleaned the table, or at a table's first read): a rebuild keeps every key whose rows were being
-sent while it read (they may commit after its SELECT began). Anything unsure (a table not built yet, DDL
-running, a Cache too large to read) answers "may be cached", which costs only the Cache branch.
+sent while it read (they may commit after its SELECT began). A set answers only for the table entry it was read
+by (its id and key): a Cache table's name outlives its table, and an entry read before DDL (a checkpointer's run) may
+read the table now under that name. Anything unsure (a table not built yet, DDL running, a Cache too large to read)
+answers "may be cached", which costs only the Cache branch.
 
 Only the process itself writes an embedded database's Cache rows when the kernel listens to no MAPI clients
 (``tique serve`` does: then there is no CacheKeys). A table qualifies when every key column is an integer (keys
