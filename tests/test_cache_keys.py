@@ -432,3 +432,25 @@ def test_the_checkpointer_rebuilding_by_a_table_entry_older_than_a_drop_and_crea
         checkpointer.conn.close()
         conn.close()
         other.close()
+
+
+def test_a_second_sequencer_on_an_open_embedded_database_is_refused(tmp_path: Any) -> None:
+    """A Database of another sequencer kind on the kernel open in the process would run recovery, which gives every
+    commit without an outcome an aborted one - the first Database's commits in flight. It is refused before it
+    opens anything (on MonetDB 11.41 the SQL sequencer's install refuses it too, but only after that check)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import tique\n"
+        f"url = 'monetdbe://{tmp_path}/db'\n"
+        "a = tique.connect(url)\n"
+        "try:\n"
+        "    tique.connect(url, sequencer='sql')\n"
+        "    print('opened')\n"
+        "except tique.InterfaceError as exc:\n"
+        "    print('refused', \"sequencer='c'\" in str(exc))\n"
+        "a.close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["refused", "True"], out.stdout + out.stderr[-2000:]

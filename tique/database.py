@@ -19,6 +19,7 @@ from tique import bootstrap, catalog, privileges
 from tique.cache_keys import cache_keys_of
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
+from tique.errors import InterfaceError
 from tique.sequencer import Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS, SHARED_ROWS_PER_TABLE
 from tique.shared_rows import SharedRows
@@ -122,6 +123,7 @@ class Database:
         with _registry_lock:
             db = _registry.get(key)
             if db is None:
+                _one_sequencer(parsed, sequencer_kind)
                 db = cls(parsed, sequencer_kind, lease_ms)
                 _registry[key] = db
             if connection:
@@ -156,3 +158,16 @@ class Database:
         with _registry_lock:
             self._unregister()
         self._shut()
+
+
+def _one_sequencer(url: EngineURL, kind: str) -> None:
+    """An embedded database open in this process takes one sequencer: a second kind would hand out timestamps of
+    its own, and opening it would run recovery, which aborts the commits the first one has in flight. Lock held."""
+    if url.kind != "embedded":
+        return
+    for (_, other), db in _registry.items():
+        if other != kind and db.url.redacted() == url.redacted():
+            raise InterfaceError(
+                f"{url.redacted()} is open in this process with sequencer={other!r}; a database takes one sequencer "
+                f"at a time: connect with sequencer={other!r}, or close its connections first"
+            )
