@@ -186,11 +186,15 @@ class CacheKeys:
         absent = self.absent(info, keys)
         if absent is None:
             try:
-                self.rebuild(info, lambda limit: conn.execute(key_select(info, limit)).rows)
+                self.rebuild_from(info, conn)
             except DatabaseError:
                 return False
             absent = self.absent(info, keys)
         return bool(absent)
+
+    def rebuild_from(self, info: TableInfo, conn: RawConnection) -> bool:
+        """``rebuild``, reading the Cache table through ``conn``."""
+        return self.rebuild(info, lambda limit: conn.execute(key_select(info, limit)).rows)
 
     def tracked(self, info: TableInfo) -> bool:
         """Has a rebuild of ``info`` run (since the last DDL)? The checkpointer rebuilds those it cleaned."""

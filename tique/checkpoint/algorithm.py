@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.cache_keys import cache_keys_of, key_select
+from tique.cache_keys import cache_keys_of
 from tique.catalog import Catalog, TableInfo, install
 from tique.checkpoint.opening import check_database
 from tique.checkpoint.values import INT_TYPES, column_types, from_text, zero_keys
@@ -352,7 +352,7 @@ class Checkpointer:
         known = cache_keys_of(self.conn)
         if cleaned and known is not None and known.tracked(info):  # the keys it cleaned are no longer cached
             with contextlib.suppress(DatabaseError):  # failing, the set stays as it was: a superset still
-                known.rebuild(info, lambda limit: self.conn.execute(key_select(info, limit)).rows)
+                known.rebuild_from(info, self.conn)
         return out
 
     def _stored_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> set[tuple[Any, ...]] | None:
