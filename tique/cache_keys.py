@@ -56,7 +56,7 @@ def _identity(info: TableInfo) -> tuple[Any, ...]:
     return (info.table_id, info.key, info.key_types)
 
 
-@dataclass
+@dataclass(eq=False)  # each rebuild's own window: found in the list by identity (two with equal keys are two)
 class _Building:
     added: set[Key] = field(default_factory=set)  # keys sent since the rebuild began
 
