@@ -81,11 +81,15 @@ class CacheKeys:
         was never built, or DDL changed it since): ``rebuild`` it to know."""
         if self._ddl:
             return False
-        built = self._keys.get(info.cache)  # a dict read and set look-ups: atomic under the GIL
-        if built is None or built[0] != _identity(info):
+        known = self._built(info)
+        if known is None:
             return False if info.cache in self._too_big else None
-        known = built[1]
         return not any(k in known for k in keys)
+
+    def _built(self, info: TableInfo) -> set[Key] | None:
+        """The set read for this very table entry, if one is installed (a dict read: atomic under the GIL)."""
+        built = self._keys.get(info.cache)
+        return built[1] if built is not None and built[0] == _identity(info) else None
 
     # ---- writers -------------------------------------------------------------------------------------------
 
@@ -124,19 +128,18 @@ class CacheKeys:
     def changing(self) -> Iterator[None]:
         """Around DDL: tables may be dropped, renamed or re-created under a Cache name meanwhile, so every set is
         forgotten, and no rebuild that began before it ends is installed."""
-        with self._lock:
-            self._ddl += 1
-            self._generation += 1
-            self._keys.clear()
-            self._too_big.clear()
+        self._forget_all(+1)
         try:
             yield
         finally:
-            with self._lock:
-                self._ddl -= 1
-                self._generation += 1
-                self._keys.clear()
-                self._too_big.clear()
+            self._forget_all(-1)
+
+    def _forget_all(self, ddl: int) -> None:
+        with self._lock:
+            self._ddl += ddl
+            self._generation += 1
+            self._keys.clear()
+            self._too_big.clear()
 
     def rebuild(self, info: TableInfo, read_keys: Callable[[int], list[tuple[Any, ...]]]) -> bool:
         """Build ``info``'s set anew from ``read_keys(limit)`` (at most ``limit`` key tuples of its Cache rows, as
@@ -153,13 +156,11 @@ class CacheKeys:
             rows = read_keys(self.max_keys + 1)
             # a stale entry may name a column of the table now under the name that holds no integers (or NULLs)
             keys = {tuple(int(v) for v in row) for row in rows}
-        except (TypeError, ValueError):
+        except BaseException as exc:
             with self._lock:
                 self._stop_building(name, building)
-            return False
-        except BaseException:
-            with self._lock:
-                self._stop_building(name, building)
+            if isinstance(exc, (TypeError, ValueError)):
+                return False
             raise
         with self._lock:
             # in the same critical section as the install: a key sent after this would go to the old set
@@ -198,8 +199,7 @@ class CacheKeys:
 
     def tracked(self, info: TableInfo) -> bool:
         """Has a rebuild of ``info`` run (since the last DDL)? The checkpointer rebuilds those it cleaned."""
-        built = self._keys.get(info.cache)
-        return (built is not None and built[0] == _identity(info)) or info.cache in self._too_big
+        return self._built(info) is not None or info.cache in self._too_big
 
 
 def cache_keys_of(conn: Any) -> CacheKeys | None:
