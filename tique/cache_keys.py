@@ -1,5 +1,6 @@
 """Which keys of a table may have a row in its Cache table, kept by the one process that has an embedded database
-open, so that a read by key of a key with none needs no Cache branch.
+open, so that a read by key of a key with none needs no Cache branch, and a read of a table with none at all is a
+read of its Storage table alone (no Cache branch, no anti-join: MonetDB plans it as it would the bare table).
 
 A snapshot read by key is Storage UNION ALL the key's visible Cache versions; each branch projects every column
 whether or not it finds a row, so the Cache branch costs about as much as the Storage probe (a 17-column read of
@@ -76,15 +77,15 @@ class CacheKeys:
 
     # ---- readers -------------------------------------------------------------------------------------------
 
-    def absent(self, info: TableInfo, keys: Iterable[Key]) -> bool | None:
-        """True: no Cache row of ``info`` has any of ``keys``. False: some may. None: not known yet (the table
-        was never built, or DDL changed it since): ``rebuild`` it to know."""
+    def absent(self, info: TableInfo, keys: Iterable[Key] | None) -> bool | None:
+        """True: no Cache row of ``info`` has any of ``keys`` (``None``: no Cache row at all). False: some may.
+        None: not known yet (the table was never built, or DDL changed it since): ``rebuild`` it to know."""
         if self._ddl:
             return False
         known = self._built(info)
         if known is None:
             return False if info.cache in self._too_big else None
-        return not any(k in known for k in keys)
+        return not known if keys is None else not any(k in known for k in keys)
 
     def _built(self, info: TableInfo) -> set[Key] | None:
         """The set read for this very table entry, if one is installed (a dict read: atomic under the GIL)."""
@@ -180,10 +181,10 @@ class CacheKeys:
         if not self._building[name]:
             del self._building[name]
 
-    def lacks(self, info: TableInfo, keys: Iterable[Key], conn: RawConnection) -> bool:
+    def lacks(self, info: TableInfo, keys: Iterable[Key] | None, conn: RawConnection) -> bool:
         """``absent``, building the table's set through ``conn`` at its first use (or since DDL); False when the
         set cannot be known (the rebuild failed or found too many rows)."""
-        keys = list(keys)
+        keys = None if keys is None else list(keys)
         absent = self.absent(info, keys)
         if absent is None:
             try:

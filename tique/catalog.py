@@ -306,6 +306,7 @@ class Catalog:
 
     def __init__(self) -> None:
         self._tables: dict[tuple[str, str], TableInfo] = {}
+        self._named: dict[str, TableInfo] = {}  # the same by TableInfo.qualified, as plans list the tables they read
         self._lock = threading.Lock()
         self.version = 0  # bumps on every change, so statement caches know to re-plan
         self.seen: int | None = None  # the engine's catalog version this view was last read under
@@ -325,10 +326,15 @@ class Catalog:
         with self._lock:
             if tables != self._tables:
                 self._tables = tables
+                self._named = {info.qualified: info for info in tables.values()}
                 self.version += 1
 
     def get(self, schema: str, name: str) -> TableInfo | None:
         return self._tables.get((schema, name))
+
+    def named(self, qualified: str) -> TableInfo | None:
+        """The table a plan reads as ``qualified`` (TableInfo.qualified)."""
+        return self._named.get(qualified)
 
     def touch(self) -> None:
         """Rows changed outside the commit protocol (a bulk load into Storage): a new version, so rows held by

@@ -111,12 +111,19 @@ class Connection:
         """The plan of a statement in this transaction (see _planned)."""
         return self._planned(operation, parameters)[0]
 
-    def _planned(self, operation: str, parameters: Params) -> tuple[Plan, Bound | None]:
+    def _planned(
+        self, operation: str, parameters: Params, stored: frozenset[str] = frozenset()
+    ) -> tuple[Plan, Bound | None]:
         """The plan of a statement in this transaction, with its parameters when planning needed them. A read
         that will first send pending writes of a table to the Cache is planned to read them there; other reads
         skip that scan (the transaction's own versions of a table exist only in its client until a read or
-        COMMIT needs them)."""
-        options = self.options_now()
+        COMMIT needs them). ``stored``: tables to read as their Storage rows alone (Transaction.storage_only)."""
+
+        def options_now(more_own: frozenset[str] = frozenset()) -> ReadOptions:
+            options = self.options_now(more_own)
+            return replace(options, stored=stored) if stored else options
+
+        options = options_now()
         plan = plan_statement(self.db, self._raw, operation, parameters is not None, options)
         txn = self._txn
         source = _read_part(plan)
@@ -128,7 +135,7 @@ class Connection:
         if flushing <= options.own:
             return plan, bound
         # the same statement and parameters, planned to read this transaction's Cache versions too: same slots
-        return plan_statement(self.db, self._raw, operation, parameters is not None, self.options_now(flushing)), bound
+        return plan_statement(self.db, self._raw, operation, parameters is not None, options_now(flushing)), bound
 
     def use_pipeline(self, analytical: bool) -> None:
         """The engine's optimizer pipeline for the next read: the short pipeline (the paper found minimal_fast
@@ -264,6 +271,10 @@ class Connection:
         txn = self.transaction()
         if self.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
             plan, bound = self._planned(operation, parameters)
+        if isinstance(plan, ReadPlan) and plan.key_read is None:
+            stored = txn.storage_only(plan.reads)
+            if stored:  # planned again, for the tables with no Cache row: a plan per such set is cached
+                plan, bound = self._planned(operation, parameters, stored)
         try:
             executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
         except ProgrammingError as exc:

@@ -256,6 +256,20 @@ class Transaction:
         self.flush(self.buffer.to_flush(plan.reads, plan.point_keys, bound.rendered))
         return self.cache_keys.lacks(read.table, keys, self.conn)
 
+    def storage_only(self, reads: Iterable[str]) -> frozenset[str]:
+        """The tables of ``reads`` no Cache row has at all (tique/cache_keys.py), and this transaction has written
+        nothing to: their Storage rows are the snapshot's, so a read needs neither the Cache branch nor the
+        anti-join. Asked after the begin: a commit the snapshot sees had its rows in the Cache before it."""
+        known = self.cache_keys
+        if known is None or self.settings.unsafe_read_latest:
+            return frozenset()
+        out = []
+        for name in reads:
+            info = self.db.catalog.named(name)
+            if info is not None and name not in self.buffer.writes and known.lacks(info, None, self.conn):
+                out.append(name)
+        return frozenset(out)
+
     def _hold_found(self, info: TableInfo, keys: list[Key], rows: list[Row]) -> list[Row | None]:
         """Hold what a read of ``keys`` found: its ``rows`` (whole, in stored order), and no row for the rest;
         shared with later transactions when the table allows it (shared_rows.py)."""

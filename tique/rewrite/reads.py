@@ -36,6 +36,7 @@ class ReadOptions:
     own: frozenset[str] | None = None  # tables the transaction has written (None: assume all of them)
     schema: str | None = None  # the session's current schema (SET SCHEMA) for unqualified names; None: the default
     cached: bool = True  # False: point reads of Storage alone, for keys no Cache row has (tique/cache_keys.py)
+    stored: frozenset[str] = frozenset()  # tables no Cache row has at all: read as their Storage rows alone
 
     def owns(self, table: str) -> bool:
         """Does a snapshot of ``table`` (schema.name) include the transaction's own Cache versions?"""
@@ -344,7 +345,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             left_anti_join=subquery_predicates,
             barrier=not lone,
             semi=semi,
-            cached=options.cached or formulation != "point",
+            cached=(options.cached or formulation != "point") and info.qualified not in options.stored,
         )
         name = source_name(table)  # kept as the user quoted it ("Q" is not q)
         replacement = exp.Subquery(this=snap, alias=exp.TableAlias(this=name))

@@ -270,8 +270,8 @@ def snapshot_tree(
     Storage rows before the anti-join as ``row_preds`` do, and nothing else (the query applies them again to every
     row; in the Cache branches each copy would evaluate the subquery once more). ``ranked=False`` (point only): every
     visible version of the keys ``preds`` pin, with ``tq_deleted``, ``tq_cts`` and ``tq_seq``, for the client to
-    rank (rewrite/point.py, newest_versions). ``cached=False`` (point only): the Storage rows alone, for keys no Cache
-    row has (tique/cache_keys.py)."""
+    rank (rewrite/point.py, newest_versions). ``cached=False``: the Storage rows alone, for keys (point) or a table
+    (analytical) no Cache row has (tique/cache_keys.py)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
@@ -297,8 +297,11 @@ def snapshot_tree(
             tree = _newest(cols, info.key, source, tag)
         else:  # Storage holds one row per key and no tombstones: nothing to rank
             tree = _select(_user_cols(cols), _from(stable, f"tq_r{tag}"))
+    elif not cached:  # a table no Cache row has: no anti-join, no union to keep the query's joins out of
+        assert ranked, "only a point read leaves the ranking to the client"
+        tree = _select(_user_cols(cols), _storage(info, f"tq_s{tag}"))
     else:
-        assert ranked and cached, "only a point read leaves the ranking to the client, or reads Storage alone"
+        assert ranked, "only a point read leaves the ranking to the client"
         tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join, barrier, semi)
     if out_cols != cols:
         tree = _select(_user_cols(out_cols), _from(tree, f"tq_o{tag}"))

@@ -1,0 +1,260 @@
+"""Tables no Cache row has are read as their Storage rows alone (Transaction.storage_only, tique/cache_keys.py):
+no Cache branch and no anti-join, so MonetDB plans an analytical read as it would plan the bare table. A snapshot
+must still see every commit it should and none it should not; these tests attack the choice with commits before
+and after a snapshot, the checkpointer emptying the Cache under an old snapshot, the reader's own writes, DDL,
+and writers, readers and the checkpointer running together."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+import tique
+from tique.checkpoint import Checkpointer
+from tique.engine import open_engine
+
+ACCOUNTS = 20
+TOTAL = ACCOUNTS * 100
+
+
+@pytest.fixture
+def bank(embedded_url: str, unique_name: Callable[[str], str]) -> tuple[str, str, str]:
+    """An accounts table (k, v) of ACCOUNTS rows summing to TOTAL, and a branch table to join it with; both
+    loaded into Storage, so neither has a Cache row."""
+    name, branch = unique_name("st"), unique_name("sb")
+    conn = tique.connect(embedded_url)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT, b INT)")
+    cur.execute(f"CREATE TABLE {branch} (b INT PRIMARY KEY, city VARCHAR(20))")
+    conn.bulk_load(name, [(k, 100, k % 3) for k in range(1, ACCOUNTS + 1)])
+    conn.bulk_load(branch, [(b, f"city{b}") for b in range(3)])
+    conn.close()
+    return embedded_url, name, branch
+
+
+class Sent:
+    """The statements a connection sends (not the set's rebuilds, which read the Cache on purpose)."""
+
+    def __init__(self, conn: tique.Connection) -> None:
+        self.sql: list[str] = []
+        conn.statement_hooks.append(lambda sql, _s, _e: self.sql.append(sql))
+
+    def reads(self, name: str) -> list[str]:
+        return [s for s in self.sql if f"{name}__" in s and not s.startswith('SELECT "k" FROM')]
+
+    def storage_only(self, name: str) -> bool:
+        """Did the last read of ``name`` read its Storage alone?"""
+        last = self.reads(name)[-1]
+        return f"{name}__storage" in last and f"{name}__cache" not in last
+
+
+def total(cur: tique.Cursor, name: str) -> tuple[int, int]:
+    cur.execute(f"SELECT SUM(v), COUNT(*) FROM {name}")
+    (s, n) = cur.fetchone()  # type: ignore[misc]
+    return int(s), int(n)
+
+
+def test_a_table_with_no_cache_row_is_read_from_storage_alone(bank: tuple[str, str, str]) -> None:
+    url, name, branch = bank
+    conn = tique.connect(url)
+    sent = Sent(conn)
+    cur = conn.cursor()
+    try:
+        assert total(cur, name) == (TOTAL, ACCOUNTS)
+        assert sent.storage_only(name)
+        cur.execute(
+            f"SELECT c.city, SUM(a.v) FROM {name} a JOIN {branch} c ON a.b = c.b WHERE a.k > %s GROUP BY c.city "
+            "ORDER BY c.city",
+            (3,),
+        )
+        assert cur.fetchall() == [("city0", 500), ("city1", 600), ("city2", 600)]
+        assert sent.storage_only(name) and sent.storage_only(branch)
+        conn.rollback()
+    finally:
+        conn.close()
+
+
+def test_commits_are_read_through_the_cache_until_the_checkpointer_moves_them(bank: tuple[str, str, str]) -> None:
+    url, name, _ = bank
+    writer, reader = tique.connect(url), tique.connect(url)
+    sent = Sent(reader)
+    wcur, rcur = writer.cursor(), reader.cursor()
+    checkpointer = Checkpointer(open_engine(url).connect())
+    try:
+        assert total(rcur, name) == (TOTAL, ACCOUNTS)  # builds the table's set: empty
+        reader.rollback()
+        wcur.execute(f"UPDATE {name} SET v = v + 5 WHERE k = 1")
+        wcur.execute(f"DELETE FROM {name} WHERE k = 2")
+        wcur.execute(f"INSERT INTO {name} VALUES (99, 7, 0)")
+        writer.commit()
+        assert total(rcur, name) == (TOTAL + 5 - 100 + 7, ACCOUNTS)
+        assert not sent.storage_only(name)
+        reader.rollback()
+        checkpointer.run_once()  # moves the versions to Storage, cleans the Cache, rebuilds the set: empty
+        assert total(rcur, name) == (TOTAL + 5 - 100 + 7, ACCOUNTS)
+        assert sent.storage_only(name)
+        rcur.execute(f"SELECT k FROM {name} WHERE k IN (1, 2, 99) ORDER BY k")
+        assert rcur.fetchall() == [(1,), (99,)]
+        reader.rollback()
+    finally:
+        checkpointer.conn.close()
+        writer.close()
+        reader.close()
+
+
+def test_an_old_snapshot_while_the_checkpointer_empties_the_cache(bank: tuple[str, str, str]) -> None:
+    """A snapshot taken before a commit must not see it, whichever form its reads take; the checkpointer may not
+    move that commit into Storage while the snapshot runs."""
+    url, name, _ = bank
+    old, writer, fresh = tique.connect(url), tique.connect(url), tique.connect(url)
+    sent = Sent(old)
+    ocur, wcur, fcur = old.cursor(), writer.cursor(), fresh.cursor()
+    checkpointer = Checkpointer(open_engine(url).connect())
+    try:
+        assert total(ocur, name) == (TOTAL, ACCOUNTS)  # the old snapshot begins
+        for _ in range(3):
+            wcur.execute(f"UPDATE {name} SET v = v + 1 WHERE k <= 5")
+            writer.commit()
+            checkpointer.run_once()
+        assert total(ocur, name) == (TOTAL, ACCOUNTS)
+        assert not sent.storage_only(name)  # the versions it must not see are still in the Cache
+        assert total(fcur, name) == (TOTAL + 15, ACCOUNTS)
+        fresh.rollback()
+        old.rollback()
+        assert total(ocur, name) == (TOTAL + 15, ACCOUNTS)  # a begin ends the old snapshot's pin
+        old.rollback()
+        checkpointer.run_once()
+        assert total(ocur, name) == (TOTAL + 15, ACCOUNTS)
+        assert sent.storage_only(name)
+        old.rollback()
+    finally:
+        checkpointer.conn.close()
+        old.close()
+        writer.close()
+        fresh.close()
+
+
+def test_the_readers_own_writes_are_read(bank: tuple[str, str, str]) -> None:
+    url, name, _ = bank
+    conn = tique.connect(url)
+    sent = Sent(conn)
+    cur = conn.cursor()
+    try:
+        assert total(cur, name) == (TOTAL, ACCOUNTS)
+        cur.execute(f"UPDATE {name} SET v = 0 WHERE k = 3")  # pending in the client
+        assert total(cur, name) == (TOTAL - 100, ACCOUNTS)
+        assert not sent.storage_only(name)
+        cur.execute(f"INSERT INTO {name} VALUES (100, 1, 1)")
+        assert total(cur, name) == (TOTAL - 99, ACCOUNTS + 1)
+        conn.rollback()
+        assert total(cur, name) == (TOTAL, ACCOUNTS)
+        assert not sent.storage_only(name)  # the aborted rows stay in the Cache until the checkpointer cleans it
+        conn.rollback()
+    finally:
+        conn.close()
+
+
+def test_ddl_in_another_connection(bank: tuple[str, str, str], unique_name: Callable[[str], str]) -> None:
+    """A table dropped and created again under the name, with a row committed into its Cache: the set read for the
+    old table must not answer for the new one."""
+    url, name, _ = bank
+    conn, other = tique.connect(url), tique.connect(url)
+    cur, ocur = conn.cursor(), other.cursor()
+    try:
+        assert total(cur, name) == (TOTAL, ACCOUNTS)
+        conn.rollback()
+        ocur.execute(f"DROP TABLE {name}")
+        ocur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT, b INT)")
+        ocur.execute(f"INSERT INTO {name} VALUES (1, 42, 0)")
+        other.commit()
+        assert total(cur, name) == (42, 1)
+        conn.rollback()
+        ocur.execute(f"ALTER TABLE {name} ADD COLUMN w INT DEFAULT 5")
+        cur.execute(f"SELECT SUM(w), SUM(v) FROM {name}")
+        assert cur.fetchall() == [(5, 42)]
+        conn.rollback()
+    finally:
+        conn.close()
+        other.close()
+
+
+def test_transfers_readers_and_the_checkpointer_together(bank: tuple[str, str, str]) -> None:
+    """Writers move amounts between accounts in bursts (the Cache fills, then the checkpointer empties it); readers
+    check the invariant in every transaction, whichever form their reads take. Both forms must have run."""
+    url, name, branch = bank
+    stop, writing = threading.Event(), threading.Event()
+    errors: list[str] = []
+    forms = {"storage": 0, "cache": 0}
+
+    def writer(seed: int) -> None:
+        import random
+
+        rng = random.Random(seed)
+        conn = tique.connect(url)
+        cur = conn.cursor()
+        try:
+            while not stop.is_set():
+                if not writing.wait(0.05):  # a pause: the checkpointer empties the Cache
+                    continue
+                a, b = rng.sample(range(1, ACCOUNTS + 1), 2)
+                amount = rng.randint(1, 9)
+                try:
+                    cur.execute(f"UPDATE {name} SET v = v - %s WHERE k = %s", (amount, a))
+                    cur.execute(f"UPDATE {name} SET v = v + %s WHERE k = %s", (amount, b))
+                    conn.commit()
+                except tique.DatabaseError:
+                    conn.rollback()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(f"writer: {exc!r}")
+        finally:
+            conn.close()
+
+    def reader() -> None:
+        conn = tique.connect(url)
+        sent = Sent(conn)
+        cur = conn.cursor()
+        try:
+            while not stop.is_set():
+                got = total(cur, name)
+                forms["storage" if sent.storage_only(name) else "cache"] += 1
+                cur.execute(f"SELECT SUM(a.v) FROM {name} a JOIN {branch} c ON a.b = c.b")
+                joined = cur.fetchone()[0]  # type: ignore[index]
+                again = total(cur, name)
+                conn.rollback()
+                if got != (TOTAL, ACCOUNTS) or joined != TOTAL or again != got:
+                    errors.append(f"reader saw {got}, {joined}, {again}")
+                    return
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(f"reader: {exc!r}")
+        finally:
+            conn.close()
+
+    checkpointer = Checkpointer(open_engine(url).connect())
+
+    def checkpointing() -> None:
+        try:
+            while not stop.is_set():
+                checkpointer.run_once()
+                time.sleep(0.05)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(f"checkpointer: {exc!r}")
+
+    threads = [threading.Thread(target=writer, args=(s,)) for s in (1, 2)]
+    threads += [threading.Thread(target=reader) for _ in range(2)] + [threading.Thread(target=checkpointing)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not errors and (forms["storage"] < 20 or forms["cache"] < 20):
+        writing.set()  # bursts of transfers, then pauses
+        time.sleep(0.5)
+        writing.clear()
+        time.sleep(0.8)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    checkpointer.conn.close()
+    assert not errors, errors
+    assert forms["storage"] >= 5 and forms["cache"] >= 5, forms
