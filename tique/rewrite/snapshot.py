@@ -299,7 +299,10 @@ def snapshot_tree(
             tree = _select(_user_cols(cols), _from(stable, f"tq_r{tag}"))
     elif not cached:  # a table no Cache row has: no anti-join, no union to keep the query's joins out of
         assert ranked, "only a point read leaves the ranking to the client"
-        tree = _select(_user_cols(cols), _storage(info, f"tq_s{tag}"))
+        st = f"tq_s{tag}"
+        # the query's filters go in as in the analytical form: beside another table's snapshot (behind its
+        # LIMIT), MonetDB 11.41 joined the bare table before filtering it (CH's Q20 0.14 -> 0.70 s without them)
+        tree = _select(_user_cols(cols, st), _storage(info, st), _where([*pushed, *row_preds, *semi], st))
     else:
         assert ranked, "only a point read leaves the ranking to the client"
         tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join, barrier, semi)
