@@ -258,3 +258,38 @@ def test_transfers_readers_and_the_checkpointer_together(bank: tuple[str, str, s
     checkpointer.conn.close()
     assert not errors, errors
     assert forms["storage"] >= 5 and forms["cache"] >= 5, forms
+
+
+def test_two_tables_whose_schema_dot_name_reads_alike(embedded_url: str, unique_name: Callable[[str], str]) -> None:
+    """Tables "s"."x.t" and "s.x"."t" are two that plans both list as s.x.t: the set of one must not send a read
+    of the other to its Storage alone. Each in turn has a committed row in its Cache while the other has none, so
+    whichever of them the name finds, the other is read once with the wrong set."""
+    s = unique_name("sd")
+    first, second = f'"{s}"."x.t"', f'"{s}.x"."t"'
+    conn, writer = tique.connect(embedded_url), tique.connect(embedded_url)
+    cur, wcur = conn.cursor(), writer.cursor()
+    checkpointer = Checkpointer(open_engine(embedded_url).connect())
+
+    def rows(table: str) -> list[tuple[int, int]]:
+        cur.execute(f"SELECT k, v FROM {table} ORDER BY k")
+        found = [(int(k), int(v)) for k, v in cur.fetchall()]
+        conn.rollback()
+        return found
+
+    try:
+        wcur.execute(f'CREATE SCHEMA "{s}"')
+        wcur.execute(f'CREATE SCHEMA "{s}.x"')
+        wcur.execute(f"CREATE TABLE {first} (k INT PRIMARY KEY, v INT)")
+        wcur.execute(f"CREATE TABLE {second} (k INT PRIMARY KEY, v INT)")
+        assert (rows(first), rows(second)) == ([], [])  # both sets built: empty
+        wcur.execute(f"INSERT INTO {first} VALUES (1, 10)")
+        writer.commit()
+        assert (rows(first), rows(second)) == ([(1, 10)], [])
+        checkpointer.run_once()  # first's row to Storage: its set is empty again
+        wcur.execute(f"INSERT INTO {second} VALUES (2, 20)")
+        writer.commit()
+        assert (rows(first), rows(second)) == ([(1, 10)], [(2, 20)])
+    finally:
+        checkpointer.conn.close()
+        conn.close()
+        writer.close()
