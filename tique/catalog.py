@@ -41,7 +41,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -49,7 +49,7 @@ from typing import Any
 from tique import sqlfiles
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, ProgrammingError
-from tique.names import qualified, quote
+from tique.names import qualified, quote, table_key
 from tique.params import literal
 from tique.sequencer import ensure_schema
 
@@ -181,7 +181,7 @@ class TableInfo:
     def qualified(self) -> str:
         """schema.name: how a transaction keys its reads, writes and own versions per table (two schemas may each
         have a table of one name)."""
-        return f"{self.schema}.{self.name}"
+        return table_key(self.schema, self.name)
 
     @property
     def physical_schema(self) -> str:
@@ -326,14 +326,14 @@ class Catalog:
         with self._lock:
             if tables != self._tables:
                 self._tables = tables
-                self._named = _unambiguous(tables.values())
+                self._named = {info.qualified: info for info in tables.values()}
                 self.version += 1
 
     def get(self, schema: str, name: str) -> TableInfo | None:
         return self._tables.get((schema, name))
 
     def named(self, qualified: str) -> TableInfo | None:
-        """The table a plan reads as ``qualified`` (TableInfo.qualified); None when two tables read so."""
+        """The table a plan reads as ``qualified`` (TableInfo.qualified)."""
         return self._named.get(qualified)
 
     def touch(self) -> None:
@@ -383,18 +383,6 @@ class Catalog:
     def children(self, info: TableInfo) -> list[tuple[TableInfo, ForeignKey]]:
         """The foreign keys of transactional tables that reference ``info`` (self-references included)."""
         return [(t, f) for t in self.all() if t.kind == "tx" for f in t.references(info.schema, info.name)]
-
-
-def _unambiguous(tables: Iterable[TableInfo]) -> dict[str, TableInfo]:
-    """The tables by TableInfo.qualified, leaving out a name two tables share ("s"."x.t" and "s.x"."t" are both
-    s.x.t): the set of one would answer for the other's reads (Transaction.storage_only)."""
-    named: dict[str, TableInfo] = {}
-    shared: set[str] = set()
-    for info in tables:
-        if info.qualified in named:
-            shared.add(info.qualified)
-        named[info.qualified] = info
-    return {name: info for name, info in named.items() if name not in shared}
 
 
 def physical_tables(info: TableInfo) -> list[str]:

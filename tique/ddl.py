@@ -18,7 +18,7 @@ from tique import alter, catalog, ddl_parse, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident, quote
+from tique.names import ident, quote, table_key
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.versioned import versioned
@@ -96,7 +96,7 @@ def dropped_table(tree: exp.Expression, default_schema: str) -> str | None:
     if isinstance(tree, exp.Drop) and str(tree.args.get("kind") or "").upper() == "TABLE":
         table = tree.find(exp.Table)
         if table is not None:
-            return f"{ident(table.args.get('db')) or default_schema}.{ident(table)}"
+            return table_key(ident(table.args.get("db")) or default_schema, ident(table))
     return None
 
 
@@ -105,7 +105,7 @@ def renamed_table(tree: exp.Expression, default_schema: str) -> str | None:
     if isinstance(tree, exp.Alter) and any(isinstance(a, exp.AlterRename) for a in tree.args.get("actions") or []):
         table = tree.this
         if isinstance(table, exp.Table):
-            return f"{ident(table.args.get('db')) or default_schema}.{ident(table)}"
+            return table_key(ident(table.args.get("db")) or default_schema, ident(table))
     return None
 
 

@@ -29,6 +29,15 @@ def qualified(schema: str, name: str) -> str:
     return f"{quote(schema)}.{quote(name)}"
 
 
+def table_key(schema: str, name: str) -> str:
+    """How tique names a table within a process (TableInfo.qualified: a transaction's reads, writes and own
+    versions, a plan's tables): schema.name, or both quoted when either holds a dot or a double quote, so that no
+    two tables share one ("a"."b.c" and "a.b"."c" would both be a.b.c)."""
+    if any(c in part for part in (schema, name) for c in '."'):
+        return qualified(schema, name)
+    return f"{schema}.{name}"
+
+
 def column_ref(name: str, table: str | exp.Identifier | None = None) -> exp.Column:
     """A column reference by its exact name; ``table`` an exact name or the user's own identifier node (kept as
     the user quoted it, so an alias ``Q`` still folds to q)."""
