@@ -30,9 +30,10 @@ def classify(sql: str) -> str:
         return "begin"
     if sql.startswith("SET optimizer"):
         return "set optimizer"
-    m = re.search(r'INSERT INTO "tique_data"\."[^"]*__(\w+)__cache"', sql)
-    if m:
-        return f"flush {m.group(1)}"
+    flushed = re.findall(r'INSERT INTO "tique_data"\."[^"]*__(\w+)__cache"', sql)
+    if flushed:  # one call may send several tables' rows and COMMIT's record
+        record = " + record" if "tique." in sql else ""
+        return f"flush {'+'.join(sorted(set(flushed)))}{record}"
     if re.search(r"\btique\.\w+\(", sql) or "tique.commits" in sql or ("tique.outcomes" in sql and "SELECT" not in sql):
         fn = re.search(r"\btique\.(\w+)", sql)
         return f"commit: {fn.group(1) if fn else sql[:40]}"
