@@ -117,7 +117,7 @@ def native_point_reads(system: Any, size: Scale, conn: Any, reps: int) -> list[d
 def markdown(result: dict[str, Any]) -> str:
     head = f"{result['warehouses']} warehouses, scale {result['scale']}, checkpointer {result['checkpointer']}"
     lines = [f"### {head}", "", "| txn | call | per txn | ms p50 per call | ms per txn |", "|---|---|---|---|---|"]
-    for name in ("NewOrder", "Payment"):
+    for name in result.get("types", ("NewOrder", "Payment")):
         r = result[name]
         lines.append(f"| {name} | **wall p50 {r['wall_ms_p50']} ms, engine p50 {r['engine_ms_p50']} ms** | | | |")
         lines += [f"| {name} | {c['call']} | {c['per_txn']} | {c['ms_p50']} | {c['ms_per_txn']} |" for c in r["calls"]]
@@ -141,6 +141,7 @@ def main() -> None:
     p.add_argument("--count", type=int, default=30)
     p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--no-checkpointer", action="store_true")
+    p.add_argument("--types", default="NewOrder,Payment", help="comma-separated TPC-C transactions to profile")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     size = Scale(args.warehouses, args.scale)
@@ -163,8 +164,9 @@ def main() -> None:
                     pass
         result: dict[str, Any] = {"warehouses": size.warehouses, "scale": size.scale,
                                   "checkpointer": not args.no_checkpointer}  # fmt: skip
-        for name, fn in (("NewOrder", txns.new_order), ("Payment", txns.payment)):
-            result[name] = run_type(conn, log, fn, ctx, args.count)
+        result["types"] = args.types.split(",")
+        for name in result["types"]:
+            result[name] = run_type(conn, log, txns.TRANSACTIONS[name], ctx, args.count)
         result["versions_pending"] = system.versions_pending()
         result["point_reads"] = native_point_reads(system, size, conn, 30)
         conn.close()
