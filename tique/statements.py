@@ -22,7 +22,7 @@ from tique.rewrite.exact import NOTHING, Decode, exact_read
 from tique.rewrite.lists import lifting
 from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.point import KeyRead, key_read
-from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
+from tique.rewrite.reads import PointKeys, ReadOptions, names_read, snapshot_reads
 from tique.rewrite.template import Template
 from tique.rewrite.writes import (
     DeletePlan,
@@ -45,6 +45,7 @@ class ReadPlan:
     key_read: KeyRead | None = None  # one row by its whole key: answered from a row the transaction holds
     learned: Learned = field(default_factory=Learned, compare=False)  # by running it (known_rows.py)
     stored: Template | None = None  # a key read of keys no Cache row has: Storage alone (cache_keys.py)
+    names: frozenset[str] | None = None  # the statement's names, when every column it reads is one (names_read)
 
 
 @dataclass(frozen=True)
@@ -275,9 +276,14 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             return DDL(planned.tree, sql)
         return _with_sequences(planned)
 
+    seen: dict[tuple[str, str], TableInfo | None] = {}
+
     def lookup(schema: str | None, name: str) -> TableInfo | None:
-        info = db.catalog.lookup(conn, schema or options.schema or db.default_schema, name)
-        return db.catalog.probed(conn, info) if info is not None else None
+        at = (schema or options.schema or db.default_schema, name)
+        if at not in seen:  # each pass looks tables up again: a small table's probe (catalog.probed) once
+            info = db.catalog.lookup(conn, *at)
+            seen[at] = db.catalog.probed(conn, info) if info is not None else None
+        return seen[at]
 
     copied = _COPY_INTO.match(sql)
     if copied:
@@ -324,6 +330,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         )
     if isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With)) or tree.find(exp.Select):
         held = key_read(tree, lookup, options)  # before the tree changes below
+        names = names_read(tree, lookup)
         decode = exact_read(tree, lookup)  # typed from the catalog before tables become snapshots
         if tree.find(exp.TableSample) and any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
             raise NotSupportedError(
@@ -339,7 +346,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             stored = Template.from_tree(snapshot_reads(plain, lookup, replace(options, cached=False)).tree)
         return ReadPlan(
             Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys, decode, held,
-            stored=stored,
+            stored=stored, names=names,
         )  # fmt: skip
     return PassThrough(Template.from_tree(tree))
 

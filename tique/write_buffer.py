@@ -67,6 +67,9 @@ class TableWrites:
     flushed: bool = False  # some rows already reached the Cache
     unchecked: set[Key] = field(default_factory=set)  # inserted keys not yet checked against the snapshot
     marks: dict[Key, RowMarks] = field(default_factory=dict)  # live rows' UNIQUE claims and references
+    # the columns in which the pending versions may differ from what the engine shows this transaction of their
+    # keys (updates in place only); None: rows may also appear or vanish (an insert, a delete, a key changed)
+    touched: set[str] | None = field(default_factory=set)
 
 
 @dataclass
@@ -123,8 +126,13 @@ class WriteBuffer:
         names = list(self.writes) if tables is None else [t for t in tables if t in self.writes]
         return [self.writes[n] for n in names if self.writes[n].pending]
 
-    def to_flush(self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str]) -> list[str]:
-        """The tables whose pending writes must reach the Cache before this read (or a write's read)."""
+    def to_flush(
+        self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str], names: frozenset[str] | None = None
+    ) -> list[str]:
+        """The tables whose pending writes must reach the Cache before this read (or a write's read). ``names``:
+        a SELECT that reads no column but these (names_read) need not see pending updates of other columns: the
+        rows it would find are the same without them (Delivery's SUM(ol_amount) after its UPDATE of
+        ol_delivery_d), and they go later, with more rows, in one statement."""
         pinned = dict(point_keys)
         return [
             t
@@ -132,6 +140,7 @@ class WriteBuffer:
             if t in self.writes
             and self.writes[t].pending
             and (t not in pinned or self._pending_match(t, pinned[t], params))
+            and (names is None or self.writes[t].touched is None or not names.isdisjoint(self.writes[t].touched))
         ]
 
     def in_cache(self) -> frozenset[str]:
@@ -166,6 +175,8 @@ class WriteBuffer:
         for key, row in rows:
             entry.pending[key] = (row, seq)
             entry.live[key] = True
+        if rows:
+            entry.touched = None
         _mark(entry, marks)
 
     def stage_updated(
@@ -174,10 +185,15 @@ class WriteBuffer:
         in_place: Sequence[tuple[Key, tuple[Any, ...]]],
         moved: Sequence[tuple[Key, Key, tuple[Any, ...]]],
         marks: dict[Key, RowMarks],
+        columns: Iterable[str],
     ) -> None:
         """Rows updated with their key kept, and rows whose key changed (old key, new key, row): the old key
-        gets a tombstone, the new one the row."""
+        gets a tombstone, the new one the row. ``columns``: those the UPDATE sets."""
         seq = self.next_seq()
+        if moved:
+            entry.touched = None
+        elif in_place and entry.touched is not None:
+            entry.touched.update(columns)
         for key, row in in_place:
             entry.pending[key] = (row, seq)
             entry.live[key] = True
@@ -192,6 +208,8 @@ class WriteBuffer:
 
     def stage_deleted(self, entry: TableWrites, keys: Sequence[Key]) -> None:
         seq = self.next_seq()
+        if keys:
+            entry.touched = None
         for key in keys:
             entry.pending[key] = (None, seq)
             entry.live[key] = False
@@ -214,6 +232,7 @@ class WriteBuffer:
     def sent(entry: TableWrites) -> None:
         """``entry``'s pending versions are in the Cache now."""
         entry.pending.clear()
+        entry.touched = set()
         entry.flushed = True
 
     def _cache_row(self, info: TableInfo, key: Key, row: tuple[Any, ...] | None, seq: int) -> str:

@@ -58,6 +58,23 @@ def where_conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
     return list(node.flatten()) if isinstance(node, exp.And) else [node]
 
 
+def names_read(tree: exp.Expression, lookup: Lookup) -> frozenset[str] | None:
+    """Every name a user statement spells (before rewriting), when the columns it reads are among them: None when
+    it reads some it does not name (a star other than COUNT(*)'s, a NATURAL JOIN) or names a source whose columns
+    are not in its text (a view, a CTE, a plain or system table). A read need not wait for the transaction's
+    pending updates of columns it does not read (WriteBuffer.to_flush)."""
+    for star in tree.find_all(exp.Star):
+        if not isinstance(star.parent, exp.Count):
+            return None
+    if any(join.args.get("method") for join in tree.find_all(exp.Join)):
+        return None
+    for table in tree.find_all(exp.Table):
+        info = lookup(ident(table.args.get("db")) or None, ident(table)) if table.name else None
+        if info is None or info.kind != "tx" or info.has_rowid:
+            return None
+    return frozenset(ident(node) for node in tree.find_all(exp.Identifier))
+
+
 def _sources(select: exp.Select) -> list[exp.Expression]:
     """The tables and subqueries of a SELECT's FROM and JOINs."""
     from_ = select.args.get("from_") or select.args.get("from")

@@ -21,7 +21,7 @@ from tique.names import column_ref, ident, source_name
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
-from tique.rewrite.point import KeyUpdate, key_update
+from tique.rewrite.point import KeyRead, KeyUpdate, key_read, key_update
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
 from tique.rewrite.values import check_type, coerce, python_value
@@ -63,6 +63,8 @@ class UpdatePlan:
     assigned: tuple[str, ...] = ()  # the columns SET names
     key_update: KeyUpdate | None = None  # one row by its whole key: computed on a row the transaction holds
     numbers: tuple[tuple[str, str], ...] = ()  # (parameter, DECIMAL column) of SET c = %s: checked in the client
+    # the row a key_update changes, read whole when not held: its versions ranked by the client, or Storage alone
+    row_read: KeyRead | None = None
 
 
 @dataclass(frozen=True)
@@ -368,7 +370,17 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         tuple(assignments),
         held,
         numbers,
+        _row_read(tree, table, info, options) if held is not None else None,
     )
+
+
+def _row_read(tree: exp.Update, table: exp.Table, info: TableInfo, options: ReadOptions) -> KeyRead | None:
+    """The read of the whole row an UPDATE by key changes, when the client ranks its versions (integer keys):
+    cheaper for the engine than the UPDATE's own read, which MonetDB ranks (see Transaction.update)."""
+    select = exp.select(exp.Star()).from_(table.copy())
+    select.set("where", tree.args["where"].copy())
+    read = key_read(select, lambda _schema, _name: info, options)  # its one table: the target, looked up once
+    return read if read is not None and read.versions is not None else None
 
 
 def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> DeletePlan:
