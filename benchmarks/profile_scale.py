@@ -142,6 +142,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--no-checkpointer", action="store_true")
     p.add_argument("--types", default="NewOrder,Payment", help="comma-separated TPC-C transactions to profile")
+    p.add_argument("--formulation", default="standard", choices=sorted(txns.FORMULATIONS))
     p.add_argument("--out", default=None)
     args = p.parse_args()
     size = Scale(args.warehouses, args.scale)
@@ -157,7 +158,7 @@ def main() -> None:
         trace_engine(system, conn, log)
         ctx = txns.Context(size, 1, random.Random(1))
         for _ in range(args.warmup):
-            for fn in (txns.new_order, txns.payment):
+            for fn in (txns.FORMULATIONS[args.formulation]["NewOrder"], txns.payment):
                 try:
                     fn(conn, ctx)
                 except txns.UserAbort:
@@ -166,7 +167,7 @@ def main() -> None:
                                   "checkpointer": not args.no_checkpointer}  # fmt: skip
         result["types"] = args.types.split(",")
         for name in result["types"]:
-            result[name] = run_type(conn, log, txns.TRANSACTIONS[name], ctx, args.count)
+            result[name] = run_type(conn, log, txns.FORMULATIONS[args.formulation][name], ctx, args.count)
         result["versions_pending"] = system.versions_pending()
         result["point_reads"] = native_point_reads(system, size, conn, 30)
         conn.close()

@@ -166,10 +166,14 @@ class TableInfo:
         """Where each key column sits in a stored row (``stored_names`` order)."""
         return tuple(self.stored_names.index(k) for k in self.key)
 
+    @cached_property
+    def _columns_by_name(self) -> dict[str, ColumnSpec]:
+        return {c.name: c for c in reversed(self.columns)}  # the first of a name, as a scan would find
+
     def column(self, name: str) -> ColumnSpec:
-        for c in self.columns:
-            if c.name == name:
-                return c
+        found = self._columns_by_name.get(name)
+        if found is not None:
+            return found
         raise ProgrammingError(f"column {name!r} does not exist in table {self.name!r}")
 
     @property
@@ -177,7 +181,7 @@ class TableInfo:
         """What names the table in key hashes: the same in every process and for every id it has had."""
         return f"{self.schema}\x00{self.name}"
 
-    @property
+    @cached_property  # a key of several dicts per statement
     def qualified(self) -> str:
         """schema.name: how a transaction keys its reads, writes and own versions per table (two schemas may each
         have a table of one name)."""

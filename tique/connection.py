@@ -131,7 +131,8 @@ class Connection:
             return plan, None
         reads, point_keys = source
         bound = bind_plan(plan, parameters)
-        flushing = frozenset(txn.to_flush(reads, point_keys, bound.rendered))
+        names = plan.names if isinstance(plan, ReadPlan) else None
+        flushing = frozenset(txn.to_flush(reads, point_keys, bound.rendered, names))
         if flushing <= options.own:
             return plan, bound
         # the same statement and parameters, planned to read this transaction's Cache versions too: same slots

@@ -111,7 +111,8 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
         held = plan.select.param_slots if plan.key_update is not None else ()
         return Bound(rendered, {s: value(s, parameters) for s in held})
     if isinstance(plan, DeletePlan):
-        return Bound(resolve(plan.select.param_slots, parameters, probe=True))
+        held = [s for slots in plan.row_read.key_slots for s in slots] if plan.row_read is not None else []
+        return Bound(resolve(plan.select.param_slots, parameters, probe=True), {s: value(s, parameters) for s in held})
     if isinstance(plan, InsertPlan):
         slots = _insert_slots(plan)
         rendered = resolve(slots, parameters)  # also checks that every value can be quoted

@@ -143,7 +143,7 @@ class Transaction:
         if isinstance(plan, UpdatePlan):
             return Result(rowcount=self.update(plan, bound))
         if isinstance(plan, DeletePlan):
-            return Result(rowcount=self.delete(plan, bound.rendered))
+            return Result(rowcount=self.delete(plan, bound))
         return Result(rowcount=self.copy(plan))
 
     def run(
@@ -243,7 +243,9 @@ class Transaction:
         out = [tuple(row[i] for i in read.outputs) for row in rows if row is not None]
         return Result(columns=list(columns), rows=out, rowcount=len(out))
 
-    def read_whole(self, plan: ReadPlan | UpdatePlan, read: KeyRead, bound: Bound, keys: list[Key]) -> list[Row | None]:
+    def read_whole(
+        self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound, keys: list[Key]
+    ) -> list[Row | None]:
         """Every column of the rows of ``keys``, from the engine; held from now on (None: no such row)."""
         info = read.table
         if read.versions is not None and read.versions_decode is not None:
@@ -255,7 +257,7 @@ class Transaction:
         result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
         return self._hold_found(info, keys, [tuple(r) for r in result.rows])
 
-    def _uncached(self, plan: ReadPlan | UpdatePlan, read: KeyRead, bound: Bound, keys: list[Key]) -> bool:
+    def _uncached(self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound, keys: list[Key]) -> bool:
         """Has no Cache row any of ``keys`` (tique/cache_keys.py)? Then their Storage rows are the snapshot's. The
         transaction's own pending writes these keys need reach the Cache first, as the read would send them."""
         if self.cache_keys is None:
@@ -333,8 +335,10 @@ class Transaction:
         for key, row in rows:
             self.holding.put(info, key, row)
 
-    def to_flush(self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str]) -> list[str]:
-        return self.buffer.to_flush(reads, point_keys, params)
+    def to_flush(
+        self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str], names: frozenset[str] | None = None
+    ) -> list[str]:
+        return self.buffer.to_flush(reads, point_keys, params, names)
 
     def has_pending(self, tables: Iterable[str]) -> bool:
         """Some write to one of ``tables`` is still buffered in the client only."""
@@ -458,6 +462,21 @@ class Transaction:
         self.read_names.update(plan.reads)
         return [(*key, *new)]
 
+    def _held_deletes(self, plan: DeletePlan, bound: Bound) -> list[Key] | None:
+        """The keys a DELETE by whole keys deletes, from the rows held, the missing ones read whole first (as
+        _read_updated_row does); None when the engine's read of the DELETE decides (held_keys)."""
+        read, info = plan.row_read, plan.table
+        if read is None:
+            return None
+        keys = self.held_keys(info, read.key_slots, bound.values)
+        if keys is None or self.check_due(plan.reads, plan.point_keys, bound.rendered):
+            return None
+        rows = [self.held_row(info, k) for k in keys]
+        if any(r is MISSING for r in rows):
+            rows = self.read_whole(plan, read, bound, keys)
+        self.read_names.update(plan.reads)
+        return [k for k, r in zip(keys, rows) if r is not None]
+
     def _read_updated_row(self, plan: UpdatePlan, bound: Bound) -> bool:
         """Read whole the row an UPDATE by its key changes, when held_update found it not held and could compute
         it, so that held_update can (True: read). Its versions ranked here, or its Storage row alone when no Cache
@@ -474,16 +493,18 @@ class Transaction:
         self.read_whole(plan, read, bound, keys)
         return True
 
-    def delete(self, plan: DeletePlan, rendered: dict[str, str]) -> int:
+    def delete(self, plan: DeletePlan, bound: Bound) -> int:
         self.check_usable()
         info = plan.table
-        result = decode(self.run(plan.select, rendered, plan.reads, plan.point_keys), plan.decode)
-        keys = [typed_key(info, raw) for raw in result.rows]
+        keys = self._held_deletes(plan, bound)
+        if keys is None:
+            result = decode(self.run(plan.select, bound.rendered, plan.reads, plan.point_keys), plan.decode)
+            keys = [typed_key(info, raw) for raw in result.rows]
         self.constraints.constrain(info, [], keys, keys)
         with self._statement(info, keys) as entry:
             self.buffer.stage_deleted(entry, keys)
         self._hold(info, [(k, None) for k in keys])
-        return len(result.rows)
+        return len(keys)
 
     @contextmanager
     def _statement(self, info: TableInfo, keys: Sequence[Key]) -> Iterator[TableWrites]:

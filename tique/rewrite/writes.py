@@ -74,6 +74,7 @@ class DeletePlan:
     reads: frozenset[str]
     point_keys: PointKeys = ()
     decode: Decode = NOTHING
+    row_read: KeyRead | None = None  # a DELETE by whole keys: its rows read as a key read (see UpdatePlan)
 
 
 def _target(node: exp.Expression, lookup: Lookup, verb: str) -> tuple[TableInfo, exp.Table]:
@@ -374,9 +375,9 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     )
 
 
-def _row_read(tree: exp.Update, table: exp.Table, info: TableInfo, options: ReadOptions) -> KeyRead | None:
-    """The read of the whole row an UPDATE by key changes, when the client ranks its versions (integer keys):
-    cheaper for the engine than the UPDATE's own read, which MonetDB ranks (see Transaction.update)."""
+def _row_read(tree: exp.Update | exp.Delete, table: exp.Table, info: TableInfo, options: ReadOptions) -> KeyRead | None:
+    """The read of the whole rows an UPDATE or DELETE by key writes, when the client ranks their versions (integer
+    keys): cheaper for the engine than the statement's own read, which MonetDB ranks (Transaction.update)."""
     select = exp.select(exp.Star()).from_(table.copy())
     select.set("where", tree.args["where"].copy())
     read = key_read(select, lambda _schema, _name: info, options)  # its one table: the target, looked up once
@@ -398,7 +399,8 @@ def plan_delete(tree: exp.Delete, lookup: Lookup, options: ReadOptions) -> Delet
         select.set("where", tree.args["where"].copy())
     decode = wrap_outputs(select, [info.stored_type(k) for k in info.key])
     found = snapshot_reads(select, lookup, _with_rowid(options, info))
-    return DeletePlan(info, Template.from_tree(found.tree), frozenset(found.reads), found.point_keys, decode)
+    row_read = _row_read(tree, table, info, options) if tree.args.get("where") is not None else None
+    return DeletePlan(info, Template.from_tree(found.tree), frozenset(found.reads), found.point_keys, decode, row_read)
 
 
 def _with_rowid(options: ReadOptions, info: TableInfo) -> ReadOptions:

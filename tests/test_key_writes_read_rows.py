@@ -1,7 +1,8 @@
-"""An UPDATE of one row by its whole key whose row the transaction does not hold reads the row whole, cheaply
-(its versions ranked by the client, or its Storage row alone when no Cache row has the key), computes the new
-values itself and holds the row (Transaction.update). These tests check what is sent, and that the snapshot, the
-transaction's own writes and first-committer-wins are as with the engine's own read."""
+"""An UPDATE of one row by its whole key, or a DELETE by whole keys, whose rows the transaction does not hold reads
+them whole, cheaply (their versions ranked by the client, or their Storage rows alone when no Cache row has the
+key), and computes the statement itself, holding the rows (Transaction.update, Transaction.delete). These tests
+check what is sent, and that the snapshot, the transaction's own writes and first-committer-wins are as with the
+engine's own read of the statement."""
 
 from __future__ import annotations
 
@@ -159,3 +160,57 @@ def test_keys_without_cache_rows_read_storage_alone(kv: tuple[str, str]) -> None
         checkpointer.conn.close()
         writer.close()
         conn.close()
+
+
+def test_deletes_by_key(kv: tuple[str, str]) -> None:
+    url, name = kv
+    conn, sent = traced(url)
+    cur = conn.cursor()
+    delete = f"DELETE FROM {name} WHERE w = %s AND k = %s"
+    select = f"SELECT v, n, pad FROM {name} WHERE w = %s AND k = %s"
+    for sql in (delete, select):  # planned here
+        cur.execute(sql, (1, 20))
+    conn.rollback()
+    cur.execute("SELECT 1")
+    sent.clear()
+    cur.execute(delete, (1, 11))
+    assert cur.rowcount == 1
+    read = reads(sent, name)  # the text, or a PREPARE of it and its EXEC
+    assert read and all(CLIENT_RANKED in s and "ROW_NUMBER" not in s for s in read), read
+    sent.clear()
+    cur.execute(select, (1, 11))
+    assert cur.fetchall() == []
+    cur.execute(delete, (1, 11))
+    assert cur.rowcount == 0
+    cur.execute(delete, (1, 99))  # no such row: read, nothing deleted
+    assert cur.rowcount == 0
+    assert len(reads(sent, name)) <= 2  # the held row's key answered twice; key 99 read once (or prepared)
+    cur.execute(f"DELETE FROM {name} WHERE w = %s AND k IN (%s, %s, %s)", (1, 12, 13, 99))
+    assert cur.rowcount == 2
+    conn.commit()
+    with tique.connect(url) as other:
+        ocur = other.cursor()
+        ocur.execute(f"SELECT k FROM {name} WHERE k BETWEEN 10 AND 14 ORDER BY k")
+        assert [r[0] for r in ocur.fetchall()] == [10, 14]
+    conn.close()
+
+
+def test_a_delete_loses_to_an_earlier_committer(kv: tuple[str, str]) -> None:
+    url, name = kv
+    a, b = tique.connect(url), tique.connect(url)
+    acur, bcur = a.cursor(), b.cursor()
+    acur.execute("SELECT 1")
+    bcur.execute(f"UPDATE {name} SET n = n + 10 WHERE w = %s AND k = %s", (1, 15))
+    b.commit()
+    acur.execute(f"DELETE FROM {name} WHERE w = %s AND k = %s", (1, 15))
+    assert acur.rowcount == 1  # its snapshot's row
+    with pytest.raises(tique.errors.SerializationFailure):
+        a.commit()
+    assert value(url, name, 15)[1] == 10
+    b.cursor().execute(f"DELETE FROM {name} WHERE w = %s AND k = %s", (1, 15))
+    b.commit()
+    acur.execute(f"DELETE FROM {name} WHERE w = %s AND k = %s", (1, 15))  # b's delete is seen: nothing to delete
+    assert acur.rowcount == 0
+    a.commit()
+    a.close()
+    b.close()
