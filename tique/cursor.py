@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError
-from tique.params import Params, check, inline, literal, normalize
+from tique.params import Params, check, inline, literal, normalize, pad_lists
 
 if TYPE_CHECKING:
     from tique.connection import Connection
@@ -121,6 +121,8 @@ def bind(operation: str, parameters: Any) -> tuple[str, Params]:
         return operation, None
     if check(operation, params).embedded:
         return inline(operation, params), None
+    if isinstance(params, tuple):
+        return pad_lists(operation, params)
     return operation, params
 
 
