@@ -6,6 +6,7 @@ a star, a NATURAL JOIN, a view, a CTE, an insert or delete (rows appear or vanis
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 
 import pytest
 
@@ -17,7 +18,7 @@ SENT_ROWS = '__cache" ('  # an INSERT of the transaction's versions into a Cache
 @pytest.fixture
 def lines(embedded_url: str, unique_name: Callable[[str], str]) -> tuple[str, str]:
     name = unique_name("ln")
-    with tique.connect(embedded_url) as conn:
+    with closing(tique.connect(embedded_url)) as conn:  # closed: an open session pins its last snapshot
         cur = conn.cursor()
         cur.execute(f"CREATE TABLE {name} (o INT, n INT, amount INT, d INT, PRIMARY KEY (o, n))")
         conn.bulk_load(name, [(o, n, 10 * o + n, 0) for o in range(1, 4) for n in range(1, 4)])
@@ -80,7 +81,7 @@ def test_reads_of_the_set_column_see_it(lines: tuple[str, str], read: str) -> No
 def test_a_view_of_the_set_column_sees_it(lines: tuple[str, str], unique_name: Callable[[str], str]) -> None:
     url, t = lines
     view = unique_name("lv")
-    with tique.connect(url) as conn:
+    with closing(tique.connect(url)) as conn:  # closed: an open session pins its last snapshot
         conn.cursor().execute(f"CREATE VIEW {view} AS SELECT o, d AS delivered FROM {t}")
         conn.commit()
     rows, flushes = run(url, [
@@ -118,3 +119,20 @@ def test_an_update_of_another_column_after_an_insert_still_sends(lines: tuple[st
     ])  # fmt: skip
     assert rows[1] == [(4,)] and rows[3] == [(71,)] and rows[4] == [(4,)]
     assert flushes == 2
+
+
+def test_a_column_renamed_meanwhile_never_shows_the_value_before_the_update(lines: tuple[str, str]) -> None:
+    """DDL since the begin: the pending updates' column names may be others' now, so a read sends them (and fails
+    as it did before reads skipped them) rather than find the snapshot's value under the new name."""
+    url, t = lines
+    conn = tique.connect(url)
+    cur = conn.cursor()
+    cur.execute(f"UPDATE {t} SET d = %s WHERE o = %s", (7, 2))
+    cur.execute(f"ALTER TABLE {t} RENAME COLUMN d TO x")
+    try:
+        cur.execute(f"SELECT SUM(x) FROM {t} WHERE o = 2")
+        assert cur.fetchall() == [(21,)]
+    except tique.Error:
+        pass
+    conn.rollback()
+    conn.close()

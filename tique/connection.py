@@ -131,7 +131,9 @@ class Connection:
             return plan, None
         reads, point_keys = source
         bound = bind_plan(plan, parameters)
-        names = plan.names if isinstance(plan, ReadPlan) else None
+        # as Transaction.execute will decide: a key read sends what its keys need whatever columns it names (its
+        # whole-row form reads them all)
+        names = plan.names if isinstance(plan, ReadPlan) and plan.key_read is None else None
         flushing = frozenset(txn.to_flush(reads, point_keys, bound.rendered, names))
         if flushing <= options.own:
             return plan, bound

@@ -159,7 +159,7 @@ class Transaction:
         (WriteBuffer.to_flush): one round trip saved per such table."""
         self.check_usable()
         self.read_names.update(reads)
-        self.flush(self.buffer.to_flush(reads, point_keys, params, names))
+        self.flush(self.to_flush(reads, point_keys, params, names))
         values = {**self.slots(), **params}
         if isinstance(self.conn, PreparingConnection):
             return self.conn.run(template, values)
@@ -338,6 +338,8 @@ class Transaction:
     def to_flush(
         self, reads: Iterable[str], point_keys: PointKeys, params: dict[str, str], names: frozenset[str] | None = None
     ) -> list[str]:
+        if names is not None and self.db.catalog.version != self.catalog_at_begin:
+            names = None  # DDL since the begin (a column renamed): the names of the pending updates may be others'
         return self.buffer.to_flush(reads, point_keys, params, names)
 
     def has_pending(self, tables: Iterable[str]) -> bool:
