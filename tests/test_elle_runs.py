@@ -116,5 +116,6 @@ def test_tique_with_a_busy_checkpointer_is_snapshot_isolated(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["valid?"] and result["verdicts"]["strong-snapshot-isolation"]
-    assert result["checkpointer"]["checkpoints"] >= 10 and result["checkpointer"]["versions_moved"] > 100
+    # versions moved: 94-126 in six runs on a quiet machine (96 in a CI run): the bound only shows it worked
+    assert result["checkpointer"]["checkpoints"] >= 10 and result["checkpointer"]["versions_moved"] > 40
     assert not result["checkpointer"]["errors"]
