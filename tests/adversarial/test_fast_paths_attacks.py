@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import tique
+from tests.conftest import closing_connections
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -23,17 +24,7 @@ Outcome = tuple[Any, ...]
 
 @pytest.fixture
 def opened(embedded_url: str) -> Iterator[Callable[..., tique.Connection]]:
-    conns: list[tique.Connection] = []
-
-    def _open(**settings: object) -> tique.Connection:
-        conn = tique.connect(embedded_url, **settings)
-        conns.append(conn)
-        return conn
-
-    yield _open
-    for conn in conns:
-        if not conn.closed:
-            conn.close()
+    yield from closing_connections(embedded_url)
 
 
 def table(url: str, name: str, ddl: str, rows: list[tuple[Any, ...]]) -> str:
