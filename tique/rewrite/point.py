@@ -17,7 +17,8 @@ import datetime
 import decimal
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from sqlglot import exp
@@ -48,15 +49,35 @@ class KeyRead:
     table: TableInfo
     key_slots: tuple[tuple[str, ...], ...]  # per key column (in key order), the parameters it is compared with
     outputs: tuple[int, ...]  # per output, its column's position in ``table.stored_names``
-    full: Template  # every stored column of the same row, read exactly: the row, to keep
     full_decode: Decode
-    every: Template  # every stored column of every row, read exactly (a quiet table read whole: shared_rows.py)
     every_decode: Decode
     # instead of ``full`` when not None: every visible version of the keys, ranked by the client (newest_versions)
     versions: Template | None = None
     versions_decode: Decode | None = None
     # as ``versions``, for keys no Cache row has (tique/cache_keys.py): their Storage rows alone
     stored: Template | None = None
+    # ``full`` and ``every`` before they become snapshots: made when first used (most plans never use them, and
+    # each costs milliseconds to print; an UPDATE's or DELETE's plan carries a KeyRead too)
+    full_tree: exp.Select | None = field(default=None, repr=False, compare=False)
+    every_tree: exp.Select | None = field(default=None, repr=False, compare=False)
+    options: ReadOptions = field(default_factory=ReadOptions, repr=False, compare=False)
+
+    @cached_property
+    def full(self) -> Template:
+        """Every stored column of the same rows, read exactly, ranked by the engine: the rows, to keep."""
+        assert self.full_tree is not None
+        return Template.from_tree(snapshot_reads(self.full_tree.copy(), self._lookup, self.options).tree)
+
+    @cached_property
+    def every(self) -> Template:
+        """Every stored column of every row, read exactly (a quiet table read whole: shared_rows.py); only read by a
+        transaction that wrote none of it."""
+        assert self.every_tree is not None
+        options = replace(self.options, own=frozenset())
+        return Template.from_tree(snapshot_reads(self.every_tree.copy(), self._lookup, options).tree)
+
+    def _lookup(self, _schema: str | None, _name: str) -> TableInfo:
+        return self.table  # the one table the trees read
 
     @property
     def whole_row(self) -> bool:
@@ -185,17 +206,14 @@ def key_read(select: exp.Expression, lookup: Lookup, options: ReadOptions) -> Ke
     every.set("limit", exp.Limit(expression=exp.Literal.number(SHARED_ROWS_PER_TABLE + 1)))  # more: not kept
     types = [info.column(c).sql_type for c in names]
     decode, every_decode = wrap_outputs(full, types), wrap_outputs(every, types)
-    whole = snapshot_reads(every, lookup, replace(options, own=frozenset()))  # only read by one that wrote none
     versions = _versions(full, info, options)
     versions_decode = None if versions is None else wrap_outputs(versions, [*types, None, None, None])
     stored = _versions(full, info, options, cached=False)
     if stored is not None:
         wrap_outputs(stored, [*types, None, None, None])  # the same columns as ``versions``, read the same way
-    rewritten = snapshot_reads(full, lookup, options)
     return KeyRead(
-        info, slots, tuple(outputs), Template.from_tree(rewritten.tree), decode, Template.from_tree(whole.tree),
-        every_decode, None if versions is None else Template.from_tree(versions), versions_decode,
-        None if stored is None else Template.from_tree(stored),
+        info, slots, tuple(outputs), decode, every_decode, None if versions is None else Template.from_tree(versions),
+        versions_decode, None if stored is None else Template.from_tree(stored), full, every, options,
     )  # fmt: skip
 
 
