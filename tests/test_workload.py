@@ -1,12 +1,14 @@
-"""Analytical reads yield to transactions while others write (tique/workload.py), and only then: one MonetDB
-worker thread and one turn per database in the process; point reads, writers' own reads and explicit settings
-are left alone."""
+"""Analytical reads yield to transactions while others write (tique/workload.py), and only then: one turn per
+database in the process, MonetDB's sequential pipeline, embedded the process's low-priority thread, and a rest
+after each; point reads, writers' own reads and explicit settings are left alone."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 import tique
 from tique import workload
 from tique.checkpoint import Checkpointer
-from tique.workload import Workload
+from tique.workload import LOW_PRIORITY_NICE, LowPriorityThread, Workload
 
 Connect = Callable[..., tique.Connection]
 ANALYTICAL = "SELECT SUM(v) FROM {t}"
@@ -39,16 +41,18 @@ def write(conn: tique.Connection, table: str) -> None:
 
 
 class Watch:
-    """The statements a connection sends, each with whether the database's turn was taken while it ran."""
+    """The statements a connection sends, each with whether the database's turn was taken while it ran and the
+    nice value of the thread that ran it (hooks run on that thread)."""
 
     def __init__(self, conn: tique.Connection) -> None:
         self.conn, self.sent = conn, []
         conn.statement_hooks.append(self)
 
     def __call__(self, sql: str, seconds: float, error: BaseException | None) -> None:
-        self.sent.append((sql, self.conn.db.workload.turn._value == 0))  # type: ignore[attr-defined]
+        nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        self.sent.append((sql, self.conn.db.workload.turn._value == 0, nice, seconds))  # type: ignore[attr-defined]
 
-    def run(self, sql: str) -> list[tuple[str, bool]]:
+    def run(self, sql: str) -> list[tuple[str, bool, int, float]]:
         """``sql`` as a transaction of its own; what it sent."""
         self.sent.clear()
         cur = self.conn.cursor()
@@ -58,31 +62,112 @@ class Watch:
         return list(self.sent)
 
 
-def worker_calls(sent: list[tuple[str, bool]]) -> list[str]:
-    return [sql for sql, _ in sent if "setworkerlimit" in sql]
+Sent = list[tuple[str, bool, int, float]]
 
 
-def under_turn(sent: list[tuple[str, bool]]) -> bool:
-    return any(taken for sql, taken in sent if "setworkerlimit" not in sql)
+def pipelines(sent: Sent) -> list[str]:
+    return [sql for sql, *_ in sent if sql.startswith("SET optimizer")]
+
+
+def under_turn(sent: Sent) -> bool:
+    return any(taken for sql, taken, *_ in sent if not sql.startswith("SET optimizer"))
+
+
+def the_read(sent: Sent, table: str) -> tuple[str, bool, int, float]:
+    (read,) = [s for s in sent if table in s[0]]
+    return read
 
 
 def test_a_reader_yields_while_another_connection_writes_and_stops_after(
-    connect: Connect, table: str, monkeypatch: pytest.MonkeyPatch
+    connect: Connect, table: str, monkeypatch: pytest.MonkeyPatch, url: str
 ) -> None:
-    writer, reader = connect(), connect()
+    writer, reader = connect(), connect(analytical_rest=0)
     watch = Watch(reader)
     alone = watch.run(ANALYTICAL.format(t=table))
-    assert worker_calls(alone) == [] and not under_turn(alone)
+    assert pipelines(alone) == ["SET optimizer = 'default_pipe'"] and not under_turn(alone)
+    assert the_read(alone, table)[2] == os.getpriority(os.PRIO_PROCESS, 0)  # on the caller's thread
     write(writer, table)
     busy = watch.run(ANALYTICAL.format(t=table))
-    assert worker_calls(busy) == ["CALL sys.setworkerlimit(1)"]
+    assert pipelines(busy) == ["SET optimizer = 'sequential_pipe'"]
     assert under_turn(busy)
-    again = watch.run(ANALYTICAL.format(t=table))  # still yielding: the limit is not sent again
-    assert worker_calls(again) == [] and under_turn(again)
+    if url.startswith("monetdb://"):  # the server runs it: nothing to gain from a thread here
+        assert reader.db.low_priority is None
+    elif sys.platform.startswith("linux"):
+        assert the_read(busy, table)[2] == LOW_PRIORITY_NICE
+    again = watch.run(ANALYTICAL.format(t=table))  # still yielding: the pipeline is not sent again
+    assert pipelines(again) == [] and under_turn(again)
     monkeypatch.setattr(workload, "WRITERS_WINDOW_S", 0.0)  # the writer has gone quiet
     quiet = watch.run(ANALYTICAL.format(t=table))
-    assert worker_calls(quiet) == ["CALL sys.setworkerlimit(0)"]
+    assert pipelines(quiet) == ["SET optimizer = 'default_pipe'"]
     assert not under_turn(quiet)
+
+
+def test_a_yielding_read_rests_before_the_next_one_and_returns_at_once(connect: Connect, table: str) -> None:
+    writer, reader = connect(), connect(analytical_rest=500.0)
+    write(writer, table)
+    watch = Watch(reader)
+    cur = reader.cursor()
+    began = time.monotonic()
+    cur.execute(ANALYTICAL.format(t=table))
+    first = time.monotonic() - began
+    ran = the_read(watch.sent, table)[3]  # the engine's time: the rest is at least 500 times that
+    assert cur.fetchall() == [(sum(range(100)) + 1,)]
+    assert first < 501 * ran, "the first read waited for its own rest"
+    cur.execute(ANALYTICAL.format(t=table))
+    second = time.monotonic() - began
+    assert second >= 501 * ran * 0.99, (second, ran)
+    assert cur.fetchall() == [(sum(range(100)) + 1,)]
+    reader.rollback()
+
+
+def test_a_failing_yielding_read_raises_on_the_caller_and_the_connection_goes_on(connect: Connect, table: str) -> None:
+    writer, reader = connect(), connect(analytical_rest=0)
+    write(writer, table)
+    cur = reader.cursor()
+    with pytest.raises(tique.DatabaseError):
+        cur.execute(f"SELECT SUM(v / (id - id)) FROM {table}")  # division by zero, in the engine
+    reader.rollback()
+    cur.execute(ANALYTICAL.format(t=table))
+    assert cur.fetchall() == [(sum(range(100)) + 1,)]
+    assert reader.db.workload.turn._value == 1  # type: ignore[attr-defined]  # given back
+
+
+def test_the_low_priority_thread_runs_one_call_at_a_time_and_hands_back_results_and_errors() -> None:
+    low = LowPriorityThread()
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def job(i: int) -> int:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+        if i == 3:
+            raise ValueError("three")
+        return i * i
+
+    results: dict[int, object] = {}
+
+    def caller(i: int) -> None:
+        try:
+            results[i] = low.call(lambda: job(i))
+        except ValueError as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert most[0] == 1
+    assert {i: r for i, r in results.items() if i != 3} == {i: i * i for i in range(6) if i != 3}
+    assert isinstance(results[3], ValueError)
+    if sys.platform.startswith("linux"):
+        assert low.nice == LOW_PRIORITY_NICE
+        assert low.call(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())) == LOW_PRIORITY_NICE
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != LOW_PRIORITY_NICE  # the caller's stays
 
 
 def test_a_connection_that_writes_itself_never_yields(connect: Connect, table: str) -> None:
@@ -92,7 +177,7 @@ def test_a_connection_that_writes_itself_never_yields(connect: Connect, table: s
     write(other, table)
     write(writer, table)
     sent = watch.run(ANALYTICAL.format(t=table))
-    assert worker_calls(sent) == [] and not under_turn(sent)
+    assert "SET optimizer = 'sequential_pipe'" not in pipelines(sent) and not under_turn(sent)
 
 
 def test_read_only_work_and_checkpoints_are_not_writers(
@@ -104,7 +189,7 @@ def test_read_only_work_and_checkpoints_are_not_writers(
         Watch(other).run(POINT.format(t=table))
     Checkpointer(raw).run_once()
     sent = Watch(reader).run(ANALYTICAL.format(t=table))
-    assert worker_calls(sent) == [] and not under_turn(sent)
+    assert "SET optimizer = 'sequential_pipe'" not in pipelines(sent) and not under_turn(sent)
 
 
 def test_point_reads_never_wait_for_the_turn(connect: Connect, table: str) -> None:
@@ -142,25 +227,15 @@ def test_an_analytical_read_waits_for_the_turn_while_others_write(connect: Conne
     thread.join(30)
 
 
-@pytest.mark.parametrize(
-    ("settings", "turn"),
-    [({"analytical_yield": False}, False), ({"worker_limit": 2}, True)],  # a given worker limit is never switched
-)
-def test_settings_win(connect: Connect, table: str, settings: dict[str, object], turn: bool) -> None:
+@pytest.mark.parametrize("settings", [{"analytical_yield": False}, {"worker_limit": 2}, {"analytical_slots": 1}])
+def test_settings_win(connect: Connect, table: str, settings: dict[str, object]) -> None:
+    """Given how analytical reads run, a connection never yields: it neither takes the turn nor goes sequential."""
     writer = connect()
     reader = connect(**settings)
     write(writer, table)
     sent = Watch(reader).run(ANALYTICAL.format(t=table))
-    assert worker_calls(sent) == []
-    assert under_turn(sent) == turn
-
-
-def test_explicit_slots_use_their_own_gate(connect: Connect, table: str) -> None:
-    writer, reader = connect(), connect(analytical_slots=1)
-    write(writer, table)
-    sent = Watch(reader).run(ANALYTICAL.format(t=table))
-    assert worker_calls(sent) == ["CALL sys.setworkerlimit(1)"]  # the worker limit still follows the writers
-    assert not under_turn(sent)  # analytical_slots=1 has its own gate
+    assert "SET optimizer = 'sequential_pipe'" not in pipelines(sent)
+    assert not under_turn(sent)
 
 
 def test_another_process_writing_makes_readers_yield(connect: Connect, table: str, url: str) -> None:
@@ -177,5 +252,5 @@ def test_another_process_writing_makes_readers_yield(connect: Connect, table: st
     )
     subprocess.run([sys.executable, "-c", code, url], check=True, timeout=120)
     sent = Watch(reader).run(ANALYTICAL.format(t=table))
-    assert worker_calls(sent) == ["CALL sys.setworkerlimit(1)"]
+    assert pipelines(sent) == ["SET optimizer = 'sequential_pipe'"]
     assert under_turn(sent)

@@ -63,7 +63,6 @@ class Connection:
                 self.db.apply_lease(self._raw, settings.lease_ms)
             self._pipeline = "default_pipe"
             self.use_pipeline(False)
-            self._workers: int | None = 0  # the session's worker limit now (0: the engine's own; None: no such call)
             if settings.worker_limit:  # asked for: an engine that refuses it fails the connect
                 self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
         except BaseException:
@@ -140,11 +139,17 @@ class Connection:
         # the same statement and parameters, planned to read this transaction's Cache versions too: same slots
         return plan_statement(self.db, self._raw, operation, parameters is not None, options_now(flushing)), bound
 
-    def use_pipeline(self, analytical: bool) -> None:
+    def use_pipeline(self, analytical: bool, yielding: bool = False) -> None:
         """The engine's optimizer pipeline for the next read: the short pipeline (the paper found minimal_fast
-        best for short statements) or, for a scan or aggregate, the default one with its parallelism. A switch
+        best for short statements) or, for a scan or aggregate, the default one with its parallelism, or the
+        sequential one while it yields (every operator on the calling thread: tique/workload.py). A switch
         costs one round trip, so it happens only when the kind of statement changes."""
-        wanted = "default_pipe" if analytical or not self.settings.short_pipeline else self.settings.short_pipeline
+        if yielding:
+            wanted = "sequential_pipe"
+        elif analytical or not self.settings.short_pipeline:
+            wanted = "default_pipe"
+        else:
+            wanted = self.settings.short_pipeline
         if wanted == self._pipeline:
             return
         try:
@@ -153,29 +158,36 @@ class Connection:
         except errors.DatabaseError:
             self._pipeline = wanted  # an engine without that pipeline keeps its default; do not try again
 
-    def use_workers(self, limit: int) -> None:
-        """The session's MonetDB worker threads (sys.setworkerlimit; 0: the engine's own), switched only on a
-        change: one round trip."""
-        if limit == self._workers or self._workers is None:
-            return
-        try:
-            self._raw.execute(f"CALL sys.setworkerlimit({int(limit)})")
-            self._workers = limit
-        except errors.DatabaseError:
-            self._workers = None  # an engine without it runs every read on its own threads; do not try again
-
-    def _turn(self, analytical: bool) -> contextlib.AbstractContextManager[Any]:
-        """What an analytical read waits for, and the worker threads it runs on (tique/workload.py): the settings
-        when given; otherwise, while other connections write, one worker and the database's one turn."""
-        if not analytical:
-            return contextlib.nullcontext()
+    def _yields(self, analytical: bool) -> bool:
+        """Whether this read yields to the transactions of others (tique/workload.py); never when the settings
+        say how analytical reads run."""
         s = self.settings
-        yielding = s.analytical_yield and self.db.workload.should_yield(id(self))
-        if s.worker_limit is None:
-            self.use_workers(1 if yielding else 0)
-        if s.analytical_slots is not None:
-            return self.db.analytical_gate(s.analytical_slots)
-        return self.db.workload.turn if yielding else contextlib.nullcontext()
+        return (
+            analytical
+            and s.analytical_yield
+            and s.worker_limit is None
+            and s.analytical_slots is None
+            and self.db.workload.should_yield(id(self))
+        )
+
+    def _read(self, txn: Transaction, plan: ReadPlan, bound: Bound) -> Any:
+        """A read of the snapshot, on the pipeline and under the gate its kind asks for."""
+        analytical = plan.analytical
+        if not self._yields(analytical):
+            self.use_pipeline(analytical)
+            gate = self.db.analytical_gate(self.settings.analytical_slots) if analytical else contextlib.nullcontext()
+            with gate:
+                return txn.execute(plan, bound)
+        self.use_pipeline(analytical, yielding=True)
+        low, work = self.db.low_priority, self.db.workload
+        with work.turn:
+            time.sleep(max(0.0, work.rested_at - time.monotonic()))  # the last yielding read's rest
+            began = time.monotonic()
+            try:
+                return low.call(lambda: txn.execute(plan, bound)) if low is not None else txn.execute(plan, bound)
+            finally:
+                ended = time.monotonic()
+                work.rested_at = ended + self.settings.analytical_rest * (ended - began)
 
     @property
     def monet_version(self) -> str:
@@ -319,12 +331,10 @@ class Connection:
         if isinstance(plan, PassThrough):
             return Executed(self._pass_through(plan, bound))
         if isinstance(plan, ReadPlan):
-            self.use_pipeline(plan.analytical)
-            with self._turn(plan.analytical):
-                try:
-                    return Executed(txn.execute(plan, bound))
-                except ProgrammingError as exc:  # the engine names tique's internal tables: name the user's
-                    raise self.read_denied(txn, plan.reads, exc) from None
+            try:
+                return Executed(self._read(txn, plan, bound))
+            except ProgrammingError as exc:  # the engine names tique's internal tables: name the user's
+                raise self.read_denied(txn, plan.reads, exc) from None
         if not isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan, CopyPlan)):  # pragma: no cover
             raise ProgrammingError(f"cannot run {type(plan).__name__}")
         if isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan)) and not self.db.owner:

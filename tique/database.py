@@ -24,7 +24,7 @@ from tique.sequencer import Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS, SHARED_ROWS_PER_TABLE
 from tique.shared_rows import SharedRows
 from tique.storage import StorageGuard
-from tique.workload import Workload
+from tique.workload import LowPriorityThread, Workload
 
 _registry: dict[tuple[str, str], Database] = {}
 _registry_lock = threading.Lock()
@@ -66,6 +66,8 @@ class Database:
         self.shared_rows = SharedRows(SHARED_ROWS_PER_TABLE)  # rows of quiet tables across transactions
         self._gates: dict[int, threading.BoundedSemaphore] = {}
         self.workload = Workload()  # who writes now: analytical reads yield to them (tique/workload.py)
+        # the thread yielding reads run on: embedded, the kernel runs a sequential read on the calling thread
+        self.low_priority = LowPriorityThread() if url.kind == "embedded" else None
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or COMMIT_LEASE_MS)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)

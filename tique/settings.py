@@ -78,8 +78,15 @@ class Settings(BaseModel):
     analytical_yield: bool = Field(
         True,
         description="while other connections or processes write, an analytical read of a connection that has not "
-        "written in the last 10 s runs on one MonetDB worker thread and one at a time per database in this process "
-        "(tique/workload.py), so transactions keep the CPU; worker_limit and analytical_slots, when given, win",
+        "written in the last 10 s runs one at a time per database in this process, on MonetDB's sequential pipeline "
+        "and (embedded) a low-priority thread, then rests (analytical_rest), so transactions keep the CPU "
+        "(tique/workload.py); worker_limit and analytical_slots, when given, win",
+    )
+    analytical_rest: float = Field(
+        1.0,
+        ge=0,
+        description="after a yielding analytical read, the next one waits for this many times as long as the "
+        "read ran: 1.0 lets analytical reads run at most half of the time while transactions write; 0: no rest",
     )
     publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
     advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")

@@ -97,7 +97,7 @@ def test_user_reads_and_writes_a_granted_table(served: ServeProcess) -> None:
 
 
 def test_user_report_yields_to_writers(served: ServeProcess) -> None:
-    """An ordinary user's analytical read beside writers switches its own session to one worker thread
+    """An ordinary user's analytical read beside writers switches its own session to the sequential pipeline
     (tique/workload.py): MonetDB lets a user set that for their session."""
     writer, reader = tique.connect(served.url), tique.connect(alice_url(served))
     sent: list[str] = []
@@ -109,7 +109,7 @@ def test_user_report_yields_to_writers(served: ServeProcess) -> None:
     cur = reader.cursor()
     cur.execute("SELECT SUM(v) FROM readonly")
     assert cur.fetchall() == [(30,)]
-    assert "CALL sys.setworkerlimit(1)" in sent
+    assert "SET optimizer = 'sequential_pipe'" in sent
     for conn in (writer, reader):
         conn.close()
 
