@@ -155,7 +155,9 @@ class WriteBuffer:
         exact = _int_key(entry.table, wanted)
         if exact is not None:  # one lookup, not a comparison with each pending key (a NewOrder's reads of stock)
             return exact in entry.pending
-        return any(all(w is None or _may_equal(v, w) for v, w in zip(key, wanted)) for key in entry.pending)
+        # a prefix (Delivery's order lines by order): integer literals parsed once, not once per pending key
+        pins = [(i, _int_literal(entry.table.key_types[i], w)) for i, w in enumerate(wanted) if w is not None]
+        return any(all(_pin_may_equal(key[i], w) for i, w in pins) for key in entry.pending)
 
     def forget(self, name: str) -> None:
         """Drop table ``name``'s writes (the table was dropped by this session)."""
@@ -336,6 +338,19 @@ def _int_key(info: TableInfo, wanted: tuple[str | None, ...]) -> Key | None:
             return None
         key.append(int(found.group(1)))
     return tuple(key)
+
+
+def _int_literal(sql_type: str, rendered: str) -> int | str:
+    """An integer literal pinning an integer key column, as the int the engine compares; else the literal."""
+    found = _INTEGER_LITERAL.fullmatch(rendered) if int_bound(sql_type) else None
+    return int(found.group(1)) if found is not None else rendered
+
+
+def _pin_may_equal(value: Any, pin: int | str) -> bool:
+    """_may_equal, with an integer column's integer literal already parsed (exact, as Decimal compares it)."""
+    if type(pin) is int and type(value) is int:
+        return value == pin
+    return _may_equal(value, str(pin))
 
 
 def _may_equal(value: Any, rendered: str) -> bool:
