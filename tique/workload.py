@@ -12,8 +12,8 @@ aggregate, never a point read) of a connection that is not writing itself theref
 
 Measured at TPC-C scale 1.0 on 2 cores, 4 transactional clients beside 2 analytical ones, each run between two
 runs without them: the transactions lost 38-44% with analytical reads on one MonetDB worker thread (the earlier
-way), 23-29% on the low-priority thread, 9-20% with the rest as well; the analytical clients ran 178-216, 109-128
-and 63 queries a minute. With no writer about, analytical reads run as they would without tique: on every core,
+way), 23-29% on the low-priority thread, 13-17% with the rest as well; the analytical clients ran 178-216, 109-128
+and 54-57 queries a minute. With no writer about, analytical reads run as they would without tique: on every core,
 all at once.
 
 "Other connections are writing" is known without asking the engine: a commit with writes by another connection of
