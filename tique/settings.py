@@ -85,6 +85,8 @@ class Settings(BaseModel):
     analytical_rest: float = Field(
         1.0,
         ge=0,
+        le=10,  # the rest is shared by the database's readers: one connection cannot stall the others for long
+        allow_inf_nan=False,
         description="after a yielding analytical read, the next one waits for this many times as long as the "
         "read ran: 1.0 lets analytical reads run at most half of the time while transactions write; 0: no rest",
     )
