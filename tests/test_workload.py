@@ -256,3 +256,10 @@ def test_another_process_writing_makes_readers_yield(connect: Connect, table: st
     sent = Watch(reader).run(ANALYTICAL.format(t=table))
     assert pipelines(sent) == ["SET optimizer = 'sequential_pipe'"]
     assert under_turn(sent)
+
+
+def test_the_rest_is_longer_where_reads_cannot_run_at_low_priority(connect: Connect, url: str) -> None:
+    embedded = not url.startswith("monetdb://")
+    assert connect().rest_factor() == (1.0 if embedded else 3.0)
+    assert connect(analytical_rest=0).rest_factor() == 0.0
+    assert connect(analytical_rest=2.5).rest_factor() == 2.5

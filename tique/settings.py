@@ -82,13 +82,15 @@ class Settings(BaseModel):
         "and (embedded) a low-priority thread, then rests (analytical_rest), so transactions keep the CPU "
         "(tique/workload.py); worker_limit and analytical_slots, when given, win",
     )
-    analytical_rest: float = Field(
-        1.0,
+    analytical_rest: float | None = Field(
+        None,
         ge=0,
         le=10,  # the rest is shared by the database's readers: one connection cannot stall the others for long
         allow_inf_nan=False,
         description="after a yielding analytical read, the next one waits for this many times as long as the "
-        "read ran: 1.0 lets analytical reads run at most half of the time while transactions write; 0: no rest",
+        "read ran: 1.0 lets analytical reads run at most half of the time while transactions write; 0: no rest. "
+        "None: 1.0 embedded, where yielding reads also run at low CPU priority, 3.0 over MAPI, where the server's "
+        "threads run them and the rest is all that holds them back",
     )
     publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
     advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")

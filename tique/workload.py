@@ -8,7 +8,8 @@ aggregate, never a point read) of a connection that is not writing itself theref
 - runs on MonetDB's sequential pipeline (every operator on the calling thread, no worker threads) and, embedded,
   on this process's one low-priority thread (nice 19 on Linux), so a transaction that wants a core gets it;
 - rests after it ran for ``analytical_rest`` times as long: the next yielding read waits for the rest to end (its
-  result is not held back), so with 1.0 analytical reads run at most half of the time.
+  result is not held back), so with 1.0 (embedded) analytical reads run at most half of the time; over MAPI the
+  default is 3.0, the server's threads running the reads at their usual priority (Connection.rest_factor).
 
 Measured at TPC-C scale 1.0 on 2 cores, 4 transactional clients beside 2 analytical ones, each run between two
 runs without them: the transactions lost 38-44% with analytical reads on one MonetDB worker thread (the earlier
