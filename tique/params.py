@@ -128,9 +128,10 @@ def _short_lists(sql: str) -> tuple[tuple[int, int, int], ...]:
     closing parenthesis is, the index of its last parameter, and how many to add."""
     if "%s" not in sql:
         return ()
-    starts = {p.start: i for i, p in enumerate(p for p in scan(sql).placeholders if p.name is None)}
-    if any(p.embedded for p in scan(sql).placeholders):
+    placeholders = scan(sql).placeholders
+    if any(p.embedded for p in placeholders):
         return ()
+    starts = {p.start: i for i, p in enumerate(p for p in placeholders if p.name is None)}
     out = []
     for found in _IN_LIST.finditer(sql):
         marks = [found.start() + m.start() for m in re.finditer("%s", found.group())]

@@ -100,7 +100,7 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
     except an UPDATE's SET values, which are stored; INSERT and pass-through statements send them as given."""
     if isinstance(plan, ReadPlan):
         rendered = resolve(plan.template.param_slots, parameters, probe=True)
-        held = [s for slots in plan.key_read.key_slots for s in slots] if plan.key_read is not None else []
+        held = plan.key_read.held_slots if plan.key_read is not None else ()
         return Bound(rendered, {s: value(s, parameters) for s in held})
     if isinstance(plan, PassThrough):
         return Bound(resolve(plan.template.param_slots, parameters))
@@ -111,7 +111,7 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
         held = plan.select.param_slots if plan.key_update is not None else ()
         return Bound(rendered, {s: value(s, parameters) for s in held})
     if isinstance(plan, DeletePlan):
-        held = [s for slots in plan.row_read.key_slots for s in slots] if plan.row_read is not None else []
+        held = plan.row_read.held_slots if plan.row_read is not None else ()
         return Bound(resolve(plan.select.param_slots, parameters, probe=True), {s: value(s, parameters) for s in held})
     if isinstance(plan, InsertPlan):
         slots = _insert_slots(plan)

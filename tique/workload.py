@@ -99,8 +99,7 @@ class LowPriorityThread:
     thread runs at the process's priority."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._work = threading.Condition(self._lock)
+        self._work = threading.Condition()
         self._job: Callable[[], None] | None = None
         self._thread: threading.Thread | None = None
         self.nice: int | None = None  # the thread's nice value once it runs (None: not known or not Linux)

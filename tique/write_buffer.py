@@ -152,11 +152,12 @@ class WriteBuffer:
         # the key as the SQL literals the statement will compare, None where it pins no value
         wanted = tuple(params[s] if s else None for s in slots)
         entry = self.writes[table]
-        exact = _int_key(entry.table, wanted)
-        if exact is not None:  # one lookup, not a comparison with each pending key (a NewOrder's reads of stock)
-            return exact in entry.pending
-        # a prefix (Delivery's order lines by order): integer literals parsed once, not once per pending key
+        # integer literals parsed once, not once per pending key (Delivery's order lines by order)
         pins = [(i, _int_literal(entry.table.key_types[i], w)) for i, w in enumerate(wanted) if w is not None]
+        if len(pins) == len(wanted) and all(type(w) is int for _, w in pins):
+            # every key column an integer pinned to an integer literal: the typed key, found by one lookup, not a
+            # comparison with each pending key (a NewOrder's reads of stock)
+            return tuple(w for _, w in pins) in entry.pending
         return any(all(_pin_may_equal(key[i], w) for i, w in pins) for key in entry.pending)
 
     def forget(self, name: str) -> None:
@@ -326,18 +327,6 @@ def show(info: TableInfo, key: Key) -> str:
 
 
 _INTEGER_LITERAL = re.compile(r"'?([+-]?[0-9]+)'?")
-
-
-def _int_key(info: TableInfo, wanted: tuple[str | None, ...]) -> Key | None:
-    """The typed key a read pins, when every key column is an integer and each is pinned to an integer literal
-    (then _may_equal is equality with it); None otherwise."""
-    key = []
-    for rendered, sql_type in zip(wanted, info.key_types):
-        found = _INTEGER_LITERAL.fullmatch(rendered) if rendered is not None and int_bound(sql_type) else None
-        if found is None:
-            return None
-        key.append(int(found.group(1)))
-    return tuple(key)
 
 
 def _int_literal(sql_type: str, rendered: str) -> int | str:

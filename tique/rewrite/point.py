@@ -76,6 +76,11 @@ class KeyRead:
         options = replace(self.options, own=frozenset())
         return Template.from_tree(snapshot_reads(self.every_tree.copy(), self._lookup, options).tree)
 
+    @cached_property
+    def held_slots(self) -> tuple[str, ...]:
+        """Every parameter a key column is compared with: their values, as given, find the rows held."""
+        return tuple(s for slots in self.key_slots for s in slots)
+
     def _lookup(self, _schema: str | None, _name: str) -> TableInfo:
         return self.table  # the one table the trees read
 
