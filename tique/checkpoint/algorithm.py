@@ -58,6 +58,7 @@ from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 
 WRITE_BATCH = 1000  # Storage rows per statement
+DELETE_BATCH = 200  # keys per DELETE of Storage rows (a composite key is a conjunction each: the text stays short)
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
 STEPS = ("settled", "planned", "logged", "read", "wrote", "cleaned", "trimmed_commits", "trimmed", "finished")
 RUNNING = -1  # the errors column of a run's log row until the run finished
@@ -389,20 +390,22 @@ class Checkpointer:
         return {k for k, p in parsed.items() if p in found}
 
     def _delete_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> None:
-        """Delete the Storage rows of ``keys``, given as the engine's text of each key value."""
+        """Delete the Storage rows of ``keys``, given as the engine's text of each key value. A composite key is
+        matched by one conjunction per key, never by a join with a VALUES list: MonetDB 11.41 merges the columns
+        of a VALUES list whose values are the same up to order (``(VALUES (1, 2), (2, 1))`` reads as (1, 1),
+        (2, 2)), so such a DELETE removed other rows and left the ones it should remove (README, engine facts)."""
         types = column_types(info)
-        if len(info.key) == 1:
-            k = info.key[0]
-            where = f"{quote(k)} IN ({', '.join(from_text(v[0], types[k]) for v in keys)})"
-        else:
-            names = ", ".join(f"k{i}" for i in range(len(info.key)))
-            values = ", ".join(
-                "(" + ", ".join(from_text(v, types[k]) for v, k in zip(row, info.key)) + ")" for row in keys
-            )
-            # MonetDB resolves at most table.column here, not schema.table.column
-            match = " AND ".join(f"v.k{i} = {quote(info.storage_name)}.{quote(k)}" for i, k in enumerate(info.key))
-            where = f"EXISTS (SELECT 1 FROM (VALUES {values}) AS v({names}) WHERE {match})"
-        self.conn.execute(f"DELETE FROM {info.storage} WHERE {where}")
+        for start in range(0, len(keys), DELETE_BATCH):
+            chunk = keys[start : start + DELETE_BATCH]
+            if len(info.key) == 1:
+                k = info.key[0]
+                where = f"{quote(k)} IN ({', '.join(from_text(v[0], types[k]) for v in chunk)})"
+            else:
+                where = " OR ".join(
+                    "(" + " AND ".join(f"{quote(k)} = {from_text(v, types[k])}" for v, k in zip(row, info.key)) + ")"
+                    for row in chunk
+                )
+            self.conn.execute(f"DELETE FROM {info.storage} WHERE {where}")
 
     # ---- metadata ------------------------------------------------------------------------------------------
 
