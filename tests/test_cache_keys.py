@@ -41,6 +41,31 @@ def test_unknown_until_built_then_exact_and_growing() -> None:
     assert keys.absent(t, [(2,)]) is True and keys.absent(t, [(3,)]) is True
 
 
+def test_reads_pinning_part_of_the_key_see_every_key_with_those_values() -> None:
+    """A projection on some key columns is made at its first use and grows with every key sent after, also
+    while a rebuild reads; a rebuild starts it again from what it read."""
+    columns = (ColumnSpec("a", "INT", True), ColumnSpec("b", "BIGINT", True), ColumnSpec("c", "SMALLINT", True))
+    t = TableInfo(table_id=1, schema="sys", name="g", kind="tx", columns=columns, key=("a", "b", "c"))
+    keys = CacheKeys()
+    assert keys.absent(t, [(1, 2)], (0, 1)) is None
+    assert keys.rebuild(t, lambda limit: [(1, 2, 3)])
+    assert keys.absent(t, [(1, 2)], (0, 1)) is False and keys.absent(t, [(1, 3)], (0, 1)) is True
+    assert keys.absent(t, [(3,)], (2,)) is False and keys.absent(t, [(2, 3)], (1, 2)) is False
+    with keys.sending([(t, [(1, 3, 9)])]):
+        assert keys.absent(t, [(1, 3)], (0, 1)) is False  # the projection made before the send grows
+        assert keys.absent(t, [(1, 9)], (0, 2)) is False  # and one made after it has the key
+    assert keys.absent(t, [(1, 3)], (0, 1)) is False
+
+    def read(limit: int) -> list[tuple[Any, ...]]:
+        with keys.sending([(t, [(5, 5, 5)])]):
+            pass
+        return [(1, 2, 3)]
+
+    assert keys.rebuild(t, read)
+    assert keys.absent(t, [(1, 3)], (0, 1)) is True  # (1, 3, 9) is not in the Cache any more
+    assert keys.absent(t, [(5, 5)], (0, 1)) is False and keys.absent(t, [(1, 2)], (0, 1)) is False
+
+
 def test_rows_sent_while_a_rebuild_reads_are_kept() -> None:
     """The rebuild's SELECT may have begun before a send committed: the key must survive the rebuild."""
     keys, t = CacheKeys(), table()

@@ -57,6 +57,30 @@ def _identity(info: TableInfo) -> tuple[Any, ...]:
     return (info.table_id, info.key, info.key_types)
 
 
+class _KeySet:
+    """A table's keys that may have a Cache row, and the same keys projected on the key columns that reads pin
+    (Delivery's order lines by order: the first three of four), each projection made at its first use and grown
+    with the keys. Changed only under CacheKeys' lock; looked up without it."""
+
+    def __init__(self, keys: set[Key]) -> None:
+        self.keys = keys
+        self._projections: dict[tuple[int, ...], set[Key]] = {}
+
+    def add(self, keys: list[Key]) -> None:
+        self.keys.update(keys)
+        for positions, projected in self._projections.items():
+            projected.update(tuple(k[i] for i in positions) for k in keys)
+
+    def projection(self, positions: tuple[int, ...], lock: threading.Lock) -> set[Key]:
+        found = self._projections.get(positions)
+        if found is None:
+            with lock:  # keys are added under the lock: none is missed while the projection is made
+                found = self._projections.get(positions)
+                if found is None:
+                    found = self._projections[positions] = {tuple(k[i] for i in positions) for k in self.keys}
+        return found
+
+
 @dataclass(eq=False)  # each rebuild's own window: found in the list by identity (two with equal keys are two)
 class _Building:
     added: set[Key] = field(default_factory=set)  # keys sent since the rebuild began
@@ -68,7 +92,7 @@ class CacheKeys:
     def __init__(self, max_keys: int = MAX_KEYS) -> None:
         self.max_keys = max_keys
         self._lock = threading.Lock()
-        self._keys: dict[str, tuple[tuple[Any, ...], set[Key]]] = {}  # built tables only: (_identity, keys)
+        self._keys: dict[str, tuple[tuple[Any, ...], _KeySet]] = {}  # built tables only: (_identity, keys)
         self._too_big: set[str] = set()  # tables whose Cache had too many rows at their last rebuild
         self._building: dict[str, list[_Building]] = {}
         self._sending: dict[str, Counter[Key]] = {}  # keys of rows being sent now (a multiset: several senders)
@@ -77,17 +101,22 @@ class CacheKeys:
 
     # ---- readers -------------------------------------------------------------------------------------------
 
-    def absent(self, info: TableInfo, keys: Iterable[Key] | None) -> bool | None:
+    def absent(self, info: TableInfo, keys: Iterable[Key] | None, positions: tuple[int, ...] = ()) -> bool | None:
         """True: no Cache row of ``info`` has any of ``keys`` (``None``: no Cache row at all). False: some may.
-        None: not known yet (the table was never built, or DDL changed it since): ``rebuild`` it to know."""
+        None: not known yet (the table was never built, or DDL changed it since): ``rebuild`` it to know.
+        ``positions``: ``keys`` give the values of these key columns only (a read pinning part of the key), and
+        a Cache row counts when its key has those values there."""
         if self._ddl:
             return False
-        known = self._built(info)
-        if known is None:
+        built = self._built(info)
+        if built is None:
             return False if info.cache in self._too_big else None
-        return not known if keys is None else not any(k in known for k in keys)
+        if keys is None:
+            return not built.keys
+        known = built.projection(positions, self._lock) if positions else built.keys
+        return not any(k in known for k in keys)
 
-    def _built(self, info: TableInfo) -> set[Key] | None:
+    def _built(self, info: TableInfo) -> _KeySet | None:
         """The set read for this very table entry, if one is installed (a dict read: atomic under the GIL)."""
         built = self._keys.get(info.cache)
         return built[1] if built is not None and built[0] == _identity(info) else None
@@ -103,7 +132,7 @@ class CacheKeys:
             for name, keys in batch:
                 built = self._keys.get(name)
                 if built is not None:  # whatever table it was read for: more keys only cost a Cache branch
-                    built[1].update(keys)
+                    built[1].add(keys)
                 for building in self._building.get(name, ()):
                     building.added.update(keys)
                 self._sending.setdefault(name, Counter()).update(keys)
@@ -172,7 +201,7 @@ class CacheKeys:
                 self._keys.pop(name, None)
                 self._too_big.add(name)  # until the checkpointer has cleaned it: not read at every key read
                 return False
-            self._keys[name] = (_identity(info), keys | building.added)
+            self._keys[name] = (_identity(info), _KeySet(keys | building.added))
             self._too_big.discard(name)
             return True
 
@@ -181,17 +210,19 @@ class CacheKeys:
         if not self._building[name]:
             del self._building[name]
 
-    def lacks(self, info: TableInfo, keys: Iterable[Key] | None, conn: RawConnection) -> bool:
+    def lacks(
+        self, info: TableInfo, keys: Iterable[Key] | None, conn: RawConnection, positions: tuple[int, ...] = ()
+    ) -> bool:
         """``absent``, building the table's set through ``conn`` at its first use (or since DDL); False when the
         set cannot be known (the rebuild failed or found too many rows)."""
         keys = None if keys is None else list(keys)
-        absent = self.absent(info, keys)
+        absent = self.absent(info, keys, positions)
         if absent is None:
             try:
                 self.rebuild_from(info, conn)
             except DatabaseError:
                 return False
-            absent = self.absent(info, keys)
+            absent = self.absent(info, keys, positions)
         return bool(absent)
 
     def rebuild_from(self, info: TableInfo, conn: RawConnection) -> bool:

@@ -296,11 +296,13 @@ class Connection:
         txn = self.transaction()
         if self.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
             plan, bound = self._planned(operation, parameters)
-        if isinstance(plan, ReadPlan) and plan.key_read is None:
-            stored = txn.storage_only(plan.reads)
-            if stored:  # planned again, for the tables with no Cache row: a plan per such set is cached
-                plan, bound = self._planned(operation, parameters, stored)
         try:
+            if _engine_reads(plan):  # it may send pending writes first: inside, as the statement's own errors
+                bound = bound or bind_plan(plan, parameters)
+                names = plan.names if isinstance(plan, ReadPlan) else None
+                stored = txn.storage_only(plan.reads, plan.point_keys, bound, names)  # type: ignore[union-attr]
+                if stored:  # planned again, to read those tables' Storage alone: a plan per such set is cached
+                    plan, bound = self._planned(operation, parameters, stored)
             executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
         except ProgrammingError as exc:
             if self.autocommit:
@@ -619,6 +621,14 @@ class Connection:
                 self.rollback()
                 raise
         raise AssertionError("unreachable")
+
+
+def _engine_reads(plan: Plan) -> bool:
+    """Does the engine read the snapshot for ``plan``: a read or a write by other than whole keys (whole keys are
+    read from the rows held or by a key read, which chooses its own form)?"""
+    if isinstance(plan, ReadPlan):
+        return plan.key_read is None
+    return isinstance(plan, (UpdatePlan, DeletePlan)) and plan.row_read is None
 
 
 def _read_part(plan: Plan) -> tuple[frozenset[str], PointKeys] | None:

@@ -100,7 +100,7 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
     except an UPDATE's SET values, which are stored; INSERT and pass-through statements send them as given."""
     if isinstance(plan, ReadPlan):
         rendered = resolve(plan.template.param_slots, parameters, probe=True)
-        held = plan.key_read.held_slots if plan.key_read is not None else ()
+        held = plan.key_read.held_slots if plan.key_read is not None else _pinned_slots(plan)
         return Bound(rendered, {s: value(s, parameters) for s in held})
     if isinstance(plan, PassThrough):
         return Bound(resolve(plan.template.param_slots, parameters))
@@ -108,16 +108,22 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
         for slot, column in plan.numbers:
             check_number(value(slot, parameters), plan.table.column(column).sql_type, column, plan.table.name)
         rendered = resolve(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots)
-        held = plan.select.param_slots if plan.key_update is not None else ()
+        held = plan.select.param_slots if plan.key_update is not None else _pinned_slots(plan)
         return Bound(rendered, {s: value(s, parameters) for s in held})
     if isinstance(plan, DeletePlan):
-        held = plan.row_read.held_slots if plan.row_read is not None else ()
+        held = plan.row_read.held_slots if plan.row_read is not None else _pinned_slots(plan)
         return Bound(resolve(plan.select.param_slots, parameters, probe=True), {s: value(s, parameters) for s in held})
     if isinstance(plan, InsertPlan):
         slots = _insert_slots(plan)
         rendered = resolve(slots, parameters)  # also checks that every value can be quoted
         return Bound(rendered, {s: value(s, parameters) for s in slots})
     return Bound()
+
+
+def _pinned_slots(plan: ReadPlan | UpdatePlan | DeletePlan) -> tuple[str, ...]:
+    """The slots a read pins key columns to (PointKeys): their values choose whether it reads Storage alone
+    (Transaction.storage_only)."""
+    return tuple(slot for _, slots in plan.point_keys for slot in slots if slot)
 
 
 def _insert_slots(plan: InsertPlan) -> tuple[str, ...]:

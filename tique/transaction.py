@@ -178,14 +178,8 @@ class Transaction:
             return None  # the engine's read refuses it, and says so
         columns: list[list[Any]] = []
         for params, name in zip(slots, info.key):
-            sql_type = info.column(name).sql_type
             given = [values[s] for s in params]
-            if not all(v is not None and natural(v, sql_type) for v in given):
-                return None
-            try:
-                if any(coerce(v, sql_type, name) != v for v in given):
-                    return None
-            except DataError:  # a value the key column cannot hold: the engine finds no row, or says why
+            if not _compared_as_given(info, name, given):
                 return None
             columns.append(given)
         return list(dict.fromkeys(typed_key(info, combination) for combination in itertools.product(*columns)))
@@ -265,19 +259,58 @@ class Transaction:
         self.flush(self.buffer.to_flush(plan.reads, plan.point_keys, bound.rendered))
         return self.cache_keys.lacks(read.table, keys, self.conn)
 
-    def storage_only(self, reads: Iterable[str]) -> frozenset[str]:
-        """The tables of ``reads`` no Cache row has at all (tique/cache_keys.py), and this transaction has written
-        nothing to: their Storage rows are the snapshot's, so a read needs neither the Cache branch nor the
-        anti-join. Asked after the begin: a commit the snapshot sees had its rows in the Cache before it."""
+    def storage_only(
+        self,
+        reads: Iterable[str],
+        point_keys: PointKeys = (),
+        bound: Bound | None = None,
+        names: frozenset[str] | None = None,
+    ) -> frozenset[str]:
+        """The tables of ``reads`` whose Storage rows are the snapshot's for this statement (tique/cache_keys.py),
+        so that its read needs neither the Cache branch nor the anti-join: those no Cache row has at all and this
+        transaction has written nothing to, and those it reads by key values (``point_keys``, with ``bound``'s
+        values) that no Cache row's key has, once the transaction's own pending writes the read needs are sent
+        (``names``: as ``to_flush``; a pending write the read need not see changes none of the rows it finds,
+        the order lines' SUM(ol_amount) after their UPDATE of ol_delivery_d). Asked after the begin: a commit the
+        snapshot sees had its rows in the Cache before it."""
         known = self.cache_keys
         if known is None or self.settings.unsafe_read_latest:
             return frozenset()
+        pinned = dict(point_keys)
         out = []
         for name in reads:
             info = self.db.catalog.named(name)
-            if info is not None and name not in self.buffer.writes and known.lacks(info, None, self.conn):
+            if info is None:
+                continue
+            if name not in self.buffer.writes and known.lacks(info, None, self.conn):
+                out.append(name)
+                continue
+            pins = self._pinned_values(info, pinned.get(name), bound)
+            if pins is None:
+                continue
+            positions, key = pins
+            self.flush(self.buffer.to_flush([name], point_keys, bound.rendered, names))  # type: ignore[union-attr]
+            if known.lacks(info, [key], self.conn, positions):
                 out.append(name)
         return frozenset(out)
+
+    def _pinned_values(
+        self, info: TableInfo, slots: tuple[str, ...] | None, bound: Bound | None
+    ) -> tuple[tuple[int, ...], Key] | None:
+        """The key columns a read pins to one value each (their positions in the key) and those values, as the
+        engine compares them; None when it pins none, or a value is not one the column holds as given."""
+        if slots is None or bound is None or not any(slots):
+            return None
+        positions = tuple(i for i, slot in enumerate(slots) if slot)
+        values = []
+        for i in positions:
+            if slots[i] not in bound.values:
+                return None
+            value = bound.values[slots[i]]
+            if not _compared_as_given(info, info.key[i], [value]):
+                return None
+            values.append(value)
+        return positions, tuple(values)
 
     def _hold_found(self, info: TableInfo, keys: list[Key], rows: list[Row]) -> list[Row | None]:
         """Hold what a read of ``keys`` found: its ``rows`` (whole, in stored order), and no row for the rest;
@@ -643,3 +676,15 @@ def _naming(info: TableInfo, verb: str, columns: Sequence[str]) -> Iterator[None
             raise
         names = ", ".join(repr(c) for c in columns)
         raise DataError(f"{verb} table {info.name!r} (columns {names}): {exc}", exc.sqlstate) from None
+
+
+def _compared_as_given(info: TableInfo, column: str, given: list[Any]) -> bool:
+    """Does the engine compare key column ``column`` with each of ``given`` as the value it is in Python: a value
+    of the column's own kind that the column holds unchanged (not one it would round or convert by its rules)?"""
+    sql_type = info.column(column).sql_type
+    if not all(v is not None and natural(v, sql_type) for v in given):
+        return False
+    try:
+        return all(coerce(v, sql_type, column) == v for v in given)
+    except DataError:  # a value the key column cannot hold: the engine finds no row, or says why
+        return False
