@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from tique.catalog import Catalog, TableInfo
@@ -154,10 +155,15 @@ class WriteBuffer:
         entry = self.writes[table]
         # integer literals parsed once, not once per pending key (Delivery's order lines by order)
         pins = [(i, _int_literal(entry.table.key_types[i], w)) for i, w in enumerate(wanted) if w is not None]
-        if len(pins) == len(wanted) and all(type(w) is int for _, w in pins):
-            # every key column an integer pinned to an integer literal: the typed key, found by one lookup, not a
-            # comparison with each pending key (a NewOrder's reads of stock)
-            return tuple(w for _, w in pins) in entry.pending
+        if pins and all(type(w) is int for _, w in pins):
+            # integer key columns pinned to integer literals (their pending values are ints): every key column
+            # pinned is the typed key, found by one lookup (a NewOrder's reads of stock); some, the pinned values
+            # compared in C with each pending key's (Delivery's order lines by order)
+            target = tuple(w for _, w in pins)
+            if len(pins) == len(wanted):
+                return target in entry.pending
+            get = itemgetter(*(i for i, _ in pins))
+            return (target if len(pins) > 1 else target[0]) in map(get, entry.pending)
         return any(all(_pin_may_equal(key[i], w) for i, w in pins) for key in entry.pending)
 
     def forget(self, name: str) -> None:
