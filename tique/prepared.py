@@ -34,6 +34,7 @@ DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re
 # fails, and the statement then runs as text). A literal of another form is not prepared.
 _DECIMAL = re.compile(r"-?(\d*)\.(\d*)")
 _TYPED = re.compile(r"(DATE|TIME\(\d\)|TIMESTAMP\(\d\)) '")
+_TIMESTAMP = re.compile(r"TIMESTAMP '")  # a datetime as pymonetdb writes it: at most microseconds
 _BARE = re.compile(r"-?\d+|'(?:[^']|'')*'|NULL|(?i:true|false)")
 UNPREPARABLE = "unpreparable"
 
@@ -51,6 +52,8 @@ def parameter_type(literal: str) -> str | None:
         return "DOUBLE"
     if (typed := _TYPED.match(literal)) is not None:
         return typed.group(1)
+    if _TIMESTAMP.match(literal):
+        return "TIMESTAMP(6)"
     return UNPREPARABLE
 
 

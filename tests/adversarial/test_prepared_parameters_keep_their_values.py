@@ -25,6 +25,15 @@ CASES: list[tuple[str, tuple[Any, ...]]] = [
     ("SELECT k FROM {t} WHERE k = 1 AND f = %s", (1.50000001,)),
     ("SELECT k FROM {t} WHERE k = 1 AND ts = %s", (datetime.datetime(2020, 1, 1, 10, 0, 0, 123400),)),
     ("SELECT k FROM {t} WHERE k = 1 AND ts < %s", (datetime.datetime(2020, 1, 1, 10, 0, 0, 123400),)),
+    ("SELECT k FROM {t} WHERE k = 1 AND ts = %s", (datetime.datetime(2020, 1, 1, 10, 0, 0, 123000),)),
+    ("SELECT k FROM {t} WHERE k = 1 AND ts > %s", (datetime.datetime(2020, 1, 1, 10, 0, 0),)),
+    ("SELECT k FROM {t} WHERE k = 1 AND ts0 = %s", (datetime.datetime(2020, 1, 1, 10, 0, 0, 400000),)),
+    ("SELECT k FROM {t} WHERE k = 1 AND ts0 = %s", (datetime.datetime(2020, 1, 1, 10, 0, 0),)),
+    ("SELECT k FROM {t} WHERE k = 1 AND ts0 < %s", (datetime.datetime(2020, 1, 1, 10, 0, 0, 1),)),
+    (
+        "SELECT CAST(%s AS VARCHAR(40)), ts0 FROM {t} WHERE k = 1",
+        (datetime.datetime(1999, 12, 31, 23, 59, 59, 999999),),
+    ),
     ("SELECT k FROM {t} WHERE k = 1 AND s = %s", ("abcdefgh",)),
     ("SELECT k FROM {t} WHERE k = 1 AND sm = %s", (70000,)),
     ("SELECT k FROM {t} WHERE k = 1 AND i = %s", (3000000000,)),
@@ -36,9 +45,12 @@ def _table(conn: tique.Connection, name: str) -> None:
     cur = conn.cursor()
     cur.execute(
         f"CREATE TABLE {name} (k INT PRIMARY KEY, b DECIMAL(12,2), i INT, sm SMALLINT, f REAL, ts TIMESTAMP(3), "
-        "s VARCHAR(5))"
+        "ts0 TIMESTAMP(0), s VARCHAR(5))"
     )
-    cur.execute(f"INSERT INTO {name} VALUES (1, 0, 1, 5, 1.5, TIMESTAMP '2020-01-01 10:00:00.123', 'abcde')")
+    cur.execute(
+        f"INSERT INTO {name} VALUES (1, 0, 1, 5, 1.5, TIMESTAMP '2020-01-01 10:00:00.123', "
+        "TIMESTAMP '2020-01-01 10:00:00', 'abcde')"
+    )
     conn.commit()
 
 
@@ -70,3 +82,14 @@ def test_prepared_updates_write_the_exact_value(connect: Connect, unique_name: C
         conn.commit()
     cur.execute(f"SELECT b FROM {name} WHERE k = 1")
     assert cur.fetchall() == [(Decimal("105364.52"),)]
+    for micro in (0, 123456, 999999, 500000):  # the second and later runs are prepared
+        when = datetime.datetime(2021, 3, 4, 5, 6, 7, micro)
+        cur.execute(f"UPDATE {name} SET ts = %s, ts0 = %s WHERE i = %s", (when, when, 1))  # the engine reads
+        conn.commit()
+        cur.execute(f"SELECT ts, ts0 FROM {name} WHERE k = 1")
+        text = connect(prepare=False)
+        tcur = text.cursor()
+        tcur.execute("SELECT CAST(%s AS TIMESTAMP(3)), CAST(%s AS TIMESTAMP(0))", (when, when))
+        assert cur.fetchall() == tcur.fetchall(), micro
+        text.close()
+        conn.commit()
