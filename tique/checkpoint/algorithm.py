@@ -21,7 +21,10 @@ or gone without committing (rolled back, died). Steps (each named for the crash 
    L_t, every column as the engine's own text (a read-only statement: a statement that writes must not read a
    table others append to). ``wrote``: those versions replace the keys' rows in Storage (a tombstone deletes
    the key), cast back from that text by the engine, so no value ever passes through a Python type. Only the
-   checkpointer writes Storage, so these statements never conflict.
+   checkpointer writes Storage, so these statements never conflict. ``checked``: Storage holds every moved
+   version as the Cache does, read again in one read-only statement (else the table's Cache rows and all
+   metadata stay for the next run: MonetDB can misread a scan of a table others write, and the Cache row is the
+   last right copy).
    ``cleaned``: ``DELETE FROM T__cache WHERE tq_txid < L_t``. MonetDB aborts a DELETE on a table others
    appended to meanwhile; appends never lose, so the checkpointer retries with back-off and, failing that,
    leaves the rows for the next run (Storage already has their newest stable version).
@@ -60,7 +63,18 @@ from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 WRITE_BATCH = 1000  # Storage rows per statement
 DELETE_BATCH = 200  # keys per DELETE of Storage rows (a composite key is a conjunction each: the text stays short)
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
-STEPS = ("settled", "planned", "logged", "read", "wrote", "cleaned", "trimmed_commits", "trimmed", "finished")
+STEPS = (
+    "settled",
+    "planned",
+    "logged",
+    "read",
+    "wrote",
+    "checked",
+    "cleaned",
+    "trimmed_commits",
+    "trimmed",
+    "finished",
+)
 RUNNING = -1  # the errors column of a run's log row until the run finished
 
 
@@ -74,6 +88,7 @@ class TableReport:
     removed: int = 0  # rows deleted from Storage (their newest stable version is a delete)
     cleaned: int = 0  # Cache rows deleted
     deferred: bool = False  # the Cache delete kept conflicting: left for the next run
+    mismatched: int = 0  # moved keys whose Storage row differs from their Cache version read again: not cleaned
 
 
 @dataclass
@@ -101,7 +116,7 @@ class CheckpointReport:
         return sum(t.cleaned for t in self.tables.values())
 
     def line(self) -> str:
-        deferred = [n for n, t in self.tables.items() if t.deferred] + self.deferred
+        deferred = [n for n, t in self.tables.items() if t.deferred or t.mismatched] + self.deferred
         return (
             f"checkpoint: horizon {self.horizon} (sts {self.sts}), below txid {self.low_txid}: "
             f"{self.moved} versions to Storage, {self.cleaned} Cache rows and {self.metadata_trimmed} metadata rows "
@@ -115,6 +130,19 @@ class CheckpointReport:
         out = asdict(self)
         out["moved"], out["cleaned"] = self.moved, self.cleaned
         return out
+
+
+def _newest(info: TableInfo, horizon: int, low: int) -> str:
+    """Every stored column and ``tq_deleted`` of the newest committed version at or below ``horizon`` of each key
+    with a committed version from an id below ``low``: what a run moves."""
+    key = ", ".join(f"c.{quote(k)}" for k in info.key)
+    ccols = ", ".join(f"c.{quote(c)}" for c in info.stored_names)
+    return (
+        f"SELECT * FROM (SELECT {ccols}, c.tq_deleted, ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY o.cts DESC, "
+        f"c.tq_seq DESC) AS tq_rk, MIN(c.tq_txid) OVER (PARTITION BY {key}) AS tq_lo FROM {info.cache} AS c "
+        f"JOIN tique.outcomes AS o ON o.txid = c.tq_txid WHERE o.ok AND o.cts <= {horizon}) AS z "
+        f"WHERE tq_rk = 1 AND tq_lo < {low}"
+    )
 
 
 def _conflict(exc: Exception) -> bool:
@@ -240,7 +268,12 @@ class Checkpointer:
             try:
                 table_low = self._table_low(info, report.horizon, report.low_txid)
                 trim_below = min(trim_below, table_low)
-                report.tables[name] = self._table(info, report.horizon, table_low, report)
+                table = report.tables[name] = self._table(info, report.horizon, table_low, report)
+                if table.mismatched:  # its Cache rows must stay visible: no metadata trimmed this run
+                    report.errors.append(
+                        f"{name}: {table.mismatched} versions written to Storage read back otherwise than the Cache "
+                        "holds them (a misread scan?); they stay in the Cache, the next run writes them again"
+                    )
             except DatabaseError as exc:
                 report.errors.append(f"{name}: {exc}")
             self.acquire()  # renew the lock between tables
@@ -314,16 +347,9 @@ class Checkpointer:
         out = TableReport()
         cols = list(info.stored_names)
         types = column_types(info)
-        key = ", ".join(f"c.{quote(k)}" for k in info.key)
-        ccols = ", ".join(f"c.{quote(c)}" for c in cols)
         plain = ", ".join(quote(c) for c in cols)
         texts = ", ".join(f"CAST({quote(c)} AS CLOB)" for c in cols)  # the engine's own text of every value
-        rows = self.conn.execute(
-            f"SELECT {texts}, tq_deleted FROM (SELECT {ccols}, c.tq_deleted, ROW_NUMBER() OVER (PARTITION BY {key} "
-            f"ORDER BY o.cts DESC, c.tq_seq DESC) AS tq_rk, MIN(c.tq_txid) OVER (PARTITION BY {key}) AS tq_lo "
-            f"FROM {info.cache} AS c JOIN tique.outcomes AS o ON o.txid = c.tq_txid "
-            f"WHERE o.ok AND o.cts <= {horizon}) AS z WHERE tq_rk = 1 AND tq_lo < {low}"
-        ).rows
+        rows = self.conn.execute(f"SELECT {texts}, tq_deleted FROM ({_newest(info, horizon, low)}) AS z").rows
         self._hook("read")
         key_pos = [cols.index(k) for k in info.key]
         rows = [zero_keys(r, key_pos) for r in rows]
@@ -344,6 +370,11 @@ class Checkpointer:
             out.removed += len(batch) - len(live)
             self.acquire()  # renew the lock: a big table takes many batches
             self._hook("wrote")
+        if rows:
+            out.mismatched = self._mismatched(info, horizon, low)
+            self._hook("checked")
+            if out.mismatched:  # the Cache keeps them (they outrank Storage); the next run writes them again
+                return out
         cleaned = self._retrying(f"DELETE FROM {info.cache} WHERE tq_txid < {low}", report)
         if cleaned is None:
             out.deferred = True
@@ -355,6 +386,26 @@ class Checkpointer:
             with contextlib.suppress(DatabaseError):  # failing, the set stays as it was: a superset still
                 known.rebuild_from(info, self.conn)
         return out
+
+    def _mismatched(self, info: TableInfo, horizon: int, low: int) -> int:
+        """How many of the keys this run moved have a Storage row other than their version in the Cache, read
+        again (a tombstone's key: any row). The Cache rows are deleted only when none: a scan of a table others
+        are writing can return '' for a stored string (README, engine facts), and a version misread so, once
+        copied, would be the only one left. Compared as the engine's text, in one read-only statement; a misread
+        in this check only keeps the rows a run longer."""
+        on = " AND ".join(f"s.{quote(k)} = c.{quote(k)}" for k in info.key)
+        first = quote(info.key[0])
+        differs = " OR ".join(
+            f"(s.{c} IS NULL) <> (c.{c} IS NULL) OR CAST(s.{c} AS CLOB) <> CAST(c.{c} AS CLOB)"
+            for c in (quote(name) for name in info.stored_names if name not in info.key)
+        )
+        live = f"s.{first} IS NULL" + (f" OR {differs}" if differs else "")
+        return int(
+            self.conn.execute(
+                f"SELECT COUNT(*) FROM ({_newest(info, horizon, low)}) AS c LEFT JOIN {info.storage} AS s ON {on} "
+                f"WHERE CASE WHEN c.tq_deleted THEN s.{first} IS NOT NULL ELSE {live} END"
+            ).scalar()
+        )
 
     def _stored_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> set[tuple[Any, ...]] | None:
         """Which of ``keys`` (engine text) Storage holds, so that only those are deleted: a DELETE on Storage
