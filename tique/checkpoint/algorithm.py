@@ -61,7 +61,6 @@ from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 
 WRITE_BATCH = 1000  # Storage rows per statement
-DELETE_BATCH = 200  # keys per DELETE of Storage rows (a composite key is a conjunction each: the text stays short)
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
 STEPS = (
     "settled",
@@ -171,6 +170,7 @@ class Checkpointer:
         self.catalog = Catalog()
         self.step_hook = step_hook  # tests pause or kill the checkpointer at named steps
         self._quiet: tuple[int, ...] | None = None  # the counters of the last run that found nothing to do
+        self._key_tables: dict[tuple[str, ...], str] = {}  # the session's scratch table per composite key's types
         check_database(conn)
         self._ensure_log()
 
@@ -442,21 +442,36 @@ class Checkpointer:
 
     def _delete_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> None:
         """Delete the Storage rows of ``keys``, given as the engine's text of each key value. A composite key is
-        matched by one conjunction per key, never by a join with a VALUES list: MonetDB 11.41 merges the columns
-        of a VALUES list whose values are the same up to order (``(VALUES (1, 2), (2, 1))`` reads as (1, 1),
-        (2, 2)), so such a DELETE removed other rows and left the ones it should remove (README, engine facts)."""
+        matched by a join with a table of this session holding the keys, never with a VALUES list: MonetDB 11.41
+        merges the columns of a VALUES list whose values are the same up to order (``(VALUES (1, 2), (2, 1))``
+        reads as (1, 1), (2, 2)), so such a DELETE removed other rows and left the ones it should remove (README,
+        engine facts). One conjunction per key (``a = 1 AND b = 2 OR ...``) is right too, but costs a pass over
+        the table per few keys: 60 ms for 200 keys of a 1.2M-row table, against about 30 ms for 1000 joined."""
         types = column_types(info)
-        for start in range(0, len(keys), DELETE_BATCH):
-            chunk = keys[start : start + DELETE_BATCH]
-            if len(info.key) == 1:
-                k = info.key[0]
-                where = f"{quote(k)} IN ({', '.join(from_text(v[0], types[k]) for v in chunk)})"
-            else:
-                where = " OR ".join(
-                    "(" + " AND ".join(f"{quote(k)} = {from_text(v, types[k])}" for v, k in zip(row, info.key)) + ")"
-                    for row in chunk
-                )
-            self.conn.execute(f"DELETE FROM {info.storage} WHERE {where}")
+        if len(info.key) == 1:
+            k = info.key[0]
+            self.conn.execute(
+                f"DELETE FROM {info.storage} WHERE {quote(k)} IN ({', '.join(from_text(v[0], types[k]) for v in keys)})"
+            )
+            return
+        scratch = self._key_table(tuple(types[k] for k in info.key))
+        rows = ", ".join("(" + ", ".join(from_text(v, types[k]) for v, k in zip(row, info.key)) + ")" for row in keys)
+        self.conn.execute(f"DELETE FROM {scratch}")
+        self.conn.execute(f"INSERT INTO {scratch} VALUES {rows}")  # a plain INSERT's VALUES are read right
+        # MonetDB resolves at most table.column here, not schema.table.column
+        match = " AND ".join(f"v.k{i} = {quote(info.storage_name)}.{quote(k)}" for i, k in enumerate(info.key))
+        self.conn.execute(f"DELETE FROM {info.storage} WHERE EXISTS (SELECT 1 FROM {scratch} AS v WHERE {match})")
+
+    def _key_table(self, types: tuple[str, ...]) -> str:
+        """A temporary table of this session with columns k0, k1, ... of ``types`` (made at its first use; only
+        this session sees it, so its writes conflict with nobody's)."""
+        name = self._key_tables.get(types)
+        if name is None:
+            name = f"tmp.tq_keys_{len(self._key_tables)}"
+            columns = ", ".join(f"k{i} {t}" for i, t in enumerate(types))
+            self.conn.execute(f"CREATE LOCAL TEMPORARY TABLE {name} ({columns}) ON COMMIT PRESERVE ROWS")
+            self._key_tables[types] = name
+        return name
 
     # ---- metadata ------------------------------------------------------------------------------------------
 
