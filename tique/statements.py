@@ -24,6 +24,7 @@ from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.point import KeyRead, key_read
 from tique.rewrite.reads import PointKeys, ReadOptions, names_read, snapshot_reads
 from tique.rewrite.template import Template
+from tique.rewrite.values_lists import values_as_unions
 from tique.rewrite.writes import (
     DeletePlan,
     InsertPlan,
@@ -318,6 +319,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
     ):
         return DDL(tree, sql)
+    tree = values_as_unions(tree)  # MonetDB misreads some VALUES tables (rewrite/values_lists.py)
     try:
         if isinstance(tree, exp.Insert):
             return plan_insert(tree, lookup, options)
