@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tique import commit as commit_protocol
 from tique import privileges
+from tique.cache_keys import eligible
 from tique.catalog import TableInfo, schema_hash
 from tique.commit import CommitResult as CommitResult
 from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
@@ -285,8 +286,8 @@ class Transaction:
             if name not in self.buffer.writes and known.lacks(info, None, self.conn):
                 out.append(name)
                 continue
-            pins = self._pinned_values(info, pinned.get(name), bound)
-            if pins is None:
+            pins = self._pinned_values(info, pinned.get(name), bound) if eligible(info) else None
+            if pins is None:  # (a table no set is kept for: nothing to send for it before the statement runs)
                 continue
             positions, key = pins
             self.flush(self.buffer.to_flush([name], point_keys, bound.rendered, names))  # type: ignore[union-attr]

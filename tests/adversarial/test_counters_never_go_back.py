@@ -16,7 +16,18 @@ import pytest
 
 from tests.conftest import ROOT
 
-STEPS = ["settled", "planned", "logged", "read", "wrote", "checked", "cleaned", "trimmed_commits", "trimmed", "finished"]
+STEPS = [
+    "settled",
+    "planned",
+    "logged",
+    "read",
+    "wrote",
+    "checked",
+    "cleaned",
+    "trimmed_commits",
+    "trimmed",
+    "finished",
+]
 
 
 def client(*args: str) -> subprocess.CompletedProcess[str]:

@@ -467,7 +467,9 @@ class Checkpointer:
         this session sees it, so its writes conflict with nobody's)."""
         name = self._key_tables.get(types)
         if name is None:
-            name = f"tmp.tq_keys_{len(self._key_tables)}"
+            # named for this checkpointer: another one on the same session (a temporary table outlives its maker)
+            # must not find the name taken
+            name = f"tmp.tq_keys_{self.owner:x}_{len(self._key_tables)}"
             columns = ", ".join(f"k{i} {t}" for i, t in enumerate(types))
             self.conn.execute(f"CREATE LOCAL TEMPORARY TABLE {name} ({columns}) ON COMMIT PRESERVE ROWS")
             self._key_tables[types] = name
