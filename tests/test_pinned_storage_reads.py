@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 import tique
+from tests.bursts import run_in_bursts
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -325,28 +325,5 @@ def transfers(url: str, seconds: float = 20) -> dict[str, Any]:
         finally:
             conn.close()
 
-    checkpointer = Checkpointer(open_engine(url).connect())
-
-    def checkpointing() -> None:
-        try:
-            while not stop.is_set():
-                checkpointer.run_once()
-                time.sleep(0.05)
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(f"checkpointer: {exc!r}")
-
-    threads = [threading.Thread(target=writer, args=(s,)) for s in (1, 2)]
-    threads += [threading.Thread(target=reader) for _ in range(2)] + [threading.Thread(target=checkpointing)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not errors:
-        writing.set()  # bursts of writes, then pauses in which the checkpointer empties the Cache
-        time.sleep(0.4)
-        writing.clear()
-        time.sleep(0.6)
-    stop.set()
-    for t in threads:
-        t.join(60)
-    checkpointer.conn.close()
+    run_in_bursts(url, writer, reader, stop, writing, errors, seconds)
     return {"errors": errors, "forms": forms}

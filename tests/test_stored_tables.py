@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 import tique
+from tests.bursts import run_in_bursts
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -263,30 +263,10 @@ def transfers(url: str) -> dict[str, Any]:
         finally:
             conn.close()
 
-    checkpointer = Checkpointer(open_engine(url).connect())
-
-    def checkpointing() -> None:
-        try:
-            while not stop.is_set():
-                checkpointer.run_once()
-                time.sleep(0.05)
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(f"checkpointer: {exc!r}")
-
-    threads = [threading.Thread(target=writer, args=(s,)) for s in (1, 2)]
-    threads += [threading.Thread(target=reader) for _ in range(2)] + [threading.Thread(target=checkpointing)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not errors and (forms["storage"] < 20 or forms["cache"] < 20):
-        writing.set()  # bursts of transfers, then pauses
-        time.sleep(0.5)
-        writing.clear()
-        time.sleep(0.8)
-    stop.set()
-    for t in threads:
-        t.join(60)
-    checkpointer.conn.close()
+    run_in_bursts(
+        url, writer, reader, stop, writing, errors, 30, burst=0.5, pause=0.8,
+        enough=lambda: forms["storage"] >= 20 and forms["cache"] >= 20,
+    )  # fmt: skip
     return {"errors": errors, "forms": forms}
 
 

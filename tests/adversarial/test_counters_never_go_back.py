@@ -15,19 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tique.checkpoint import STEPS as CHECKPOINT_STEPS
 
-STEPS = [
-    "settled",
-    "planned",
-    "logged",
-    "read",
-    "wrote",
-    "checked",
-    "cleaned",
-    "trimmed_commits",
-    "trimmed",
-    "finished",
-]
+STEPS = list(CHECKPOINT_STEPS)  # a kill at every step boundary
 
 
 def client(*args: str) -> subprocess.CompletedProcess[str]:
