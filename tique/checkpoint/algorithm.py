@@ -61,7 +61,6 @@ from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 
 WRITE_BATCH = 1000  # Storage rows per statement
-MISMATCH_RUNS = 3  # runs in a row a table's read-back may differ before its Cache is cleaned all the same
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
 STEPS = (
     "settled",
@@ -89,7 +88,7 @@ class TableReport:
     cleaned: int = 0  # Cache rows deleted
     deferred: bool = False  # the Cache delete kept conflicting: left for the next run
     mismatched: int = 0  # moved keys whose Storage row differs from their Cache version read again
-    kept: bool = False  # so the Cache rows stayed (not after MISMATCH_RUNS runs in a row: see Checkpointer._table)
+    kept: bool = False  # so its Cache rows stayed, and no metadata was trimmed: the next run writes them again
 
 
 @dataclass
@@ -107,7 +106,6 @@ class CheckpointReport:
     settled: int = 0  # dead clients' commits settled (aborted, or advanced)
     idle: bool = False  # skipped: the counters are those of a run that found nothing to do (see Checkpointer._run)
     deferred: list[str] = field(default_factory=list)  # metadata DELETEs that kept conflicting: left for the next run
-    warnings: list[str] = field(default_factory=list)  # what went otherwise than expected but did not stop the run
 
     @property
     def moved(self) -> int:
@@ -126,7 +124,6 @@ class CheckpointReport:
             + (f"; {self.settled} dead clients' commits settled" if self.settled else "")
             + (f"; deferred: {', '.join(deferred)}" if deferred else "")
             + (f"; errors: {'; '.join(self.errors)}" if self.errors else "")
-            + (f"; warnings: {'; '.join(self.warnings)}" if self.warnings else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -184,7 +181,6 @@ class Checkpointer:
         self.step_hook = step_hook  # tests pause or kill the checkpointer at named steps
         self._quiet: tuple[int, ...] | None = None  # the counters of the last run that found nothing to do
         self._key_tables: dict[tuple[str, ...], str] = {}  # the session's scratch table per composite key's types
-        self._mismatch_runs: dict[str, int] = {}  # tables whose read-back differed, and in how many runs in a row
         check_database(conn)
         self._ensure_log()
 
@@ -387,18 +383,9 @@ class Checkpointer:
         if rows:
             out.mismatched = self._mismatched(info, horizon, low)
             self._hook("checked")
-            runs = self._mismatch_runs[info.qualified] = self._mismatch_runs.get(info.qualified, 0) + 1
-            if not out.mismatched:
-                del self._mismatch_runs[info.qualified]
-            elif runs < MISMATCH_RUNS:  # the Cache keeps them (they outrank Storage); the next run writes them again
+            if out.mismatched:  # the Cache keeps them (they outrank Storage); the next run writes them again
                 out.kept = True
                 return out
-            else:  # three fresh reads wrote the same: a value printed two ways, not a misread; clean, and say so
-                del self._mismatch_runs[info.qualified]
-                report.warnings.append(
-                    f"{info.qualified}: {out.mismatched} versions read back otherwise than the Cache holds them in "
-                    f"{MISMATCH_RUNS} runs in a row; cleaned all the same (a value the engine prints two ways?)"
-                )
         cleaned = self._retrying(f"DELETE FROM {info.cache} WHERE tq_txid < {low}", report)
         if cleaned is None:
             out.deferred = True
@@ -559,7 +546,7 @@ class Checkpointer:
         return started_ms
 
     def _log_end(self, report: CheckpointReport, started_ms: int, last_txid: int) -> None:
-        note = "; ".join(report.errors + [f"deferred: {d}" for d in report.deferred] + report.warnings)[:1000]
+        note = "; ".join(report.errors + [f"deferred: {d}" for d in report.deferred])[:1000]
         # only the checkpointer writes the log, so these statements never conflict
         self.conn.execute(
             f"UPDATE tique.checkpoints SET duration_ms = {int(report.duration_s * 1000)}, moved = {report.moved}, "
