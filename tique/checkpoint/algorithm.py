@@ -50,7 +50,7 @@ from typing import Any
 from tique.cache_keys import cache_keys_of
 from tique.catalog import Catalog, TableInfo, install
 from tique.checkpoint.opening import check_database
-from tique.checkpoint.values import FLOAT_TYPES, INT_TYPES, column_types, from_text, zero_keys
+from tique.checkpoint.values import FLOAT_TYPES, INT_TYPES, base_type, column_types, from_text, zero_keys
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError, SerializationFailure
 from tique.names import quote
@@ -147,9 +147,10 @@ def _newest(info: TableInfo, horizon: int, low: int) -> str:
 
 def _as_compared(value: str, sql_type: str) -> str:
     """How the read-back check compares a column: as the engine's text (exact for every type), but a floating
-    point number as a number: MonetDB 11.41 printed a REAL -0 as '-0' in one statement and '0' in another (the
-    test of every value type's round trip kept a table's Cache from ever being cleaned)."""
-    if sql_type.upper().split("(")[0].strip() in FLOAT_TYPES:
+    point number as a number: MonetDB 11.41's multi-row INSERT gives every REAL zero of a statement the sign of
+    the first, so the Cache and Storage copies of a 0.0 can differ in sign (as text, the round-trip tests' table
+    was never cleaned)."""
+    if base_type(sql_type) in FLOAT_TYPES:
         return value
     return f"CAST({value} AS CLOB)"
 
@@ -381,7 +382,7 @@ class Checkpointer:
             self.acquire()  # renew the lock: a big table takes many batches
             self._hook("wrote")
         if rows:
-            out.mismatched = self._mismatched(info, horizon, low)
+            out.mismatched = self._mismatched(info, horizon, low, types)
             self._hook("checked")
             if out.mismatched:  # the Cache keeps them (they outrank Storage); the next run writes them again
                 out.kept = True
@@ -398,15 +399,14 @@ class Checkpointer:
                 known.rebuild_from(info, self.conn)
         return out
 
-    def _mismatched(self, info: TableInfo, horizon: int, low: int) -> int:
+    def _mismatched(self, info: TableInfo, horizon: int, low: int, types: dict[str, str]) -> int:
         """How many of the keys this run moved have a Storage row other than their version in the Cache, read
         again (a tombstone's key: any row). The Cache rows are deleted only when none: a scan of a table others
         are writing can return '' for a stored string (README, engine facts), and a version misread so, once
-        copied, would be the only one left. Compared as the engine's text, in one read-only statement; a misread
-        in this check only keeps the rows a run longer."""
+        copied, would be the only one left. Compared as _as_compared says, in one read-only statement; a misread
+        in this check only keeps the rows a run longer. ``types``: column_types(info)."""
         on = " AND ".join(f"s.{quote(k)} = c.{quote(k)}" for k in info.key)
         first = quote(info.key[0])
-        types = column_types(info)
         differs = " OR ".join(
             f"(s.{c} IS NULL) <> (c.{c} IS NULL) OR {_as_compared(f's.{c}', types[name])} <> "
             f"{_as_compared(f'c.{c}', types[name])}"
@@ -428,7 +428,7 @@ class Checkpointer:
         then Python compares whole keys exactly. None (delete them all) unless every key column is an integer
         and few values are probed."""
         types = column_types(info)
-        if any(types[k].upper().split("(")[0].strip() not in INT_TYPES for k in info.key):
+        if any(base_type(types[k]) not in INT_TYPES for k in info.key):
             return None
         try:
             parsed = {k: tuple(int(v) for v in k) for k in keys}

@@ -29,6 +29,11 @@ def column_types(info: TableInfo) -> dict[str, str]:
     return {c: info.stored_type(c) for c in info.stored_names}
 
 
+def base_type(sql_type: str) -> str:
+    """A column type's name without its precision: ``DECIMAL(10,2)`` is ``DECIMAL``."""
+    return sql_type.upper().split("(")[0].strip()
+
+
 def from_text(text: Any, sql_type: str) -> str:
     """SQL for the value whose engine text (``CAST(v AS CLOB)``) is ``text``, as the engine casts it back: exact
     for every type (DOUBLE prints the shortest text that reads back the same bits, -0 included). An interval
@@ -37,7 +42,7 @@ def from_text(text: Any, sql_type: str) -> str:
         return "NULL"
     quoted = literal(str(text))
     upper = sql_type.upper()
-    base = upper.split("(")[0].strip()
+    base = base_type(sql_type)
     # the cheap cases (a CAST per value doubles the cost of a Storage write): a string literal is the string,
     # digits are the integer, and true/false the boolean
     if base in TEXT_TYPES:
