@@ -54,6 +54,14 @@ from tique.params import literal
 from tique.sequencer import ensure_schema
 
 ROWID = "tq_rowid"
+FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
+
+
+def base_type(sql_type: str) -> str:
+    """A column type's name without its precision: ``DECIMAL(10,2)`` is ``DECIMAL``."""
+    return sql_type.upper().split("(")[0].strip()
+
+
 UNREGISTER_TRIES = 20
 META_COLUMNS = ("tq_txid", "tq_seq", "tq_deleted")
 PLAIN_HINT = re.compile(r"tique\s*:\s*plain", re.I)
@@ -155,6 +163,11 @@ class TableInfo:
     def stored_type(self, name: str) -> str:
         """The SQL type of a stored column (the hidden row id is a BIGINT)."""
         return "BIGINT" if name == ROWID else self.column(name).sql_type
+
+    @cached_property
+    def float_positions(self) -> tuple[int, ...]:
+        """Where the REAL and DOUBLE columns sit in a stored row (their zeros have a sign: tique/zero_signs.py)."""
+        return tuple(i for i, c in enumerate(self.stored_names) if base_type(self.stored_type(c)) in FLOAT_TYPES)
 
     @cached_property
     def key_types(self) -> tuple[str, ...]:

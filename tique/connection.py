@@ -28,6 +28,7 @@ from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
 from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
 from tique.transaction import CommitResult, Transaction
+from tique.zero_signs import negative_zero, zero_signs_kept
 
 T = TypeVar("T")
 
@@ -61,7 +62,6 @@ class Connection:
             self._raw = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
             if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
                 self.db.apply_lease(self._raw, settings.lease_ms)
-            self._pipeline = "default_pipe"
             self.use_pipeline(False)
             if settings.worker_limit:  # asked for: an engine that refuses it fails the connect
                 self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
@@ -150,13 +150,12 @@ class Connection:
             wanted = "default_pipe"
         else:
             wanted = self.settings.short_pipeline
-        if wanted == self._pipeline:
+        if wanted == self._raw.pipeline:
             return
         try:
             self._raw.execute(f"SET optimizer = '{wanted}'")
-            self._pipeline = wanted
         except errors.DatabaseError:
-            self._pipeline = wanted  # an engine without that pipeline keeps its default; do not try again
+            self._raw.pipeline = wanted  # an engine without that pipeline keeps its default; do not try again
 
     def _yields(self, analytical: bool) -> bool:
         """Whether this read yields to the transactions of others (tique/workload.py); never when the settings
@@ -456,18 +455,20 @@ class Connection:
         key; UNIQUE and FOREIGN KEY constraints are not checked (the loader's duty, as for any initial load).
         Rows give every column of the table, in order. Returns the number of rows loaded.
         """
-        from tique.params import literal
         from tique.rewrite.values import coerce
 
         info, target = self._load_target(table, "bulk_load")
         total = 0
         chunk: list[str] = []
+        zeros: list[float] = []  # the chunk's float zeros, whose signs a statement may merge (tique/zero_signs.py)
 
         def send() -> None:
             if chunk:
                 self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-                self._raw.execute(f"INSERT INTO {target} VALUES {', '.join(chunk)}")
+                with zero_signs_kept(self._raw, negative_zero(zeros)):
+                    self._raw.execute(f"INSERT INTO {target} VALUES {', '.join(chunk)}")
                 chunk.clear()
+                zeros.clear()
 
         rowid = self._lowest_rowid(target) if info.has_rowid and info.kind == "tx" else 0
         with self._loading():
@@ -476,7 +477,9 @@ class Connection:
                     raise errors.ProgrammingError(
                         f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
                     )
-                values = [literal(coerce(v, c.sql_type, c.name, info.name)) for v, c in zip(row, info.columns)]
+                coerced = [coerce(v, c.sql_type, c.name, info.name) for v, c in zip(row, info.columns)]
+                zeros.extend(v for v in coerced if type(v) is float and v == 0.0)
+                values = [literal(v) for v in coerced]
                 if info.has_rowid and info.kind == "tx":
                     rowid -= 1
                     values.append(str(rowid))

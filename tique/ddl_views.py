@@ -35,6 +35,7 @@ from tique.names import ident, quote
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.views import VIEW
+from tique.zero_signs import negative_zero, zero_signs_kept
 
 
 def view_info(table_id: int, schema: str, name: str, select_sql: str) -> TableInfo:
@@ -186,9 +187,10 @@ def _load(conn: RawConnection, info: TableInfo, session: Any, select_sql: str) -
     rows = cursor.fetchall()
     names = ", ".join(quote(c) for c in info.column_names) + f", {catalog.ROWID}"
     for start in range(0, len(rows), 1000):
+        chunk = rows[start : start + 1000]
         values = ", ".join(
-            "(" + ", ".join(literal(v) for v in row) + f", {-(start + i + 1)})"
-            for i, row in enumerate(rows[start : start + 1000])
+            "(" + ", ".join(literal(v) for v in row) + f", {-(start + i + 1)})" for i, row in enumerate(chunk)
         )
-        conn.execute(f"INSERT INTO {info.storage} ({names}) VALUES {values}")
+        with zero_signs_kept(conn, negative_zero(v for row in chunk for v in row)):
+            conn.execute(f"INSERT INTO {info.storage} ({names}) VALUES {values}")
     return len(rows)

@@ -21,11 +21,13 @@ from collections.abc import Callable, Sequence
 from tique.engine.base import RawConnection, Result
 from tique.errors import Error, connection_lost, prepared_statement_missing, value_not_converted
 from tique.rewrite.template import SLOT_PREFIX, Template
+from tique.zero_signs import NEGATIVE_ZERO, zero_signs_kept
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
 PREPARE_PROTOCOL = True  # run_template prepares; benchmarks/stmts.py turns it off to measure the old path
 # DEALLOCATE [PREPARE] ALL | id: the forms MonetDB takes, and which ids they drop
 DEALLOCATE = re.compile(r"\s*DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\d+)\s*;?\s*$", re.I)
+SET_OPTIMIZER = re.compile(r"\s*SET\s+optimizer\s*=\s*'([^']*)'\s*;?\s*$", re.I)
 
 # What a parameter's literal is typed as when the statement runs as text, so that its prepared form casts the
 # parameter to that type: MonetDB types a bare `?` from its context and converts the value to it (`b + ?` with b
@@ -75,6 +77,7 @@ class PreparingConnection:
         self._unpreparable: set[Prepared] = set()
         self._next_id = 0
         self.hooks: list[StatementHook] = []
+        self.pipeline = "default_pipe"  # the session's optimizer pipeline, as the SET statements sent here left it
 
     @property
     def closed(self) -> bool:
@@ -101,6 +104,8 @@ class PreparingConnection:
             self._deallocated(sql)
         elif head.startswith("SET OPTIMI"):
             self._ids.clear()  # MonetDB drops the session's prepared statements when its optimizer changes
+            named = SET_OPTIMIZER.match(sql)
+            self.pipeline = named.group(1) if named else ""  # "": not known
         return result
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
@@ -133,22 +138,22 @@ class PreparingConnection:
     def run(self, template: Template, values: dict[str, str]) -> Result:
         """Run a rewritten statement, prepared once it is seen again with parameters of the same types."""
         if not self.enabled or not template.slots:
-            return self.execute(template.render(values))
+            return self._as_text(template, values)
         types = tuple(parameter_type(values[s]) for s in template.slots)
         key = (template, types)
         if UNPREPARABLE in types or key in self._unpreparable:
-            return self.execute(template.render(values))
+            return self._as_text(template, values)
         sid = self._ids.get(key)
         if sid is None:
             self._uses[key] += 1
             if self._uses[key] < PREPARE_AFTER:
-                return self.execute(template.render(values))
+                return self._as_text(template, values)
             sid = self._prepare(key)
             if sid is None:
-                return self.execute(template.render(values))
+                return self._as_text(template, values)
         args = ", ".join(values[s] for s in template.slots)
         try:
-            return self.execute(f"EXEC {sid}({args})")
+            return self.execute(f"EXEC {sid}({args})")  # its arguments keep their zeros' signs
         except Error as exc:
             if prepared_statement_missing(exc):
                 self.enabled = False  # the count went wrong: run as text from now on
@@ -156,6 +161,12 @@ class PreparingConnection:
                 raise
             # a value the context's type cannot hold (a string or integer too large for the column it is compared
             # with): as text the statement answers rather than fails
+            return self._as_text(template, values)
+
+    def _as_text(self, template: Template, values: dict[str, str]) -> Result:
+        """The statement with its parameters' literals in its text; with a -0.0 among them, on a pipeline that
+        keeps it (an UPDATE's new values are computed by such a statement: tique/zero_signs.py)."""
+        with zero_signs_kept(self, NEGATIVE_ZERO in values.values()):
             return self.execute(template.render(values))
 
     def prepared_text(self, sid: int) -> str | None:

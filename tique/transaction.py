@@ -44,6 +44,7 @@ from tique.settings import Settings
 from tique.snapshot_lease import SnapshotLease
 from tique.statements import ReadPlan
 from tique.write_buffer import Key, TableWrites, WriteBuffer, row_key, show, typed_key
+from tique.zero_signs import zero_signs_kept
 
 if TYPE_CHECKING:
     from tique.statements import Bound, CopyPlan, WritePlan
@@ -589,11 +590,12 @@ class Transaction:
         sql = [(entry, text) for entry in entries for text in self.buffer.cache_inserts(entry)]
         if then is not None:
             sql.append((None, then))
-        if len(sql) > 1 and ATOMIC_FLUSH:
-            self._send(entries, [text for _, text in sql], statement)
-        else:
-            for i, (entry, text) in enumerate(sql):
-                self._send([entry] if entry else [], [text], statement and i == 0)
+        with zero_signs_kept(self.conn, any(self.buffer.negative_zero(e) for e in entries)):
+            if len(sql) > 1 and ATOMIC_FLUSH:
+                self._send(entries, [text for _, text in sql], statement)
+            else:
+                for i, (entry, text) in enumerate(sql):
+                    self._send([entry] if entry else [], [text], statement and i == 0)
         for entry in entries:
             self.buffer.sent(entry)
 

@@ -18,6 +18,7 @@ from tique.names import quote
 from tique.params import literal
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.values import coerce, int_bound, key_value
+from tique.zero_signs import negative_zero
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
@@ -236,6 +237,14 @@ class WriteBuffer:
                 self._cache_row(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]
             )
             yield f"INSERT INTO {info.cache} ({cols}) VALUES {values}"
+
+    @staticmethod
+    def negative_zero(entry: TableWrites) -> bool:
+        """Does one of ``entry``'s pending versions hold a REAL or DOUBLE -0.0 (tique/zero_signs.py)?"""
+        floats = entry.table.float_positions
+        return bool(floats) and negative_zero(
+            row[i] for row, _ in entry.pending.values() if row is not None for i in floats
+        )
 
     @staticmethod
     def sent(entry: TableWrites) -> None:

@@ -44,7 +44,7 @@ def test_a_misread_version_stays_in_the_cache_until_storage_holds_it(
     try:
         cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, s VARCHAR(40), d DOUBLE, r REAL)")
         conn.commit()
-        # REAL -0.0: printed '-0' by one statement and '0' by another (a read-back by text never matched)
+        # a REAL -0.0, whose sign every Storage write keeps (tique/zero_signs.py): compared as text
         cur.execute(
             f"INSERT INTO {name} VALUES (1, %s, %s, %s), (2, NULL, 1.5, 0.5), (3, '', NULL, NULL)", (TEXT, -0.0, -0.0)
         )
@@ -116,8 +116,9 @@ def test_every_value_type_reads_back_as_the_cache_holds_it(
     embedded_url: str, unique_name: Callable[[str], str]
 ) -> None:
     """No false difference: a column of every type tique accepts, its edge values and 300 random rows (the round
-    trip tests' values). Compared as text, a REAL +0 the checkpointer copied read back as '-0' against '0' in
-    7-9 of 307 such rows, and the table's Cache was never cleaned."""
+    trip tests' values), compared as the engine's text. Before Storage writes kept the signs of zeros
+    (tique/zero_signs.py), a REAL +0 the checkpointer copied read back as '-0' against '0' in 7-9 of 307 such
+    rows, and the table's Cache was never cleaned."""
     import warnings
 
     from tests.adversarial._values import TYPES, edge_rows, row_strategy

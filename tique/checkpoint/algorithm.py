@@ -48,9 +48,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tique.cache_keys import cache_keys_of
-from tique.catalog import Catalog, TableInfo, install
+from tique.catalog import Catalog, TableInfo, base_type, install
 from tique.checkpoint.opening import check_database
-from tique.checkpoint.values import FLOAT_TYPES, INT_TYPES, base_type, column_types, from_text, zero_keys
+from tique.checkpoint.values import INT_TYPES, column_types, from_text, zero_keys
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError, SerializationFailure
 from tique.names import quote
@@ -59,6 +59,7 @@ from tique.params import literal
 from tique.rewrite.snapshot import NO_LIMIT
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 from tique.settings import CHECKPOINT_LOCK_LEASE_MS
+from tique.zero_signs import zero_signs_kept
 
 WRITE_BATCH = 1000  # Storage rows per statement
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
@@ -143,16 +144,6 @@ def _newest(info: TableInfo, horizon: int, low: int) -> str:
         f"JOIN tique.outcomes AS o ON o.txid = c.tq_txid WHERE o.ok AND o.cts <= {horizon}) AS z "
         f"WHERE tq_rk = 1 AND tq_lo < {low}"
     )
-
-
-def _as_compared(value: str, sql_type: str) -> str:
-    """How the read-back check compares a column: as the engine's text (exact for every type), but a floating
-    point number as a number: MonetDB 11.41's multi-row INSERT gives every REAL zero of a statement the sign of
-    the first, so the Cache and Storage copies of a 0.0 can differ in sign (as text, the round-trip tests' table
-    was never cleaned)."""
-    if base_type(sql_type) in FLOAT_TYPES:
-        return value
-    return f"CAST({value} AS CLOB)"
 
 
 def _conflict(exc: Exception) -> bool:
@@ -373,16 +364,20 @@ class Checkpointer:
                 self._delete_keys(info, keys)
             live = [r[: len(cols)] for r in batch if not r[-1]]
             if live:
-                self.conn.execute(
-                    f"INSERT INTO {info.storage} ({plain}) VALUES "
-                    + ", ".join("(" + ", ".join(from_text(v, types[c]) for v, c in zip(r, cols)) + ")" for r in live)
-                )
+                negative = any(r[i] == "-0" for r in live for i in info.float_positions)
+                with zero_signs_kept(self.conn, negative):
+                    self.conn.execute(
+                        f"INSERT INTO {info.storage} ({plain}) VALUES "
+                        + ", ".join(
+                            "(" + ", ".join(from_text(v, types[c]) for v, c in zip(r, cols)) + ")" for r in live
+                        )
+                    )
             out.moved += len(live)
             out.removed += len(batch) - len(live)
             self.acquire()  # renew the lock: a big table takes many batches
             self._hook("wrote")
         if rows:
-            out.mismatched = self._mismatched(info, horizon, low, types)
+            out.mismatched = self._mismatched(info, horizon, low)
             self._hook("checked")
             if out.mismatched:  # the Cache keeps them (they outrank Storage); the next run writes them again
                 out.kept = True
@@ -399,18 +394,18 @@ class Checkpointer:
                 known.rebuild_from(info, self.conn)
         return out
 
-    def _mismatched(self, info: TableInfo, horizon: int, low: int, types: dict[str, str]) -> int:
+    def _mismatched(self, info: TableInfo, horizon: int, low: int) -> int:
         """How many of the keys this run moved have a Storage row other than their version in the Cache, read
         again (a tombstone's key: any row). The Cache rows are deleted only when none: a scan of a table others
         are writing can return '' for a stored string (README, engine facts), and a version misread so, once
-        copied, would be the only one left. Compared as _as_compared says, in one read-only statement; a misread
-        in this check only keeps the rows a run longer. ``types``: column_types(info)."""
+        copied, would be the only one left. Compared as the engine's text, exact for every type (a zero's sign
+        included: Storage writes keep it, tique/zero_signs.py), in one read-only statement; a misread in this
+        check only keeps the rows a run longer."""
         on = " AND ".join(f"s.{quote(k)} = c.{quote(k)}" for k in info.key)
         first = quote(info.key[0])
         differs = " OR ".join(
-            f"(s.{c} IS NULL) <> (c.{c} IS NULL) OR {_as_compared(f's.{c}', types[name])} <> "
-            f"{_as_compared(f'c.{c}', types[name])}"
-            for name, c in ((name, quote(name)) for name in info.stored_names if name not in info.key)
+            f"(s.{c} IS NULL) <> (c.{c} IS NULL) OR CAST(s.{c} AS CLOB) <> CAST(c.{c} AS CLOB)"
+            for c in (quote(name) for name in info.stored_names if name not in info.key)
         )
         live = f"s.{first} IS NULL" + (f" OR {differs}" if differs else "")
         return int(

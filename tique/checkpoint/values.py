@@ -6,13 +6,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tique.catalog import TableInfo
+from tique.catalog import FLOAT_TYPES, TableInfo, base_type
 from tique.params import literal
 
 TEXT_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "CLOB", "TEXT", "STRING"})
 INT_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
 BOOL_TYPES = frozenset({"BOOLEAN", "BOOL"})
-FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
 _INTEGER = re.compile(r"-?[0-9]+")
 
 
@@ -27,11 +26,6 @@ def zero_keys(row: Sequence[Any], key_pos: Sequence[int]) -> Sequence[Any]:
 def column_types(info: TableInfo) -> dict[str, str]:
     """Each stored column's SQL type (the hidden row id is a BIGINT)."""
     return {c: info.stored_type(c) for c in info.stored_names}
-
-
-def base_type(sql_type: str) -> str:
-    """A column type's name without its precision: ``DECIMAL(10,2)`` is ``DECIMAL``."""
-    return sql_type.upper().split("(")[0].strip()
 
 
 def from_text(text: Any, sql_type: str) -> str:
