@@ -28,7 +28,7 @@ from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
 from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
 from tique.transaction import CommitResult, Transaction
-from tique.zero_signs import negative_zero, zero_signs_kept
+from tique.zero_signs import KEEPING, SAFE, negative_zero, zero_signs_kept
 
 T = TypeVar("T")
 
@@ -62,6 +62,7 @@ class Connection:
             self._raw = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
             if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
                 self.db.apply_lease(self._raw, settings.lease_ms)
+            self._zero_signs_kept = False
             self.use_pipeline(False)
             if settings.worker_limit:  # asked for: an engine that refuses it fails the connect
                 self._raw.execute(f"CALL sys.setworkerlimit({int(settings.worker_limit)})")
@@ -150,12 +151,27 @@ class Connection:
             wanted = "default_pipe"
         else:
             wanted = self.settings.short_pipeline
+        if self._zero_signs_kept and self._raw.pipeline in KEEPING:
+            return
+        self._set_pipeline(SAFE if self._zero_signs_kept else wanted)
+
+    def _set_pipeline(self, wanted: str) -> None:
         if wanted == self._raw.pipeline:
             return
         try:
             self._raw.execute(f"SET optimizer = '{wanted}'")
         except errors.DatabaseError:
             self._raw.pipeline = wanted  # an engine without that pipeline keeps its default; do not try again
+
+    @contextlib.contextmanager
+    def zero_signs_kept(self, needed: bool = True) -> Iterator[None]:
+        """Reads in the block run on a pipeline that keeps the signs of their float zeros when ``needed`` (a
+        CREATE TABLE AS ... WITH DATA stores what its SELECT returns: tique/zero_signs.py)."""
+        was, self._zero_signs_kept = self._zero_signs_kept, self._zero_signs_kept or needed
+        try:
+            yield
+        finally:
+            self._zero_signs_kept = was
 
     def _yields(self, analytical: bool) -> bool:
         """Whether this read yields to the transactions of others (tique/workload.py); never when the settings
@@ -350,6 +366,8 @@ class Connection:
             raise ProgrammingError(f"cannot run {type(plan).__name__}")
         if isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan)) and not self.db.owner:
             self.may_write(txn, plan)
+        if computes_floats(plan) and self._raw.pipeline not in KEEPING:
+            self._set_pipeline(SAFE)  # the engine computes float values it stores: their zeros keep their signs
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
 
@@ -455,7 +473,7 @@ class Connection:
         key; UNIQUE and FOREIGN KEY constraints are not checked (the loader's duty, as for any initial load).
         Rows give every column of the table, in order. Returns the number of rows loaded.
         """
-        from tique.rewrite.values import coerce
+        from tique.rewrite.values import coerce, key_value
 
         info, target = self._load_target(table, "bulk_load")
         total = 0
@@ -471,6 +489,7 @@ class Connection:
                 zeros.clear()
 
         rowid = self._lowest_rowid(target) if info.has_rowid and info.kind == "tx" else 0
+        keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
         with self._loading():
             for row in rows:
                 if len(row) != len(info.columns):
@@ -478,6 +497,8 @@ class Connection:
                         f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
                     )
                 coerced = [coerce(v, c.sql_type, c.name, info.name) for v, c in zip(row, info.columns)]
+                for i in keys:  # a key's -0.0 is stored as 0.0, as the Cache's are (values.key_value)
+                    coerced[i] = key_value(coerced[i])
                 zeros.extend(v for v in coerced if type(v) is float and v == 0.0)
                 values = [literal(v) for v in coerced]
                 if info.has_rowid and info.kind == "tx":
@@ -692,3 +713,16 @@ def _one_of(name: str, value: str | None, alias: str, alias_value: str | None) -
     if value is not None and alias_value is not None and value != alias_value:
         raise InterfaceError(f"connect() got both {name}={value!r} and its alias {alias}={alias_value!r}")
     return value if value is not None else alias_value
+
+
+def computes_floats(plan: Plan) -> bool:
+    """Does the engine compute REAL or DOUBLE values this write stores (an INSERT ... SELECT, or an UPDATE that sets
+    such a column)? Then the statement runs on a pipeline that keeps the signs of its zeros: the default one
+    gives a statement's constant zeros one sign (tique/zero_signs.py). Values from parameters or literal rows
+    are converted in the client and need none."""
+    if not isinstance(plan, (InsertPlan, UpdatePlan)) or not plan.table.float_positions:
+        return False
+    if isinstance(plan, InsertPlan):
+        return plan.select is not None
+    stored = plan.table.stored_names
+    return any(stored[i] in plan.assigned for i in plan.table.float_positions)

@@ -183,7 +183,8 @@ def _load(conn: RawConnection, info: TableInfo, session: Any, select_sql: str) -
     cursor = session.cursor()
     # each column read as the type it gets (a DECIMAL(38,s) sum would reach the embedded adapter unscaled)
     typed = ", ".join(f"CAST(tq_c.{quote(c.name)} AS {c.sql_type})" for c in info.columns)
-    cursor.execute(f"SELECT {typed} FROM ({select_sql}) AS tq_c")
+    with session.zero_signs_kept(bool(info.float_positions)):  # its SELECT's constant zeros keep their signs
+        cursor.execute(f"SELECT {typed} FROM ({select_sql}) AS tq_c")
     rows = cursor.fetchall()
     names = ", ".join(quote(c) for c in info.column_names) + f", {catalog.ROWID}"
     for start in range(0, len(rows), 1000):

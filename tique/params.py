@@ -218,7 +218,7 @@ def literal(value: Any) -> str:
         return format(value, "f")  # str() writes 1E-10, which MonetDB would read as a double
     if isinstance(value, float) and math.isfinite(value):
         # an approximate-number literal is read as a double, exactly (-0.0 included); "0.1" would be a DECIMAL
-        text = repr(value)
+        text = repr(float(value))  # a float subclass (numpy's float64) has a repr of its own
         return text if "e" in text else text + "e0"
     try:
         return str(convert(value))

@@ -211,6 +211,8 @@ def _to_float(value: Any, kind: SqlType) -> float:
         number = float(struct.unpack("f", struct.pack("f", number))[0])  # the engine keeps 32 bits
         if not math.isfinite(number):
             raise DataError(f"value {value!r} is out of range for REAL", "22003")
+    if number == 0.0 and (isinstance(value, decimal.Decimal) or (kind.base == "REAL" and isinstance(value, str))):
+        return 0.0  # the engine's DECIMAL has no -0, and it reads a string as a REAL zero without a sign
     return number
 
 
