@@ -50,7 +50,7 @@ from typing import Any
 from tique.cache_keys import cache_keys_of
 from tique.catalog import Catalog, TableInfo, base_type, install
 from tique.checkpoint.opening import check_database
-from tique.checkpoint.values import INT_TYPES, column_types, from_text, zero_keys
+from tique.checkpoint.values import INT_TYPES, column_types, from_text, text_to_sql, zero_keys
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, OperationalError, SerializationFailure
 from tique.names import quote
@@ -354,6 +354,7 @@ class Checkpointer:
         rows = self.conn.execute(f"SELECT {texts}, tq_deleted FROM ({_newest(info, horizon, low)}) AS z").rows
         self._hook("read")
         key_pos = [cols.index(k) for k in info.key]
+        converts = [text_to_sql(types[c]) for c in cols]
         rows = [zero_keys(r, key_pos) for r in rows]
         for start in range(0, len(rows), WRITE_BATCH):
             batch = rows[start : start + WRITE_BATCH]
@@ -368,9 +369,7 @@ class Checkpointer:
                 with zero_signs_kept(self.conn, negative):
                     self.conn.execute(
                         f"INSERT INTO {info.storage} ({plain}) VALUES "
-                        + ", ".join(
-                            "(" + ", ".join(from_text(v, types[c]) for v, c in zip(r, cols)) + ")" for r in live
-                        )
+                        + ", ".join("(" + ", ".join(f(v) for f, v in zip(converts, r)) + ")" for r in live)
                     )
             out.moved += len(live)
             out.removed += len(batch) - len(live)

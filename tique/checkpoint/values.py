@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tique.catalog import FLOAT_TYPES, TableInfo, base_type
@@ -32,20 +33,29 @@ def from_text(text: Any, sql_type: str) -> str:
     """SQL for the value whose engine text (``CAST(v AS CLOB)``) is ``text``, as the engine casts it back: exact
     for every type (DOUBLE prints the shortest text that reads back the same bits, -0 included). An interval
     prints as its count of months or seconds, which only the single-field interval reads back."""
-    if text is None:
-        return "NULL"
-    quoted = literal(str(text))
+    return text_to_sql(sql_type)(text)
+
+
+@functools.lru_cache(maxsize=512)
+def text_to_sql(sql_type: str) -> Callable[[Any], str]:
+    """``from_text`` for one column type, its type parsed once (the checkpointer converts every value it moves)."""
     upper = sql_type.upper()
     base = base_type(sql_type)
-    # the cheap cases (a CAST per value doubles the cost of a Storage write): a string literal is the string,
-    # digits are the integer, and true/false the boolean
-    if base in TEXT_TYPES:
-        return quoted
-    if (base in INT_TYPES and _INTEGER.fullmatch(str(text))) or (base in BOOL_TYPES and text in ("true", "false")):
-        return str(text)
-    if base in FLOAT_TYPES and text == "-0":  # MonetDB parses '-0' as REAL +0 (as DOUBLE, -0)
-        return f"CAST(CAST('-0' AS DOUBLE) AS {sql_type})"
+    if base in TEXT_TYPES:  # the cheap cases (a CAST per value doubles the cost of a Storage write)
+        return lambda text: "NULL" if text is None else literal(str(text))
     if upper.startswith("INTERVAL"):
         unit = "SECOND" if any(f in upper for f in ("DAY", "HOUR", "MINUTE", "SECOND")) else "MONTH"
-        return f"CAST(INTERVAL {quoted} {unit} AS {sql_type})"
-    return f"CAST({quoted} AS {sql_type})"
+        return lambda text: "NULL" if text is None else f"CAST(INTERVAL {literal(str(text))} {unit} AS {sql_type})"
+
+    def cast(text: Any) -> str:
+        if text is None:
+            return "NULL"
+        if base in INT_TYPES and _INTEGER.fullmatch(str(text)):  # digits are the integer
+            return str(text)
+        if base in BOOL_TYPES and text in ("true", "false"):
+            return str(text)
+        if base in FLOAT_TYPES and text == "-0":  # MonetDB parses '-0' as REAL +0 (as DOUBLE, -0)
+            return f"CAST(CAST('-0' AS DOUBLE) AS {sql_type})"
+        return f"CAST({literal(str(text))} AS {sql_type})"
+
+    return cast
