@@ -27,8 +27,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 # Sends SIGINT to the process once the main thread is inside the kernel call ``name`` (its frame is
-# OnSessionStack._call, which releases the GIL for a call made by ``c``), or in a frame of the function ``name``
-# for which ``where(frame)`` holds.
+# OnSessionStack.c, which releases the GIL for the call), or in a frame of the function ``name`` for which
+# ``where(frame)`` holds.
 INTERRUPTER = """
 import os, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell without job control may leave it ignored
@@ -36,7 +36,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell without job 
 def interrupt_inside(name, where=None):
     main = threading.main_thread().ident
     if where is None:
-        where = lambda frame: frame.f_code.co_name == "_call" and frame.f_locals.get("name") == name
+        where = lambda frame: frame.f_code.co_name == "c" and frame.f_locals.get("name") == name
     def watch():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -23,7 +23,7 @@ from typing import Any
 from tique.cache_keys import CacheKeys
 from tique.engine.base import Result, in_one_transaction
 from tique.engine.monetdbe_values import read_result
-from tique.engine.session_stack import BRIEF_VALUES, KernelCalls, as_int32, kernel_calls, lowlevel
+from tique.engine.session_stack import KernelCalls, as_int32, kernel_calls, lowlevel
 from tique.engine.url import EngineURL
 from tique.errors import DataError, InterfaceError, OperationalError, StorageFull, from_monetdb
 
@@ -285,7 +285,7 @@ class EmbeddedConnection:
             self._kernel.around(lambda: in_one_transaction(self._execute, statements))
 
     def _execute(self, sql: str) -> Result:
-        ffi, _ = lowlevel()
+        ffi, lib = lowlevel()
         result_p = ffi.new("monetdbe_result **")
         affected = ffi.new("monetdbe_cnt *")
         try:
@@ -301,17 +301,14 @@ class EmbeddedConnection:
         res = result_p[0]
         if res == ffi.NULL:
             return Result(rowcount=int(affected[0]))
-        ncols, nrows = int(res.ncols), int(res.nrows)
         try:
-            if ncols == 0:
+            if res.ncols == 0:
                 return Result(rowcount=int(affected[0]))
-            return read_result(ffi, res, self._kernel.fetch_columns(res, ncols, nrows))
+            return read_result(ffi, lib, res)
         except (ValueError, OverflowError) as exc:  # a year past 9999, a TIME of 24:00...
             raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
         finally:
-            # freeing a small result takes microseconds: keeping the GIL spares a wait to take it back
-            free = self._kernel.brief if nrows * max(ncols, 1) <= BRIEF_VALUES else self._kernel.c
-            free("monetdbe_cleanup_result", self._handle, res)
+            self._kernel.c("monetdbe_cleanup_result", self._handle, res)
 
     def close(self) -> None:
         with self._lock:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tique.engine.base import Column, Result
-from tique.errors import OperationalError
+from tique.errors import OperationalError, from_monetdb
 
 # monetdbe_types in the C API; 5 (int128, HUGEINT) is missing from the wheel's cffi enum.
 _C_TYPES: dict[int, tuple[str, str | None]] = {
@@ -31,12 +31,16 @@ _HUGE_NIL = -(2**127)
 _WIDE = decimal.Context(prec=100)  # 38-digit decimals: the default context keeps 28
 
 
-def read_result(ffi: Any, res: Any, fetched: list[Any]) -> Result:
-    """The result ``res`` whose columns (``monetdbe_column *``) are ``fetched``."""
+def read_result(ffi: Any, lib: Any, res: Any) -> Result:
     nrows = int(res.nrows)
     columns: list[Column] = []
     values: list[list[Any]] = []
-    for c, col in enumerate(fetched):
+    col_p = ffi.new("monetdbe_column **")
+    for c in range(res.ncols):
+        err = lib.monetdbe_result_fetch(res, col_p, c)
+        if err != ffi.NULL:
+            raise from_monetdb(ffi.string(err).decode(), "reading a result column")
+        col = col_p[0]
         name = ffi.string(col.name).decode() if col.name != ffi.NULL else f"%{c}"
         type_name, c_name = _C_TYPES.get(col.type, ("unknown", None))
         if col.type == 5:

@@ -21,12 +21,8 @@ from tique.engine.worker import Worker, give_back, take_worker
 # Four times a thread's 8 MB, though only the pages a call touches take memory: MonetDB checks the stack depth
 # not on every recursive path, and a 50,000-term expression overflowed 8 MB (tests/test_session_stack.py).
 STACK_BYTES = 32 << 20
-# Results of at most this many values are fetched holding the GIL (ctypes.PyDLL): converting one takes
-# microseconds, while giving the GIL up and taking it back between four client threads took about 0.8 ms.
-BRIEF_VALUES = 4096
 _lock = threading.Lock()
 _module: ctypes.CDLL | None = None
-_held: ctypes.PyDLL | None = None  # the same library, its functions called without giving the GIL up
 _unavailable: str | None = None
 
 
@@ -39,19 +35,11 @@ class KernelCalls(Protocol):
 
     def c(self, name: str, *args: Any) -> int: ...
 
-    def brief(self, name: str, *args: Any) -> int:
-        """``c`` for a call that takes microseconds (freeing a small result): the GIL may stay taken."""
-        ...
-
-    def fetch_columns(self, res: Any, ncols: int, nrows: int) -> list[Any]:
-        """Every column of a result (``monetdbe_column *``), in one C call where the module is built."""
-        ...
-
     def close(self) -> None: ...
 
 
 def _load() -> ctypes.CDLL | None:
-    global _module, _held, _unavailable
+    global _module, _unavailable
     with _lock:
         if _module is None and _unavailable is None:
             from tique.engine import udf
@@ -75,13 +63,7 @@ def _load() -> ctypes.CDLL | None:
                 _unavailable = "this kernel's thread records are not the ones tique knows"
                 return None
             lib.tq_session_stack_init(*record)
-            held = ctypes.PyDLL(str(path))
-            for handle in (lib, held):
-                handle.tq_fetch_columns.restype = ctypes.c_void_p
-                handle.tq_fetch_columns.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t]
-            held.tq_session_stack_call.restype = ctypes.c_ssize_t
-            held.tq_session_stack_call.argtypes = [ctypes.c_void_p] * 6
-            _module, _held = lib, held
+            _module = lib
         return _module
 
 
@@ -98,29 +80,10 @@ class OnSessionStack:
         return fn()
 
     def c(self, name: str, *args: Any) -> int:
-        return self._call(self._module, name, args)
-
-    def brief(self, name: str, *args: Any) -> int:
-        assert _held is not None
-        return self._call(_held, name, args)
-
-    def _call(self, handle: ctypes.CDLL, name: str, args: tuple[Any, ...]) -> int:
         ffi, _ = lowlevel()
         raw = [a if a is None or isinstance(a, (int, bytes)) else int(ffi.cast("uintptr_t", a)) for a in args]
         raw += [None] * (4 - len(raw))
-        return int(handle.tq_session_stack_call(self._stack, _address(name), *raw))
-
-    def fetch_columns(self, res: Any, ncols: int, nrows: int) -> list[Any]:
-        assert _held is not None
-        ffi, _ = lowlevel()
-        out = ffi.new("monetdbe_column *[]", ncols)
-        handle = _held if nrows * ncols <= BRIEF_VALUES else self._module
-        err = handle.tq_fetch_columns(
-            _address("monetdbe_result_fetch"), int(ffi.cast("uintptr_t", res)), int(ffi.cast("uintptr_t", out)), ncols
-        )
-        if err:
-            raise _fetch_error(ffi.string(ffi.cast("char *", err)).decode())
-        return list(out)
+        return int(self._module.tq_session_stack_call(self._stack, _address(name), *raw))
 
     def close(self) -> None:
         stack, self._stack = self._stack, None
@@ -143,29 +106,10 @@ class OnWorker:
         result = getattr(lib, name)(*args)
         return result if isinstance(result, int) else int(ffi.cast("intptr_t", result))
 
-    brief = c
-
-    def fetch_columns(self, res: Any, ncols: int, nrows: int) -> list[Any]:
-        ffi, lib = lowlevel()
-        columns = []
-        col_p = ffi.new("monetdbe_column **")
-        for c in range(ncols):
-            err = lib.monetdbe_result_fetch(res, col_p, c)
-            if err != ffi.NULL:
-                raise _fetch_error(ffi.string(err).decode())
-            columns.append(col_p[0])
-        return columns
-
     def close(self) -> None:
         worker, self._worker = self._worker, None
         if worker is not None:
             give_back(worker)
-
-
-def _fetch_error(message: str) -> Exception:
-    from tique.errors import from_monetdb
-
-    return from_monetdb(message, "reading a result column")
 
 
 _addresses: dict[str, int] = {}

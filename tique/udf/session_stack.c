@@ -121,20 +121,3 @@ tq_session_stack_free(tq_session_stack *s)
 	munmap(s->base, s->size);
 	free(s);
 }
-
-/* Every column of a result (monetdbe_result_fetch, passed as `fetch`) into out[0..ncols): one call from Python
- * instead of one per column. Each call through cffi or ctypes gives the GIL up and takes it back, and with four
- * client threads an 11-column fetch waited about 0.8 ms for it (0.15 ms of work); called through ctypes.PyDLL
- * this keeps the GIL for small results. Returns NULL, or the first error message (the kernel's). */
-typedef char *(*tq_fetch)(void *, void **, size_t);
-
-char *
-tq_fetch_columns(void *fetch, void *res, void **out, size_t ncols)
-{
-	for (size_t i = 0; i < ncols; i++) {
-		char *err = ((tq_fetch) fetch)(res, &out[i], i);
-		if (err != NULL)
-			return err;
-	}
-	return NULL;
-}
