@@ -2,11 +2,11 @@
 
 Like all of tique's DDL it takes effect at once, outside any transaction. One ALTER changes four things that
 must agree: the Storage table, the Cache table, the catalog spec (tique.tables) and the outside VIEW T
-(tique/views.py). The catalog row is the commit point: it is changed by one statement, last among the steps
-that can be undone. Every step before it leaves the old table working (the rewriter, the transactions and the
-checkpointer name columns explicitly, so an extra physical column is ignored) and is undone if a later one
-fails; after it only clean-up is left (DROP COLUMN's physical drops), whose failure leaves a harmless unused
-column behind and is reported.
+(tique/views.py). They change in one engine transaction (engine.base.one_transaction): a failed step rolls all of
+them back, and a process killed half way leaves the table as it was (MonetDB runs each of these DDL statements in
+a transaction). DROP COLUMN's physical drops follow the transaction, as clean-up: the column is unused from then
+on (the rewriter, the transactions and the checkpointer name columns explicitly), and a failure leaves it behind
+and is reported.
 
 Existing rows get a new column's DEFAULT, as SQL says - in Storage and in every Cache version, committed or
 not, so a checkpoint that moves an old version into Storage moves the default with it. The Cache column keeps
@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 
 from sqlglot import exp
@@ -35,7 +34,7 @@ from sqlglot import exp
 from tique import catalog, ddl_parse, views
 from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
-from tique.engine.base import RawConnection, Result
+from tique.engine.base import RawConnection, Result, one_transaction
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
@@ -48,35 +47,6 @@ step_hook: Callable[[str], None] | None = None
 def _step(name: str) -> None:
     if step_hook is not None:
         step_hook(name)
-
-
-class _Undo:
-    """Steps done so far, undone in reverse order when a later step fails (see _undoing)."""
-
-    def __init__(self, conn: RawConnection) -> None:
-        self.conn = conn
-        self.steps: list[str] = []
-
-    def did(self, undo_sql: str) -> None:
-        self.steps.append(undo_sql)
-
-    def run(self) -> None:
-        for sql in reversed(self.steps):
-            try:
-                self.conn.execute(sql)
-            except Exception:  # best effort: the first failure is the one to report
-                pass
-
-
-@contextmanager
-def _undoing(conn: RawConnection) -> Iterator[_Undo]:
-    """The block's steps record their undo; if the block raises, they are undone in reverse order."""
-    undo = _Undo(conn)
-    try:
-        yield undo
-    except BaseException:
-        undo.run()
-        raise
 
 
 def alter_table(db: Database, conn: RawConnection, tree: exp.Alter, info: TableInfo) -> Result:
@@ -161,11 +131,10 @@ def refuse_unparsed(db: Database, conn: RawConnection, sql: str) -> None:
         )
 
 
-def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo, undo: _Undo) -> None:
+def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo) -> None:
     """The outside VIEW T in the new shape; MonetDB refuses to drop it while a view of the user's uses it."""
-    _drop_view(conn, old, undo)
+    _drop_view(conn, old)
     conn.execute(views.create_sql(new))
-    undo.did(views.drop_sql(new))
 
 
 def _check_no_dependents(conn: RawConnection, info: TableInfo) -> None:
@@ -180,7 +149,7 @@ def _check_no_dependents(conn: RawConnection, info: TableInfo) -> None:
         )
 
 
-def _drop_view(conn: RawConnection, info: TableInfo, undo: _Undo) -> None:
+def _drop_view(conn: RawConnection, info: TableInfo) -> None:
     _step("view")
     try:
         conn.execute(views.drop_sql(info))
@@ -189,11 +158,10 @@ def _drop_view(conn: RawConnection, info: TableInfo, undo: _Undo) -> None:
             f"ALTER TABLE {info.name}: cannot replace tique's view {info.name!r} ({exc}); drop the views that use "
             f"{info.name!r} first and create them again afterwards"
         ) from exc
-    undo.did(views.create_sql(info))
 
 
 def _write_spec(conn: RawConnection, new: TableInfo) -> None:
-    """The commit point: one statement."""
+    """The catalog's new definition, the last step of the change's engine transaction."""
     _step("spec")
     conn.execute(
         f"UPDATE tique.tables SET name = {literal(new.name)}, spec = {literal(new.spec_json())} "
@@ -243,14 +211,12 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
     filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
 
     def apply() -> None:
-        with _undoing(conn) as undo:
+        with one_transaction(conn):
             _step("storage")
             conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
-            undo.did(f"ALTER TABLE {info.storage} DROP COLUMN {quote(name)}")
             _step("cache")
             conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
-            undo.did(f"ALTER TABLE {info.cache} DROP COLUMN {quote(name)}")
-            _swap_view(conn, info, new, undo)
+            _swap_view(conn, info, new)
             _write_spec(conn, new)
 
     return new, apply
@@ -265,14 +231,13 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     if node.args.get("default") is not None or (node.args.get("drop") and node.args.get("allow_null") is None):
         default = ddl_parse.default_value(node.args["default"]) if node.args.get("default") is not None else None
         changed = ColumnSpec(name, column.sql_type, column.not_null, default)
-        old_sql = f"SET DEFAULT {catalog.default_sql(column.default)}" if column.default is not None else "DROP DEFAULT"
         new_sql = f"SET DEFAULT {catalog.default_sql(default)}" if default is not None else "DROP DEFAULT"
         tables = (info.storage, info.cache)
     elif node.args.get("allow_null") is True and not node.args.get("dtype"):
         if name in info.key:
             raise NotSupportedError(f"ALTER TABLE {info.name} ALTER COLUMN {name!r} DROP NOT NULL: it is primary key")
         changed = ColumnSpec(name, column.sql_type, False, column.default)
-        old_sql, new_sql = ("SET NOT NULL" if column.not_null else "SET NULL"), "SET NULL"
+        new_sql = "SET NULL"
         tables = (info.storage,)
     elif node.args.get("allow_null") is False:
         raise NotSupportedError(
@@ -287,11 +252,10 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     new = replace(info, columns=tuple(changed if c.name == name else c for c in info.columns))
 
     def apply() -> None:
-        with _undoing(conn) as undo:
+        with one_transaction(conn):
             for table in tables:
                 _step("storage" if table == info.storage else "cache")
                 conn.execute(alter.format(table=table) + new_sql)
-                undo.did(alter.format(table=table) + old_sql)
             _write_spec(conn, new)
 
     return new, apply
@@ -321,12 +285,11 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
     dropped = info.column(name)
 
     def apply() -> None:
-        with _undoing(conn) as undo:
+        with one_transaction(conn):
             _step("storage")
             if dropped.not_null:  # the checkpointer stops writing it from the commit point on
                 conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NULL")
-                undo.did(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NOT NULL")
-            _swap_view(conn, info, new, undo)
+            _swap_view(conn, info, new)
             _write_spec(conn, new)
         # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
         for table in (info.storage, info.cache):
@@ -363,11 +326,7 @@ def _rename_column(
     new = _renamed(info, old, new_name)
 
     renames = [
-        (
-            step,
-            f"ALTER TABLE {t} RENAME COLUMN {quote(old)} TO {quote(new_name)}",
-            f"ALTER TABLE {t} RENAME COLUMN {quote(new_name)} TO {quote(old)}",
-        )
+        (step, f"ALTER TABLE {t} RENAME COLUMN {quote(old)} TO {quote(new_name)}")
         for t, step in ((info.storage, "storage"), (info.cache, "cache"))
     ]
     return new, lambda: _renamed_under_view(conn, info, new, renames)
@@ -386,32 +345,24 @@ def _rename_table(
         new = catalog.placed(conn, new)
 
     renames = [
-        (
-            step,
-            f"ALTER TABLE {old_t} RENAME TO {quote(new_physical)}",
-            f"ALTER TABLE {new_t} RENAME TO {quote(old_name)}",
-        )
-        for old_t, old_name, new_t, new_physical, step in (
-            (info.storage, info.storage_name, new.storage, new.storage_name, "storage"),
-            (info.cache, info.cache_name, new.cache, new.cache_name, "cache"),
+        (step, f"ALTER TABLE {old_t} RENAME TO {quote(new_physical)}")
+        for old_t, new_physical, step in (
+            (info.storage, new.storage_name, "storage"),
+            (info.cache, new.cache_name, "cache"),
         )
     ]
     return new, lambda: _renamed_under_view(conn, info, new, renames)
 
 
-def _renamed_under_view(
-    conn: RawConnection, info: TableInfo, new: TableInfo, renames: list[tuple[str, str, str]]
-) -> None:
-    """A rename's (step, statement, undo) on Storage and Cache, between dropping T's view (MonetDB renames nothing
-    a view depends on) and creating it for the new definition; then the spec, the commit point."""
-    with _undoing(conn) as undo:
-        _drop_view(conn, info, undo)
-        for step, sql, undo_sql in renames:
+def _renamed_under_view(conn: RawConnection, info: TableInfo, new: TableInfo, renames: list[tuple[str, str]]) -> None:
+    """A rename's (step, statement) on Storage and Cache, between dropping T's view (MonetDB renames nothing a view
+    depends on) and creating it for the new definition; then the spec."""
+    with one_transaction(conn):
+        _drop_view(conn, info)
+        for step, sql in renames:
             _step(step)
             conn.execute(sql)
-            undo.did(undo_sql)
         conn.execute(views.create_sql(new))
-        undo.did(views.drop_sql(new))
         _write_spec(conn, new)
 
 

@@ -41,7 +41,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -289,10 +289,15 @@ def placed(conn: RawConnection, info: TableInfo, base_name: str | None = None) -
     if info.kind != "tx":
         return info
     base = f"{info.schema}__{base_name or info.name}"
+    # a table renamed away keeps its constraints' and indexes' names (MonetDB derives them from the table's name,
+    # unique per schema): those count as taken too (LIKE's _ matches more names than these: the fallback is safe)
+    in_data = f"JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = {literal(DATA_SCHEMA)}"
+    prefix = literal(base + "__%")
     taken = conn.execute(
-        "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-        f"WHERE s.name = {literal(DATA_SCHEMA)} AND t.name IN ({literal(base + '__storage')}, "
-        f"{literal(base + '__cache')})"
+        f"SELECT (SELECT COUNT(*) FROM sys.tables t {in_data} AND t.name IN ({literal(base + '__storage')}, "
+        f"{literal(base + '__cache')})) + (SELECT COUNT(*) FROM sys.keys k JOIN sys.tables t ON k.table_id = t.id "
+        f"{in_data} AND k.name LIKE {prefix}) + (SELECT COUNT(*) FROM sys.idxs i JOIN sys.tables t ON i.table_id = "
+        f"t.id {in_data} AND i.name LIKE {prefix})"
     ).scalar()
     if taken:
         base = f"{base}__{info.table_id}"  # table ids are never reused
@@ -442,18 +447,23 @@ def _storage_create(info: TableInfo, physical: str) -> str:
 
 
 def register(conn: RawConnection, info: TableInfo) -> None:
-    conn.execute(
+    conn.execute(register_sql(info))
+
+
+def register_sql(info: TableInfo) -> str:
+    return (
         f"INSERT INTO tique.tables VALUES ({info.table_id}, {literal(info.schema)}, {literal(info.name)}, "
         f"{literal(info.kind)}, {literal(info.spec_json())})"
     )
 
 
-def unregister(conn: RawConnection, info: TableInfo) -> None:
-    """Remove exactly this table's entry (id, schema and name: an old database may hold duplicate ids)."""
+def unregister(conn: RawConnection, info: TableInfo, before: Sequence[str] = ()) -> None:
+    """Remove exactly this table's entry (id, schema and name: an old database may hold duplicate ids), in one engine
+    transaction with the statements ``before`` it (the physical drops that go with it)."""
     where = f"table_id = {info.table_id} AND schema_name = {literal(info.schema)} AND name = {literal(info.name)}"
     for attempt in range(UNREGISTER_TRIES):
         try:
-            conn.execute(f"DELETE FROM tique.tables WHERE {where}")
+            conn.execute_atomically([*before, f"DELETE FROM tique.tables WHERE {where}"])
             return
         except DatabaseError:
             # MonetDB aborts a DELETE when another session's append (a concurrent CREATE TABLE) commits meanwhile

@@ -14,7 +14,7 @@ from tique import errors, privileges
 from tique.catalog import TableInfo
 from tique.database import Database
 from tique.ddl import dropped_table, renamed_table, run_ddl
-from tique.engine.base import Result
+from tique.engine.base import Result, one_transaction
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, SerializationFailure, restated
 from tique.names import qualified, quote
@@ -490,7 +490,8 @@ class Connection:
 
         rowid = self._lowest_rowid(target) if info.has_rowid and info.kind == "tx" else 0
         keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
-        with self._loading():
+        # one engine transaction: a load refused half way, or a process killed during it, leaves nothing loaded
+        with self._loading(), self._load_refusals(table, info), one_transaction(self._raw):
             for row in rows:
                 if len(row) != len(info.columns):
                     raise errors.ProgrammingError(
@@ -511,6 +512,22 @@ class Connection:
             send()
         self._after_load(info)
         return total
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _load_refusals(table: str, info: TableInfo) -> Iterator[None]:
+        """A constraint the load broke, said of the user's table (the engine names its Storage table)."""
+        try:
+            yield
+        except errors.IntegrityError as exc:
+            said = str(exc)
+            if info.kind == "tx":
+                said = said.replace(f"{info.physical_schema}.", "").replace(info.storage_name, info.name)
+            raise errors.IntegrityError(
+                f"bulk_load into {table!r} was refused and loaded nothing: {said} (a key already in the table, or "
+                "given twice among the rows?)",
+                exc.sqlstate,
+            ) from None
 
     @contextlib.contextmanager
     def _loading(self) -> Iterator[None]:

@@ -220,12 +220,11 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
         )
 
     def drop() -> None:
-        physical = catalog.physical_tables(info)
-        if info.kind == "tx":
-            conn.execute(views.drop_sql(info))  # first: it depends on the tables
-        for name in physical:
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
-        catalog.unregister(conn, info)
+        # one engine transaction, so that a process killed half way leaves the table whole (its view first: it
+        # depends on the tables)
+        statements = [views.drop_sql(info)] if info.kind == "tx" else []
+        statements += [f"DROP TABLE IF EXISTS {name}" for name in catalog.physical_tables(info)]
+        catalog.unregister(conn, info, before=statements)
 
     ids: list[int] = []
     versioned(db, conn, [(info.schema, info.name)], drop, ids)

@@ -61,20 +61,16 @@ def create_view(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -
     assert table is not None and tree.expression is not None
     schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
     select_sql = tree.expression.sql(dialect=MonetDB)
-    conn.execute(sql)  # MonetDB checks the SELECT, and outside clients get the view over committed state
-    try:
-        info = view_info(db.sequencer.next_txid(conn), schema, name, select_sql)
-        catalog.register(conn, info)
-    except BaseException:
-        conn.execute(f"DROP VIEW {quote(schema)}.{quote(name)}")
-        raise
+    info = view_info(db.sequencer.next_txid(conn), schema, name, select_sql)
+    # MonetDB checks the SELECT, and outside clients get the view over committed state; in one engine transaction
+    # with the catalog row, so a process killed half way leaves no view that tique does not know
+    conn.execute_atomically([sql, catalog.register_sql(info)])
     _changed(db, conn)
     return Result(rowcount=-1)
 
 
 def drop_view(db: Database, conn: RawConnection, info: TableInfo, sql: str) -> Result:
-    conn.execute(sql)  # refused while another view uses it
-    catalog.unregister(conn, info)
+    catalog.unregister(conn, info, before=[sql])  # the DROP is refused while another view uses it
     _changed(db, conn)
     return Result(rowcount=-1)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -79,6 +80,23 @@ def in_one_transaction(execute: Callable[[str], Any], statements: Sequence[str])
     except BaseException:
         try:
             execute("ROLLBACK")  # after a failed COMMIT the session is back in autocommit already
+        except Exception:
+            pass
+        raise
+
+
+@contextlib.contextmanager
+def one_transaction(conn: RawConnection) -> Iterator[None]:
+    """The block's statements on ``conn`` as one engine transaction: all of them take effect or none, also when
+    the process dies half way (a DDL's steps on Storage, Cache, the view T and tique.tables must agree). Rolled back
+    on any failure."""
+    conn.execute("START TRANSACTION")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")  # after a failed COMMIT the session is back in autocommit already
         except Exception:
             pass
         raise
