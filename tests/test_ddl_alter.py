@@ -340,6 +340,33 @@ def test_drop_column_cleanup_failure_warns(
     assert plain.execute(f"SELECT COUNT(*) FROM {storage(plain, t)} WHERE v IS NULL").scalar() == 3  # the unused column
 
 
+def test_add_column_over_a_column_a_drop_left_behind(
+    connect: Callable[..., tique.Connection], unique_name, plain: RawConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DROP COLUMN whose clean-up failed (or was killed) leaves the physical column: adding the name again gives a
+    new column with its DEFAULT in every row, not the old values, and not "already exists"."""
+    from tique import alter
+
+    t = unique_name("alt_readd")
+    conn = connect()
+    setup(conn, t)
+    monkeypatch.setattr(
+        alter, "step_hook", lambda at: (_ for _ in ()).throw(RuntimeError("x")) if at == "cleanup" else None
+    )
+    cur = conn.cursor()
+    with pytest.warns(UserWarning, match="took effect"):
+        cur.execute(f"ALTER TABLE {t} DROP COLUMN v")
+    monkeypatch.setattr(alter, "step_hook", None)
+    cur.execute(f"ALTER TABLE {t} ADD COLUMN v INT DEFAULT 7")
+    cur.execute(f"INSERT INTO {t} (id) VALUES (3)")
+    conn.commit()
+    cur.execute(f"SELECT id, v FROM {t} ORDER BY id")
+    assert cur.fetchall() == [(1, 7), (2, 7), (3, 7)]
+    conn.close()
+    assert not Checkpointer(plain).run_once().errors
+    assert plain.execute(f"SELECT COUNT(*) FROM {storage(plain, t)} WHERE v = 7").scalar() == 3
+
+
 def test_alter_column_default_and_null(
     connect: Callable[..., tique.Connection], unique_name, plain: RawConnection
 ) -> None:

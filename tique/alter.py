@@ -212,6 +212,8 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
 
     def apply() -> None:
         with one_transaction(conn):
+            for table in _left_behind(conn, info, name):  # by a DROP COLUMN whose clean-up failed: its old values
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
             _step("storage")
             conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
             _step("cache")
@@ -220,6 +222,17 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
             _write_spec(conn, new)
 
     return new, apply
+
+
+def _left_behind(conn: RawConnection, info: TableInfo, name: str) -> list[str]:
+    """Storage and Cache tables that still hold a physical column ``name`` the catalog no longer has."""
+    rows = conn.execute(
+        "SELECT t.name FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id JOIN sys.schemas s ON "
+        f"t.schema_id = s.id WHERE s.name = {literal(info.physical_schema)} AND c.name = {literal(name)} AND t.name IN "
+        f"({literal(info.storage_name)}, {literal(info.cache_name)})"
+    ).rows
+    held = {str(r[0]) for r in rows}
+    return [t for t, n in ((info.storage, info.storage_name), (info.cache, info.cache_name)) if n in held]
 
 
 def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -> tuple[TableInfo, Callable[[], None]]:
