@@ -414,3 +414,25 @@ def test_alter_is_a_versioned_catalog_change(connect: Callable[..., tique.Connec
     a.commit()
     cb.execute(f"SELECT id, n, m FROM {t} ORDER BY id")
     assert cb.fetchall() == [(1, 0, 10), (2, 0, 20)]
+
+
+def test_rename_to_a_taken_name_says_what_is_wrong(connect: Callable[..., tique.Connection], unique_name) -> None:
+    """A RENAME TO whose new name is a tique table is about the renamed table: a missing one is named as missing,
+    and a plain table is refused by MonetDB for the taken name (before: "ALTER TABLE on the transactional table
+    't2' is not supported")."""
+    taken, missing, plain_t = unique_name("alt_taken"), unique_name("alt_missing"), unique_name("alt_plain")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {taken} (k INT PRIMARY KEY)")
+    cur.execute(f"CREATE TABLE {plain_t} (k INT) -- tique: plain")
+    conn.commit()
+    with pytest.raises(tique.ProgrammingError, match=f"no such table '{missing}'"):
+        cur.execute(f"ALTER TABLE {missing} RENAME TO {taken}")
+    conn.rollback()
+    with pytest.raises(tique.DatabaseError) as refused:
+        cur.execute(f"ALTER TABLE {plain_t} RENAME TO {taken}")
+    assert "not supported" not in str(refused.value)
+    conn.rollback()
+    cur.execute(f"SELECT COUNT(*) FROM {taken}")
+    assert cur.fetchone()[0] == 0
+    conn.close()

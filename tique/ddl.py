@@ -63,7 +63,12 @@ def run_ddl(
         if info is not None and info.kind == "tx":
             return alter.alter_table(db, conn, tree, info)
     if isinstance(tree, (exp.Alter, exp.TruncateTable)):
+        # a RENAME TO's new name is no table the statement touches: MonetDB says the name is taken, or the renamed
+        # table missing
+        renamed_to = {id(a.this) for a in tree.args.get("actions") or [] if isinstance(a, exp.AlterRename)}
         for table in tree.find_all(exp.Table):
+            if id(table) in renamed_to:
+                continue
             info = db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
             if info is not None and info.kind == "tx":
                 verb = "ALTER TABLE" if isinstance(tree, exp.Alter) else "TRUNCATE"
