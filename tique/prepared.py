@@ -43,6 +43,9 @@ UNPREPARABLE = "unpreparable"
 
 def parameter_type(literal: str) -> str | None:
     """The type a parameter's literal has as text (see above); UNPREPARABLE when its form is not known here."""
+    digits = literal[1:] if literal[:1] == "-" else literal
+    if digits.isascii() and digits.isdigit():  # most are integers: spared the pattern (it runs per slot and EXEC)
+        return None
     if _BARE.fullmatch(literal):
         return None
     if (number := _DECIMAL.fullmatch(literal)) is not None:
