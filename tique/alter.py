@@ -4,9 +4,12 @@ Like all of tique's DDL it takes effect at once, outside any transaction. One AL
 must agree: the Storage table, the Cache table, the catalog spec (tique.tables) and the outside VIEW T
 (tique/views.py). They change in one engine transaction (engine.base.one_transaction): a failed step rolls all of
 them back, and a process killed half way leaves the table as it was (MonetDB runs each of these DDL statements in
-a transaction). DROP COLUMN's physical drops follow the transaction, as clean-up: the column is unused from then
-on (the rewriter, the transactions and the checkpointer name columns explicitly), and a failure leaves it behind
-and is reported.
+a transaction). MonetDB's conflicts are per table and optimistic, so that transaction loses to another session's
+DDL or append meanwhile; it changed nothing then, and runs again (engine.base.retried_on_conflict). Physical
+columns that no spec names are unused (the rewriter, the transactions and the checkpointer name columns
+explicitly): ADD COLUMN adds its own in short statements before the transaction (inside it, it lost to nearly every
+append to the Cache), and DROP COLUMN drops the old one after it, as clean-up. A column either leaves behind (a
+failure, a kill) is dropped by the next ADD COLUMN of its name.
 
 Existing rows get a new column's DEFAULT, as SQL says - in Storage and in every Cache version, committed or
 not, so a checkpoint that moves an old version into Storage moves the default with it. The Cache column keeps
@@ -24,6 +27,7 @@ rows of both shapes, fail the statement that sends them, never silently.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 from collections.abc import Callable
@@ -34,8 +38,8 @@ from sqlglot import exp
 from tique import catalog, ddl_parse, views
 from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
-from tique.engine.base import RawConnection, Result, one_transaction
-from tique.errors import NotSupportedError, ProgrammingError
+from tique.engine.base import RawConnection, Result, one_transaction, retried_on_conflict
+from tique.errors import NotSupportedError, ProgrammingError, lost_to_concurrency
 from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
 from tique.versioned import versioned
@@ -154,6 +158,8 @@ def _drop_view(conn: RawConnection, info: TableInfo) -> None:
     try:
         conn.execute(views.drop_sql(info))
     except Exception as exc:
+        if lost_to_concurrency(exc):
+            raise  # another session's change: retried (_retried), not a view of the user's
         raise ProgrammingError(
             f"ALTER TABLE {info.name}: cannot replace tique's view {info.name!r} ({exc}); drop the views that use "
             f"{info.name!r} first and create them again afterwards"
@@ -211,15 +217,32 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
     filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
 
     def apply() -> None:
-        with one_transaction(conn):
-            for table in _left_behind(conn, info, name):  # by a DROP COLUMN whose clean-up failed: its old values
-                conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
+        # The new physical columns first, each in a short statement of its own: a long transaction around them lost
+        # to every append to the Cache meanwhile (0-1 of 10 ADD COLUMNs beside two writers). Until the spec names
+        # it, the column is unused; a failure or a kill leaves it behind, and the next ADD COLUMN of the name drops
+        # it first (its values would be old ones).
+        for table in _left_behind(conn, info, name):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
+        added: list[str] = []
+        try:
             _step("storage")
             conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
+            added.append(info.storage)
             _step("cache")
-            conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every existing version: the default
-            _swap_view(conn, info, new)
-            _write_spec(conn, new)
+            conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every version: the default
+            added.append(info.cache)
+
+            def publish() -> None:
+                with one_transaction(conn):
+                    _swap_view(conn, info, new)
+                    _write_spec(conn, new)
+
+            _retried(publish, info)
+        except BaseException:
+            for table in added:  # best effort: one left behind is dropped by the next ADD COLUMN of the name
+                with contextlib.suppress(Exception):
+                    conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
+            raise
 
     return new, apply
 
@@ -265,11 +288,14 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     new = replace(info, columns=tuple(changed if c.name == name else c for c in info.columns))
 
     def apply() -> None:
-        with one_transaction(conn):
-            for table in tables:
-                _step("storage" if table == info.storage else "cache")
-                conn.execute(alter.format(table=table) + new_sql)
-            _write_spec(conn, new)
+        def change() -> None:
+            with one_transaction(conn):
+                for table in tables:
+                    _step("storage" if table == info.storage else "cache")
+                    conn.execute(alter.format(table=table) + new_sql)
+                _write_spec(conn, new)
+
+        _retried(change, info)
 
     return new, apply
 
@@ -298,12 +324,15 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
     dropped = info.column(name)
 
     def apply() -> None:
-        with one_transaction(conn):
-            _step("storage")
-            if dropped.not_null:  # the checkpointer stops writing it from the commit point on
-                conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NULL")
-            _swap_view(conn, info, new)
-            _write_spec(conn, new)
+        def change() -> None:
+            with one_transaction(conn):
+                _step("storage")
+                if dropped.not_null:  # the checkpointer stops writing it from the commit point on
+                    conn.execute(f"ALTER TABLE {info.storage} ALTER COLUMN {quote(name)} SET NULL")
+                _swap_view(conn, info, new)
+                _write_spec(conn, new)
+
+        _retried(change, info)
         # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
         for table in (info.storage, info.cache):
             try:
@@ -370,13 +399,23 @@ def _rename_table(
 def _renamed_under_view(conn: RawConnection, info: TableInfo, new: TableInfo, renames: list[tuple[str, str]]) -> None:
     """A rename's (step, statement) on Storage and Cache, between dropping T's view (MonetDB renames nothing a view
     depends on) and creating it for the new definition; then the spec."""
-    with one_transaction(conn):
-        _drop_view(conn, info)
-        for step, sql in renames:
-            _step(step)
-            conn.execute(sql)
-        conn.execute(views.create_sql(new))
-        _write_spec(conn, new)
+
+    def change() -> None:
+        with one_transaction(conn):
+            _drop_view(conn, info)
+            for step, sql in renames:
+                _step(step)
+                conn.execute(sql)
+            conn.execute(views.create_sql(new))
+            _write_spec(conn, new)
+
+    _retried(change, info)
+
+
+def _retried(change: Callable[[], None], info: TableInfo) -> None:
+    """An ALTER's engine transaction, again while another session's append or DDL (all of it writes tique.tables)
+    makes MonetDB refuse it: it changed nothing, so it can run again."""
+    retried_on_conflict(change, f"ALTER TABLE {info.name}")
 
 
 def _taken(conn: RawConnection, schema: str, name: str, beside: bool) -> bool:

@@ -40,14 +40,13 @@ import hashlib
 import json
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from tique import sqlfiles
-from tique.engine.base import RawConnection
+from tique.engine.base import RawConnection, retried_on_conflict
 from tique.errors import DatabaseError, ProgrammingError
 from tique.names import qualified, quote, table_key
 from tique.params import literal
@@ -461,12 +460,10 @@ def unregister(conn: RawConnection, info: TableInfo, before: Sequence[str] = ())
     """Remove exactly this table's entry (id, schema and name: an old database may hold duplicate ids), in one engine
     transaction with the statements ``before`` it (the physical drops that go with it)."""
     where = f"table_id = {info.table_id} AND schema_name = {literal(info.schema)} AND name = {literal(info.name)}"
-    for attempt in range(UNREGISTER_TRIES):
-        try:
-            conn.execute_atomically([*before, f"DELETE FROM tique.tables WHERE {where}"])
-            return
-        except DatabaseError:
-            # MonetDB aborts a DELETE when another session's append (a concurrent CREATE TABLE) commits meanwhile
-            if attempt == UNREGISTER_TRIES - 1:
-                raise
-            time.sleep(0.005 * (attempt + 1))
+    # MonetDB aborts the DELETE when another session's append (a concurrent CREATE TABLE) commits meanwhile: again;
+    # any other refusal (a view of the user's depends on the table) is the answer
+    retried_on_conflict(
+        lambda: conn.execute_atomically([*before, f"DELETE FROM tique.tables WHERE {where}"]),
+        f"removing {info.name!r} from tique's catalog",
+        UNREGISTER_TRIES,
+    )

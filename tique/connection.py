@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -521,8 +522,8 @@ class Connection:
             yield
         except errors.IntegrityError as exc:
             said = str(exc)
-            if info.kind == "tx":
-                said = said.replace(f"{info.physical_schema}.", "").replace(info.storage_name, info.name)
+            if info.kind == "tx":  # its Storage's name, and its constraints' (which keep the name a rename left)
+                said = re.sub(r"\w*__storage", info.name, said.replace(f"{info.physical_schema}.", ""))
             raise errors.IntegrityError(
                 f"bulk_load into {table!r} was refused and loaded nothing: {said} (a key already in the table, or "
                 "given twice among the rows?)",

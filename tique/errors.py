@@ -374,3 +374,13 @@ def login_refused(exc: BaseException) -> bool:
 def engine_write_failed(exc: BaseException) -> bool:
     """The engine failed a write for want of space: it says so in words only (tique/storage.py)."""
     return _WRITE_FAILED.search(str(exc)) is not None
+
+
+def lost_to_concurrency(exc: BaseException) -> bool:
+    """Did MonetDB refuse a statement or COMMIT because another transaction changed the same table meanwhile (its
+    optimistic, table-level conflicts: retrying may succeed)? It says so in several words: a 40000 COMMIT failure,
+    "Update failed" (an UPDATE or DELETE of a table another session appended to), "Transaction conflict"."""
+    if isinstance(exc, SerializationFailure):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, DatabaseError) and ("update failed" in text or "conflict" in text)

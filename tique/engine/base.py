@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from tique.errors import SerializationFailure, lost_to_concurrency
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -100,3 +105,23 @@ def one_transaction(conn: RawConnection) -> Iterator[None]:
         except Exception:
             pass
         raise
+
+
+def retried_on_conflict(run: Callable[[], T], what: str, tries: int = 20) -> T:
+    """``run()`` (an engine transaction that is all or nothing) again while MonetDB refuses it for a concurrent
+    change of a table it touches (errors.lost_to_concurrency), with a growing pause; then a SerializationFailure that
+    says nothing changed."""
+    for attempt in range(tries):
+        try:
+            return run()
+        except Exception as exc:
+            if not lost_to_concurrency(exc):
+                raise
+            if attempt == tries - 1:
+                raise SerializationFailure(
+                    f"{what} lost to concurrent changes of the tables it touches {tries} times and changed nothing "
+                    f"(last: {exc}); run it again when fewer sessions write them",
+                    "40001",
+                ) from exc
+            time.sleep(0.005 * (attempt + 1))
+    raise AssertionError("unreachable")
