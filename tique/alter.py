@@ -221,15 +221,18 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         # to every append to the Cache meanwhile (0-1 of 10 ADD COLUMNs beside two writers). Until the spec names
         # it, the column is unused; a failure or a kill leaves it behind, and the next ADD COLUMN of the name drops
         # it first (its values would be old ones).
+        def physical(sql: str) -> None:  # a statement of its own, again while it loses to an append
+            retried_on_conflict(lambda: conn.execute(sql), f"ALTER TABLE {info.name}")
+
         for table in _left_behind(conn, info, name):
-            conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
+            physical(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
         added: list[str] = []
         try:
             _step("storage")
-            conn.execute(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
+            physical(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
             added.append(info.storage)
             _step("cache")
-            conn.execute(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every version: the default
+            physical(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every version: the default
             added.append(info.cache)
 
             def publish() -> None:
