@@ -476,7 +476,15 @@ def test_ddl_cycles_under_mapi_writers_lose_no_committed_row(served: ServeProces
         ddl.commit()
         assert len(got_t) == len(set(got_t)) and set(got_t) == committed["t"]
         assert len(got_o) == len(set(got_o)) and set(got_o) == committed["o"]
-        assert [e for e in checkpoints if e] == [] or all("no such" in str(e) for e in checkpoints if e)
+        # a run beside the DDL may lose to it (a conflict, or a table renamed under it): it changes nothing and the
+        # next run goes again; once the DDL stops, a run is clean
+        transient = ("no such", "concurrency conflicts", "conflict")
+        assert all(any(m in str(e) for m in transient) for e in checkpoints if e), [e for e in checkpoints if e]
+        raw = Database.get(url).connect_raw()
+        try:
+            assert Checkpointer(raw).run_once().errors == []
+        finally:
+            raw.close()
         cur.execute("SELECT * FROM t LIMIT 1")
         assert [d[0] for d in cur.description][:2] == ["k", "v"]
         ddl.commit()
