@@ -38,7 +38,10 @@ def test_tique_embedded_is_snapshot_isolated(tmp_path: Path) -> None:
     proc = elle("run", f"monetdbe://{tmp_path / 'db'}", "--clients", "8", "--txns", str(TXNS), "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((tmp_path / "results.json").read_text())
-    assert result["valid?"] and result["verdicts"]["strong-snapshot-isolation"]
+    # the anomalies themselves in the message: a CI run once failed strong-snapshot-isolation alone, and 145 reruns
+    # under heavier load did not (its results.json was gone by the time it was looked for)
+    found = json.dumps({k: result.get(k) for k in ("verdicts", "anomaly-types", "anomalies")}, default=str)[:6000]
+    assert result["valid?"] and result["verdicts"]["strong-snapshot-isolation"], found
     assert result["counts"]["ok"] > TXNS // 4
     # the history file is also checkable on its own
     assert elle("check", str(tmp_path / "history.json")).returncode == 0
