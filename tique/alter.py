@@ -222,7 +222,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         # it, the column is unused; a failure or a kill leaves it behind, and the next ADD COLUMN of the name drops
         # it first (its values would be old ones).
         def physical(sql: str) -> None:  # a statement of its own, again while it loses to an append
-            retried_on_conflict(lambda: conn.execute(sql), f"ALTER TABLE {info.name}")
+            _retried(lambda: conn.execute(sql), info)
 
         for table in _left_behind(conn, info, name):
             physical(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
@@ -415,7 +415,7 @@ def _renamed_under_view(conn: RawConnection, info: TableInfo, new: TableInfo, re
     _retried(change, info)
 
 
-def _retried(change: Callable[[], None], info: TableInfo) -> None:
+def _retried(change: Callable[[], object], info: TableInfo) -> None:
     """An ALTER's engine transaction, again while another session's append or DDL (all of it writes tique.tables)
     makes MonetDB refuse it: it changed nothing, so it can run again."""
     retried_on_conflict(change, f"ALTER TABLE {info.name}")

@@ -152,9 +152,15 @@ class Connection:
             wanted = "default_pipe"
         else:
             wanted = self.settings.short_pipeline
-        if self._zero_signs_kept and self._raw.pipeline in KEEPING:
-            return
-        self._set_pipeline(SAFE if self._zero_signs_kept else wanted)
+        if self._zero_signs_kept:
+            self._keep_zero_signs()
+        else:
+            self._set_pipeline(wanted)
+
+    def _keep_zero_signs(self) -> None:
+        """The next statements on a pipeline that keeps the signs of float zeros (tique/zero_signs.py)."""
+        if self._raw.pipeline not in KEEPING:
+            self._set_pipeline(SAFE)
 
     def _set_pipeline(self, wanted: str) -> None:
         if wanted == self._raw.pipeline:
@@ -367,8 +373,8 @@ class Connection:
             raise ProgrammingError(f"cannot run {type(plan).__name__}")
         if isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan)) and not self.db.owner:
             self.may_write(txn, plan)
-        if computes_floats(plan) and self._raw.pipeline not in KEEPING:
-            self._set_pipeline(SAFE)  # the engine computes float values it stores: their zeros keep their signs
+        if computes_floats(plan):
+            self._keep_zero_signs()
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
 
@@ -479,15 +485,16 @@ class Connection:
         info, target = self._load_target(table, "bulk_load")
         total = 0
         chunk: list[str] = []
-        zeros: list[float] = []  # the chunk's float zeros, whose signs a statement may merge (tique/zero_signs.py)
+        negative = False  # a -0.0 in the chunk, whose sign a statement may merge (tique/zero_signs.py)
 
         def send() -> None:
+            nonlocal negative
             if chunk:
                 self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-                with zero_signs_kept(self._raw, negative_zero(zeros)):
+                with zero_signs_kept(self._raw, negative):
                     self._raw.execute(f"INSERT INTO {target} VALUES {', '.join(chunk)}")
                 chunk.clear()
-                zeros.clear()
+                negative = False
 
         rowid = self._lowest_rowid(target) if info.has_rowid and info.kind == "tx" else 0
         keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
@@ -501,7 +508,7 @@ class Connection:
                 coerced = [coerce(v, c.sql_type, c.name, info.name) for v, c in zip(row, info.columns)]
                 for i in keys:  # a key's -0.0 is stored as 0.0, as the Cache's are (values.key_value)
                     coerced[i] = key_value(coerced[i])
-                zeros.extend(v for v in coerced if type(v) is float and v == 0.0)
+                negative = negative or negative_zero(coerced)
                 values = [literal(v) for v in coerced]
                 if info.has_rowid and info.kind == "tx":
                     rowid -= 1
