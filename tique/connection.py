@@ -5,21 +5,19 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from tique import errors, privileges
+from tique import bulk_load, errors, privileges
 from tique.catalog import TableInfo
 from tique.database import Database
 from tique.ddl import dropped_table, renamed_table, run_ddl
-from tique.engine.base import Result, one_transaction
+from tique.engine.base import Result
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, SerializationFailure, restated
-from tique.names import qualified, quote
-from tique.params import Params, inline, literal
+from tique.params import Params, inline
 from tique.prepared import PreparingConnection, StatementHook
 from tique.privileges import Access
 from tique.rewrite.exact import decode
@@ -29,7 +27,7 @@ from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
 from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
 from tique.transaction import CommitResult, Transaction
-from tique.zero_signs import KEEPING, SAFE, negative_zero, zero_signs_kept
+from tique.zero_signs import KEEPING, SAFE
 
 T = TypeVar("T")
 
@@ -476,66 +474,31 @@ class Connection:
         """Load rows straight into a table's Storage as stable data: no versions, no commit protocol.
 
         For initial loads (and benchmarks) into tables that are not being written concurrently: the rows
-        become visible to every snapshot at once, and keys already present are refused by Storage's primary
-        key; UNIQUE and FOREIGN KEY constraints are not checked (the loader's duty, as for any initial load).
-        Rows give every column of the table, in order. Returns the number of rows loaded.
+        become visible to every snapshot at once, all or none. Keys already present are refused by Storage's
+        primary key, and so are keys written since the last checkpoint (tique/bulk_load.py); UNIQUE and FOREIGN
+        KEY constraints are not checked (the loader's duty, as for any initial load). Rows give every column of
+        the table, in order. Returns the number of rows loaded.
         """
-        from tique.rewrite.values import coerce, key_value
-
-        info, target = self._load_target(table, "bulk_load")
-        total = 0
-        chunk: list[str] = []
-        negative = False  # a -0.0 in the chunk, whose sign a statement may merge (tique/zero_signs.py)
-
-        def send() -> None:
-            nonlocal negative
-            if chunk:
-                self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-                with zero_signs_kept(self._raw, negative):
-                    self._raw.execute(f"INSERT INTO {target} VALUES {', '.join(chunk)}")
-                chunk.clear()
-                negative = False
-
-        rowid = self._lowest_rowid(target) if info.has_rowid and info.kind == "tx" else 0
-        keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
-        # one engine transaction: a load refused half way, or a process killed during it, leaves nothing loaded
-        with self._loading(), self._load_refusals(table, info), one_transaction(self._raw):
-            for row in rows:
-                if len(row) != len(info.columns):
-                    raise errors.ProgrammingError(
-                        f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
-                    )
-                coerced = [coerce(v, c.sql_type, c.name, info.name) for v, c in zip(row, info.columns)]
-                for i in keys:  # a key's -0.0 is stored as 0.0, as the Cache's are (values.key_value)
-                    coerced[i] = key_value(coerced[i])
-                negative = negative or negative_zero(coerced)
-                values = [literal(v) for v in coerced]
-                if info.has_rowid and info.kind == "tx":
-                    rowid -= 1
-                    values.append(str(rowid))
-                chunk.append("(" + ", ".join(values) + ")")
-                total += 1
-                if len(chunk) >= batch:
-                    send()
-            send()
+        info = self._load_target(table, "bulk_load")
+        self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
+        with self._loading():
+            total = bulk_load.load_rows(self._raw, info, table, rows, batch)
         self._after_load(info)
         return total
 
-    @staticmethod
-    @contextlib.contextmanager
-    def _load_refusals(table: str, info: TableInfo) -> Iterator[None]:
-        """A constraint the load broke, said of the user's table (the engine names its Storage table)."""
-        try:
-            yield
-        except errors.IntegrityError as exc:
-            said = str(exc)
-            if info.kind == "tx":  # its Storage's name, and its constraints' (which keep the name a rename left)
-                said = re.sub(r"\w*__storage", info.name, said.replace(f"{info.physical_schema}.", ""))
-            raise errors.IntegrityError(
-                f"bulk_load into {table!r} was refused and loaded nothing: {said} (a key already in the table, or "
-                "given twice among the rows?)",
-                exc.sqlstate,
-            ) from None
+    def bulk_load_csv(self, table: str, path: str | os.PathLike[str], delimiter: str = ",", null: str = "") -> int:
+        """Load a CSV file (every column of the table, in order; ``"`` quotes; ``null`` marks NULL) straight
+        into Storage with MonetDB's COPY INTO: the fast path for initial loads. The file is read by the engine,
+        so it must be on the engine's machine. Same rules as ``bulk_load``. Returns the number of rows loaded."""
+        info = self._load_target(table, "bulk_load_csv")
+        source = os.path.abspath(path)
+        if not os.path.exists(source):
+            raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
+        self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
+        with self._loading():
+            total = bulk_load.load_csv(self._raw, info, table, source, delimiter, null)
+        self._after_load(info)
+        return total
 
     @contextlib.contextmanager
     def _loading(self) -> Iterator[None]:
@@ -551,8 +514,8 @@ class Connection:
             if not self.db.sequencer.restricted:
                 self.db.sequencer.bump_catalog(self._raw)
 
-    def _load_target(self, table: str, what: str) -> tuple[TableInfo, str]:
-        """The table a bulk load writes: a transactional table's Storage, or a plain table itself."""
+    def _load_target(self, table: str, what: str) -> TableInfo:
+        """The table a bulk load writes."""
         self._check_open()
         # the name as given (a quoted "MixedCase" table), else folded as an unquoted SQL name would be
         info = self.db.catalog.lookup(self._raw, self.db.default_schema, table) or self.db.catalog.lookup(
@@ -560,59 +523,7 @@ class Connection:
         )
         if info is None:
             raise errors.ProgrammingError(f"{what}: {table!r} is not a table of tique's")
-        return info, info.storage if info.kind == "tx" else qualified(info.schema, info.name)
-
-    def _lowest_rowid(self, target: str) -> int:
-        """Hidden row ids of bulk-loaded rows count down from below any stored one: transactions use positive
-        ones. The next loaded row takes this value minus one."""
-        return min(0, int(self._raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {target}").scalar()))
-
-    def bulk_load_csv(self, table: str, path: str | os.PathLike[str], delimiter: str = ",", null: str = "") -> int:
-        """Load a CSV file (every column of the table, in order; ``"`` quotes; ``null`` marks NULL) straight
-        into Storage with MonetDB's COPY INTO: the fast path for initial loads. The file is read by the engine,
-        so it must be on the engine's machine. Same rules as ``bulk_load``. Returns the number of rows loaded."""
-        info, target = self._load_target(table, "bulk_load_csv")
-        source = os.path.abspath(path)
-        if not os.path.exists(source):
-            raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
-        self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-        before = int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar())
-        options = f"USING DELIMITERS {literal(delimiter)}, E'\\n', '\"' NULL AS {literal(null)}"
-        cols = ", ".join(quote(c) for c in info.column_names)
-        with self._loading():
-            self._copy_csv(info, target, source, options, cols)
-        self._after_load(info)
-        return int(self._raw.execute(f"SELECT COUNT(*) FROM {target}").scalar()) - before
-
-    def _copy_csv(self, info: TableInfo, target: str, source: str, options: str, cols: str) -> None:
-        if info.has_rowid and info.kind == "tx":
-            low = self._lowest_rowid(target)
-            staging = f"tq_load_{info.table_id}"
-            columns = ", ".join(f"{quote(c.name)} {c.sql_type}" for c in info.columns)
-            self._raw.execute(f"CREATE LOCAL TEMPORARY TABLE {staging} ({columns}) ON COMMIT PRESERVE ROWS")
-            try:
-                self._copy(info, f"COPY INTO tmp.{staging} FROM {literal(source)} {options}")
-                self._raw.execute(
-                    f"INSERT INTO {target} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () "
-                    f"FROM tmp.{staging}"
-                )
-            finally:
-                self._raw.execute(f"DROP TABLE tmp.{staging}")
-        else:
-            self._copy(info, f"COPY INTO {target} ({cols}) FROM {literal(source)} {options}")
-
-    def _copy(self, info: TableInfo, sql: str) -> None:
-        """COPY INTO; a value the engine refuses (out of range, too long) is a DataError naming the user's table,
-        not tique's Storage table."""
-        try:
-            self._raw.execute(sql)
-        except errors.DatabaseError as exc:
-            message = errors.copy_refused_value(exc)
-            if message is None:
-                raise
-            raise errors.DataError(
-                f"bulk_load_csv: a value in the file does not fit table {info.name!r}{message}", "22018"
-            ) from None
+        return info
 
     def _after_load(self, info: TableInfo) -> None:
         if info.kind == "tx" and info.generated:

@@ -1,0 +1,190 @@
+"""bulk_load and bulk_load_csv: rows straight into a table's Storage as stable data, outside the commit protocol.
+
+Storage's primary key refuses a key already stored, but the newest versions of keys written since the last
+checkpoint live in the Cache, and the snapshot prefers them: a loaded row with such a key would be hidden by a
+committed one (a second copy of a key, accepted) or by a delete (loaded, never seen). So when the table's Cache
+holds rows of transactions that committed or may still commit, the load goes to a temporary table first and is
+refused whole if any key has a Cache version; otherwise it goes straight to Storage (the initial load's path)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from tique import errors
+from tique.catalog import TableInfo
+from tique.engine.base import RawConnection, one_transaction
+from tique.names import qualified, quote
+from tique.params import literal
+from tique.rewrite.values import coerce, key_value
+from tique.write_buffer import show
+from tique.zero_signs import negative_zero, zero_signs_kept
+
+# rows of these transactions are never visible: they do not hide a loaded row
+_ABORTED = "SELECT txid FROM tique.outcomes WHERE NOT ok"
+
+
+def target(info: TableInfo) -> str:
+    """The table a load writes: a transactional table's Storage, or a plain table itself."""
+    return info.storage if info.kind == "tx" else qualified(info.schema, info.name)
+
+
+def load_rows(raw: RawConnection, info: TableInfo, table: str, rows: Iterable[Sequence[Any]], batch: int) -> int:
+    """bulk_load's rows into ``info`` in one engine transaction (a refusal or a kill leaves nothing loaded); the
+    number loaded. The caller checks the disk (``check_space``) and bumps what a load makes stale."""
+    stored = target(info)
+    keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
+    staging = _staging(raw, info)
+    rowid = _lowest_rowid(raw, stored) if info.has_rowid and info.kind == "tx" else 0
+    total = 0
+    chunk: list[str] = []
+    negative = False  # a -0.0 in the chunk, whose sign a statement may merge (tique/zero_signs.py)
+
+    def send() -> None:
+        nonlocal negative
+        if chunk:
+            with zero_signs_kept(raw, negative):
+                raw.execute(f"INSERT INTO {staging or stored} VALUES {', '.join(chunk)}")
+            chunk.clear()
+            negative = False
+
+    with _staged(raw, info, staging), refusals(table, info), one_transaction(raw):
+        for row in rows:
+            if len(row) != len(info.columns):
+                raise errors.ProgrammingError(
+                    f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
+                )
+            coerced = [coerce(v, c.sql_type, c.name, info.name) for v, c in zip(row, info.columns)]
+            for i in keys:  # a key's -0.0 is stored as 0.0, as the Cache's are (values.key_value)
+                coerced[i] = key_value(coerced[i])
+            negative = negative or negative_zero(coerced)
+            values = [literal(v) for v in coerced]
+            if info.has_rowid and info.kind == "tx":
+                rowid -= 1
+                values.append(str(rowid))
+            chunk.append("(" + ", ".join(values) + ")")
+            total += 1
+            if len(chunk) >= batch:
+                send()
+        send()
+        if staging:
+            _move(raw, info, staging, table)
+    return total
+
+
+def load_csv(raw: RawConnection, info: TableInfo, table: str, source: str, delimiter: str, null: str) -> int:
+    """bulk_load_csv's file into ``info`` with MonetDB's COPY INTO (one statement, or staged: all or nothing);
+    the number loaded."""
+    stored = target(info)
+    options = f"USING DELIMITERS {literal(delimiter)}, E'\\n', '\"' NULL AS {literal(null)}"
+    cols = ", ".join(quote(c) for c in info.column_names)
+    staging = _staging(raw, info, rowid=info.has_rowid and info.kind == "tx")
+    if staging is None:
+        before = _count(raw, stored)
+        _copy(raw, info, f"COPY INTO {stored} ({cols}) FROM {literal(source)} {options}")
+        return _count(raw, stored) - before
+    with _staged(raw, info, staging), refusals(table, info), one_transaction(raw):
+        _copy(raw, info, f"COPY INTO {staging} FROM {literal(source)} {options}")
+        loaded = _count(raw, staging)  # (a COPY's row count over MAPI is not the rows it loaded)
+        if info.has_rowid and info.kind == "tx":
+            low = _lowest_rowid(raw, stored)
+            raw.execute(
+                f"INSERT INTO {stored} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () FROM {staging}"
+            )
+        else:
+            _move(raw, info, staging, table)
+    return loaded
+
+
+def _staging(raw: RawConnection, info: TableInfo, rowid: bool = False) -> str | None:
+    """A temporary table to load into first, when the load must be checked (keys with Cache versions) or given
+    row ids; None: straight into Storage."""
+    if not rowid and not (info.kind == "tx" and info.key and not info.has_rowid and _cache_may_hide(raw, info)):
+        return None
+    return f"tmp.tq_load_{info.table_id}"
+
+
+def _cache_may_hide(raw: RawConnection, info: TableInfo) -> bool:
+    """Does the Cache hold rows of a transaction that committed or may still commit (a rolled-back one's too:
+    its rows carry no outcome until the checkpointer drops them)?"""
+    found = raw.execute(f"SELECT COUNT(*) FROM {info.cache} WHERE tq_txid NOT IN ({_ABORTED})").scalar()
+    return bool(found)
+
+
+@contextlib.contextmanager
+def _staged(raw: RawConnection, info: TableInfo, staging: str | None) -> Iterator[None]:
+    if staging is None:
+        yield
+        return
+    columns = ", ".join(f"{quote(c.name)} {c.sql_type}" for c in info.columns)
+    name = staging.removeprefix("tmp.")
+    raw.execute(f"CREATE LOCAL TEMPORARY TABLE {name} ({columns}) ON COMMIT PRESERVE ROWS")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(errors.Error):  # a lost session took it along
+            raw.execute(f"DROP TABLE {staging}")
+
+
+def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
+    """The staged rows into Storage, unless a key among them has a Cache version that would hide it."""
+    names = [quote(k) for k in info.key]
+    same = " AND ".join(f"c.{k} = s.{k}" for k in names)
+    hidden = raw.execute(
+        f"SELECT {', '.join(f's.{k}' for k in names)} FROM {staging} AS s WHERE EXISTS (SELECT 1 FROM "
+        f"{info.cache} AS c WHERE {same} AND c.tq_txid NOT IN ({_ABORTED})) LIMIT 3"
+    ).rows
+    if hidden:
+        keys = ", ".join(show(info, tuple(r)) for r in hidden)
+        raise errors.UniqueViolation(
+            f"bulk_load into {table!r} was refused and loaded nothing: key {keys} was written (inserted, updated "
+            "or deleted) since the last checkpoint, and its newest version, in the Cache, would hide the loaded "
+            "row. Write such rows with INSERT or UPDATE, or load them after a checkpoint has moved those versions "
+            "to Storage (`tique checkpoint`)",
+        )
+    cols = ", ".join(quote(c) for c in info.column_names)
+    raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
+
+
+@contextlib.contextmanager
+def refusals(table: str, info: TableInfo) -> Iterator[None]:
+    """A constraint the load broke, said of the user's table (the engine names its Storage table)."""
+    try:
+        yield
+    except errors.IntegrityError as exc:
+        said = str(exc)
+        if "refused and loaded nothing" in said:
+            raise
+        if info.kind == "tx":  # its Storage's name, and its constraints' (which keep the name a rename left)
+            said = re.sub(r"\w*__storage", info.name, said.replace(f"{info.physical_schema}.", ""))
+        raise errors.IntegrityError(
+            f"bulk_load into {table!r} was refused and loaded nothing: {said} (a key already in the table, or "
+            "given twice among the rows?)",
+            exc.sqlstate,
+        ) from None
+
+
+def _lowest_rowid(raw: RawConnection, stored: str) -> int:
+    """Hidden row ids of bulk-loaded rows count down from below any stored one: transactions use positive
+    ones. The next loaded row takes this value minus one."""
+    return min(0, int(raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {stored}").scalar()))
+
+
+def _count(raw: RawConnection, table: str) -> int:
+    return int(raw.execute(f"SELECT COUNT(*) FROM {table}").scalar())
+
+
+def _copy(raw: RawConnection, info: TableInfo, sql: str) -> None:
+    """COPY INTO. A value the engine refuses (out of range, too long) is a DataError naming
+    the user's table, not tique's Storage table."""
+    try:
+        raw.execute(sql)
+    except errors.DatabaseError as exc:
+        message = errors.copy_refused_value(exc)
+        if message is None:
+            raise
+        raise errors.DataError(
+            f"bulk_load_csv: a value in the file does not fit table {info.name!r}{message}", "22018"
+        ) from None
