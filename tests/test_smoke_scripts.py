@@ -59,3 +59,14 @@ def test_checkpoint_benchmark(tmp_path: Path) -> None:
     assert with_["checkpoints"] >= 2 and with_["moved"] > 0 and not with_["errors"]
     assert data["drains"][0]["cache_rows_after"] < data["drains"][0]["cache_rows_before"]
     assert out.with_suffix(".png").stat().st_size > 0
+
+
+def test_cpu_budget_benchmark(tmp_path: Path) -> None:
+    out = tmp_path / "budget"
+    proc = run("-m", "benchmarks.cpu_budget", "--warehouses", "1", "--scale", "0.01", "--duration", "2",
+               "--warmup", "1", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    b = json.loads(out.with_suffix(".json").read_text())["budget"]
+    assert b["committed"] > 0 and b["engine_calls_per_txn"] > 5  # begin, reads, flush, the commit's steps
+    parts = b["engine_calls_cpu_ms_per_txn"] + b["decoding_cpu_ms_per_txn"] + b["checkpointer_cpu_ms_per_txn"]
+    assert 0 < parts <= b["process_cpu_ms_per_txn"] and any(k.startswith("flush") for k in b["calls"])
