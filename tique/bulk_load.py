@@ -18,6 +18,7 @@ from tique.catalog import TableInfo
 from tique.engine.base import RawConnection, one_transaction
 from tique.names import qualified, quote
 from tique.params import literal
+from tique.rewrite.exact import read_value, text_sql
 from tique.rewrite.values import coerce, key_value
 from tique.write_buffer import show
 from tique.zero_signs import negative_zero, zero_signs_kept
@@ -83,7 +84,8 @@ def load_csv(raw: RawConnection, info: TableInfo, table: str, source: str, delim
     staging = _staging(raw, info, rowid=info.has_rowid and info.kind == "tx")
     if staging is None:
         before = _count(raw, stored)
-        _copy(raw, info, f"COPY INTO {stored} ({cols}) FROM {literal(source)} {options}")
+        with refusals(table, info):
+            _copy(raw, info, f"COPY INTO {stored} ({cols}) FROM {literal(source)} {options}")
         return _count(raw, stored) - before
     with _staged(raw, info, staging), refusals(table, info), one_transaction(raw):
         _copy(raw, info, f"COPY INTO {staging} FROM {literal(source)} {options}")
@@ -108,7 +110,8 @@ def _staging(raw: RawConnection, info: TableInfo, rowid: bool = False) -> str | 
 
 def _cache_may_hide(raw: RawConnection, info: TableInfo) -> bool:
     """Does the Cache hold rows of a transaction that committed or may still commit (a rolled-back one's too:
-    its rows carry no outcome until the checkpointer drops them)?"""
+    its rows carry no outcome until the checkpointer drops them, at its first run after the rollback)? The load
+    runs after every earlier commit is published (Connection._load), so their rows are here."""
     found = raw.execute(f"SELECT COUNT(*) FROM {info.cache} WHERE tq_txid NOT IN ({_ABORTED})").scalar()
     return bool(found)
 
@@ -132,12 +135,15 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None
     """The staged rows into Storage, unless a key among them has a Cache version that would hide it."""
     names = [quote(k) for k in info.key]
     same = " AND ".join(f"c.{k} = s.{k}" for k in names)
+    as_text = ", ".join(text_sql(f"s.{quote(k)}", info.stored_type(k)) for k in info.key)  # exact in messages
     hidden = raw.execute(
-        f"SELECT {', '.join(f's.{k}' for k in names)} FROM {staging} AS s WHERE EXISTS (SELECT 1 FROM "
+        f"SELECT {as_text} FROM {staging} AS s WHERE EXISTS (SELECT 1 FROM "
         f"{info.cache} AS c WHERE {same} AND c.tq_txid NOT IN ({_ABORTED})) LIMIT 3"
     ).rows
     if hidden:
-        keys = ", ".join(show(info, tuple(r)) for r in hidden)
+        keys = ", ".join(
+            show(info, tuple(read_value(v, info.stored_type(k)) for v, k in zip(r, info.key))) for r in hidden
+        )
         raise errors.UniqueViolation(
             f"bulk_load into {table!r} was refused and loaded nothing: key {keys} was written (inserted, updated "
             "or deleted) since the last checkpoint, and its newest version, in the Cache, would hide the loaded "

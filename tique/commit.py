@@ -154,8 +154,8 @@ def _failure_message(t: Transaction) -> str:
     if t.ddl_conflict:
         return (
             f"could not serialize: a table this transaction read or wrote was dropped, altered or re-created by DDL "
-            f"(DROP TABLE / ALTER TABLE) in another session while it ran; transaction {t.txid} was rolled back: run "
-            "it again (it will use the table as it is now)"
+            f"(DROP TABLE / ALTER TABLE), or bulk-loaded, in another session while it ran; transaction {t.txid} was "
+            "rolled back: run it again (it will use the table as it is now)"
         )
     return (
         f"could not serialize: a concurrent transaction committed first a write to a row this transaction wrote "

@@ -27,6 +27,7 @@ from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
 from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
 from tique.transaction import CommitResult, Transaction
+from tique.versioned import versioned
 from tique.zero_signs import KEEPING, SAFE
 
 T = TypeVar("T")
@@ -438,7 +439,11 @@ class Connection:
 
     def rollback(self) -> None:
         self._check_open()
-        self._txn = None  # nothing it wrote was committed: its provisional rows are never visible
+        txn, self._txn = self._txn, None  # nothing it wrote was committed: its provisional rows are never visible
+        if txn is not None and txn.buffer.in_cache():
+            # rows it sent stay in the Cache until the checkpointer drops them, which it does only once the pin
+            # ends (else at this session's next begin): a bulk load refuses their keys until then
+            txn.lease.end_pin(txn.txid)
 
     def close(self) -> None:
         """Close the connection; its running transaction is rolled back. Closing twice is an error, as in
@@ -481,8 +486,7 @@ class Connection:
         """
         info = self._load_target(table, "bulk_load")
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-        with self._loading():
-            total = bulk_load.load_rows(self._raw, info, table, rows, batch)
+        total = self._load(info, lambda: bulk_load.load_rows(self._raw, info, table, rows, batch))
         self._after_load(info)
         return total
 
@@ -495,20 +499,33 @@ class Connection:
         if not os.path.exists(source):
             raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-        with self._loading():
-            total = bulk_load.load_csv(self._raw, info, table, source, delimiter, null)
+        total = self._load(info, lambda: bulk_load.load_csv(self._raw, info, table, source, delimiter, null))
         self._after_load(info)
         return total
 
-    @contextlib.contextmanager
-    def _loading(self) -> Iterator[None]:
-        """Rows go straight into Storage, outside the commit protocol, so no write mark tells other transactions:
-        once the load ends (or fails half way), the engine's catalog version is bumped, which drops the rows every
-        process shares across transactions (shared_rows.py), and this process's at once, with the rows its open
-        transactions hold (known_rows.py)."""
+    def _load(self, info: TableInfo, load: Callable[[], int]) -> int:
+        """Rows go straight into Storage, outside the commit protocol. So the load runs as a committed catalog
+        change of its table (versioned.py): a transaction that read or wrote the table and overlaps the load in
+        commit order fails its certification (its rows could hide loaded ones; without it, a key buffered in a
+        writer's client, or committed during the load, hid a loaded row for good), and one that committed before
+        it has its Cache rows in reach of the load's check. Once the load ends (or fails half way), the engine's
+        catalog version is bumped, which drops the rows every process shares across transactions
+        (shared_rows.py), and this process's at once, with the rows its open transactions hold (known_rows.py).
+        An ordinary user's session (which may not write such records) loads without it."""
+        txn = self._txn
+        if txn is not None and info.qualified in txn.buffer.writes:
+            raise ProgrammingError(
+                f"bulk_load: this connection's open transaction wrote to {info.name!r}; a load is not part of a "
+                "transaction and its rows could be hidden by that transaction's: commit or roll back first"
+            )
+        ids: list[int] = []
         try:
-            yield
+            if info.kind != "tx" or self.db.sequencer.restricted:
+                return load()
+            return versioned(self.db, self._raw, [(info.schema, info.name)], load, ids)
         finally:
+            if txn is not None:  # its own load does not fail this session's transaction (it only read the table)
+                txn.own_ddl.update(ids)
             self.db.shared_rows.clear()
             self.db.catalog.touch()
             if not self.db.sequencer.restricted:

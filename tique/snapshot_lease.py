@@ -77,7 +77,7 @@ class SnapshotLease:
             try:
                 sts = self._await_own_commit(min_sts)
             except BaseException:
-                self._end_pin(txid)
+                self.end_pin(txid)
                 raise
         return sts, txid
 
@@ -106,7 +106,7 @@ class SnapshotLease:
             ) from exc
         return self.db.sequencer.sts(self.conn)
 
-    def _end_pin(self, txid: int) -> None:
+    def end_pin(self, txid: int) -> None:
         """Release a snapshot pin of a transaction that will not run (best effort: the lease ends it too)."""
         if isinstance(self.db.sequencer, CSequencer):
             try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tique import IntegrityError
+from tique import IntegrityError, SerializationFailure
 from tique.checkpoint.algorithm import Checkpointer
 from tique.connection import Connection
 
@@ -60,7 +60,11 @@ def test_a_key_another_open_transaction_sent_to_the_cache_is_refused(connect: Co
     cur.execute(f"SELECT COUNT(*) FROM {table}")  # the read sends the pending row to the Cache
     with pytest.raises(IntegrityError, match="loaded nothing"):
         loader.bulk_load(table, [(9, "loaded")])
-    writer.commit()  # it commits after all: had the load gone in, the writer's row would hide it
+    # a load, even one refused, ends the transactions that used its table meanwhile (they overlap it in commit
+    # order): had it gone in, the writer's row would hide the loaded one
+    with pytest.raises(SerializationFailure, match="bulk-loaded"):
+        writer.commit()
+    writer.run(lambda c: c.cursor().execute(f"INSERT INTO {table} VALUES (9, 'pending')"))
     assert rows(loader, f"SELECT k, v FROM {table}") == [(9, "pending")]
 
 
