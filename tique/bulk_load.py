@@ -2,15 +2,19 @@
 
 Storage's primary key refuses a key already stored, but the newest versions of keys written since the last
 checkpoint live in the Cache, and the snapshot prefers them: a loaded row with such a key would be hidden by a
-committed one (a second copy of a key, accepted) or by a delete (loaded, never seen). So when the table's Cache
-holds rows of transactions that committed or may still commit, the load goes to a temporary table first and is
-refused whole if any key has a Cache version; otherwise it goes straight to Storage (the initial load's path)."""
+committed one (a second copy of a key, accepted) or by a delete (loaded, never seen), and so would one a writer
+still buffers or commits while the load runs. So a table with a primary key is loaded in two parts: its rows
+go to a temporary table of the session (the long part), then one engine transaction refuses the load if a key
+has a live Cache version and moves the rows into Storage. That second part runs as a committed change of the
+table (``publish``: Connection._load, tique/versioned.py), after every earlier commit is published, so their
+rows are in reach of the check; a transaction that used the table and commits later fails its certification.
+Tables without a key (hidden row ids) and plain tables cannot be hidden: loaded straight, all or nothing."""
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from tique import errors
@@ -32,12 +36,24 @@ def target(info: TableInfo) -> str:
     return info.storage if info.kind == "tx" else qualified(info.schema, info.name)
 
 
-def load_rows(raw: RawConnection, info: TableInfo, table: str, rows: Iterable[Sequence[Any]], batch: int) -> int:
-    """bulk_load's rows into ``info`` in one engine transaction (a refusal or a kill leaves nothing loaded); the
-    number loaded. The caller checks the disk (``check_space``) and bumps what a load makes stale."""
+Publish = Callable[[Callable[[], int]], int]  # runs the move into Storage as a committed change of the table
+
+
+def keyed(info: TableInfo) -> bool:
+    """Can a loaded row of ``info`` be hidden by a Cache version (a transactional table with a primary key)?
+    Such loads are staged, then moved into Storage by ``publish`` (Connection._load)."""
+    return info.kind == "tx" and bool(info.key) and not info.has_rowid
+
+
+def load_rows(
+    raw: RawConnection, info: TableInfo, table: str, rows: Iterable[Sequence[Any]], batch: int, publish: Publish
+) -> int:
+    """bulk_load's rows into ``info``, all or nothing (a refusal or a kill leaves nothing loaded); the number
+    loaded. A keyed table's rows are staged in a temporary table first, so the part run by ``publish`` (which
+    holds later commits back until it ends) is one INSERT ... SELECT, not the rows' parsing."""
     stored = target(info)
     keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
-    staging = _staging(raw, info)
+    staging = f"tmp.tq_load_{info.table_id}" if keyed(info) else None
     rowid = _lowest_rowid(raw, stored) if info.has_rowid and info.kind == "tx" else 0
     total = 0
     chunk: list[str] = []
@@ -51,61 +67,57 @@ def load_rows(raw: RawConnection, info: TableInfo, table: str, rows: Iterable[Se
             chunk.clear()
             negative = False
 
-    with _staged(raw, info, staging), refusals(table, info), one_transaction(raw):
-        for row in rows:
-            if len(row) != len(info.columns):
-                raise errors.ProgrammingError(
-                    f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
-                )
-            coerced = [coerce(v, c.sql_type, c.name, info.name) for v, c in zip(row, info.columns)]
-            for i in keys:  # a key's -0.0 is stored as 0.0, as the Cache's are (values.key_value)
-                coerced[i] = key_value(coerced[i])
-            negative = negative or negative_zero(coerced)
-            values = [literal(v) for v in coerced]
-            if info.has_rowid and info.kind == "tx":
-                rowid -= 1
-                values.append(str(rowid))
-            chunk.append("(" + ", ".join(values) + ")")
-            total += 1
-            if len(chunk) >= batch:
-                send()
-        send()
+    with _staged(raw, info, staging):
+        with refusals(table, info), one_transaction(raw):
+            for row in rows:
+                if len(row) != len(info.columns):
+                    raise errors.ProgrammingError(
+                        f"bulk_load: {table!r} has {len(info.columns)} columns, a row has {len(row)}"
+                    )
+                coerced = [coerce(v, c.sql_type, c.name, info.name) for v, c in zip(row, info.columns)]
+                for i in keys:  # a key's -0.0 is stored as 0.0, as the Cache's are (values.key_value)
+                    coerced[i] = key_value(coerced[i])
+                negative = negative or negative_zero(coerced)
+                values = [literal(v) for v in coerced]
+                if info.has_rowid and info.kind == "tx":
+                    rowid -= 1
+                    values.append(str(rowid))
+                chunk.append("(" + ", ".join(values) + ")")
+                total += 1
+                if len(chunk) >= batch:
+                    send()
+            send()
         if staging:
-            _move(raw, info, staging, table)
+            return publish(lambda: _move(raw, info, staging, table))
     return total
 
 
-def load_csv(raw: RawConnection, info: TableInfo, table: str, source: str, delimiter: str, null: str) -> int:
-    """bulk_load_csv's file into ``info`` with MonetDB's COPY INTO (one statement, or staged: all or nothing);
-    the number loaded."""
+def load_csv(
+    raw: RawConnection, info: TableInfo, table: str, source: str, delimiter: str, null: str, publish: Publish
+) -> int:
+    """bulk_load_csv's file into ``info`` with MonetDB's COPY INTO, all or nothing; the number loaded. Staged as
+    load_rows' rows are, and for a table with hidden row ids (given in the move)."""
     stored = target(info)
-    options = f"USING DELIMITERS {literal(delimiter)}, E'\\n', '\"' NULL AS {literal(null)}"
+    options = f"USING DELIMITERS {literal(delimiter)}, E'\n', '\"' NULL AS {literal(null)}"
     cols = ", ".join(quote(c) for c in info.column_names)
-    staging = _staging(raw, info, rowid=info.has_rowid and info.kind == "tx")
-    if staging is None:
+    rowids = info.has_rowid and info.kind == "tx"
+    if not keyed(info) and not rowids:
         before = _count(raw, stored)
         with refusals(table, info):
             _copy(raw, info, f"COPY INTO {stored} ({cols}) FROM {literal(source)} {options}")
         return _count(raw, stored) - before
-    with _staged(raw, info, staging), refusals(table, info), one_transaction(raw):
-        _copy(raw, info, f"COPY INTO {staging} FROM {literal(source)} {options}")
-        loaded = _count(raw, staging)  # (a COPY's row count over MAPI is not the rows it loaded)
-        if info.has_rowid and info.kind == "tx":
+    staging = f"tmp.tq_load_{info.table_id}"
+    with _staged(raw, info, staging):
+        with refusals(table, info):
+            _copy(raw, info, f"COPY INTO {staging} FROM {literal(source)} {options}")
+        if keyed(info):
+            return publish(lambda: _move(raw, info, staging, table))
+        with refusals(table, info):
             low = _lowest_rowid(raw, stored)
             raw.execute(
                 f"INSERT INTO {stored} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () FROM {staging}"
             )
-        else:
-            _move(raw, info, staging, table)
-    return loaded
-
-
-def _staging(raw: RawConnection, info: TableInfo, rowid: bool = False) -> str | None:
-    """A temporary table to load into first, when the load must be checked (keys with Cache versions) or given
-    row ids; None: straight into Storage."""
-    if not rowid and not (info.kind == "tx" and info.key and not info.has_rowid and _cache_may_hide(raw, info)):
-        return None
-    return f"tmp.tq_load_{info.table_id}"
+        return _count(raw, staging)  # (a COPY's row count over MAPI is not the rows it loaded)
 
 
 def _cache_may_hide(raw: RawConnection, info: TableInfo) -> bool:
@@ -131,8 +143,18 @@ def _staged(raw: RawConnection, info: TableInfo, staging: str | None) -> Iterato
             raw.execute(f"DROP TABLE {staging}")
 
 
-def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
-    """The staged rows into Storage, unless a key among them has a Cache version that would hide it."""
+def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> int:
+    """The staged rows into Storage in one engine transaction, unless a key among them has a Cache version that
+    would hide it; the number moved. Run after every earlier commit is published, so their rows are in reach."""
+    with refusals(table, info), one_transaction(raw):
+        if _cache_may_hide(raw, info):
+            _refuse_hidden(raw, info, staging, table)
+        cols = ", ".join(quote(c) for c in info.column_names)
+        raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
+    return _count(raw, staging)
+
+
+def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
     names = [quote(k) for k in info.key]
     same = " AND ".join(f"c.{k} = s.{k}" for k in names)
     as_text = ", ".join(text_sql(f"s.{quote(k)}", info.stored_type(k)) for k in info.key)  # exact in messages
@@ -150,8 +172,6 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None
             "row. Write such rows with INSERT or UPDATE, or load them after a checkpoint has moved those versions "
             "to Storage (`tique checkpoint`)",
         )
-    cols = ", ".join(quote(c) for c in info.column_names)
-    raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
 
 
 @contextlib.contextmanager

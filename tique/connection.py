@@ -486,7 +486,7 @@ class Connection:
         """
         info = self._load_target(table, "bulk_load")
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-        total = self._load(info, lambda: bulk_load.load_rows(self._raw, info, table, rows, batch))
+        total = self._load(info, lambda publish: bulk_load.load_rows(self._raw, info, table, rows, batch, publish))
         self._after_load(info)
         return total
 
@@ -499,19 +499,22 @@ class Connection:
         if not os.path.exists(source):
             raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-        total = self._load(info, lambda: bulk_load.load_csv(self._raw, info, table, source, delimiter, null))
+        total = self._load(
+            info, lambda publish: bulk_load.load_csv(self._raw, info, table, source, delimiter, null, publish)
+        )
         self._after_load(info)
         return total
 
-    def _load(self, info: TableInfo, load: Callable[[], int]) -> int:
-        """Rows go straight into Storage, outside the commit protocol. So the load runs as a committed catalog
-        change of its table (versioned.py): a transaction that read or wrote the table and overlaps the load in
-        commit order fails its certification (its rows could hide loaded ones; without it, a key buffered in a
-        writer's client, or committed during the load, hid a loaded row for good), and one that committed before
-        it has its Cache rows in reach of the load's check. Once the load ends (or fails half way), the engine's
-        catalog version is bumped, which drops the rows every process shares across transactions
-        (shared_rows.py), and this process's at once, with the rows its open transactions hold (known_rows.py).
-        An ordinary user's session (which may not write such records) loads without it."""
+    def _load(self, info: TableInfo, load: Callable[[bulk_load.Publish], int]) -> int:
+        """Run a bulk load (tique/bulk_load.py), its move into Storage as a committed catalog change of its table
+        (versioned.py): a transaction that read or wrote the table and overlaps the move in commit order fails its
+        certification, so no writer's version can hide a loaded row (one buffered in its client, or committed
+        while the load ran, did), and every one that committed before it has its Cache rows in reach of the
+        load's check. Later commits wait for the move (commit order), which is one INSERT ... SELECT. Once the
+        load ends (or fails half way), the engine's catalog version is bumped, which drops the rows every process
+        shares across transactions (shared_rows.py), and this process's at once, with the rows its open
+        transactions hold (known_rows.py). An ordinary user's session (which may not write such records) moves
+        the rows without it."""
         txn = self._txn
         if txn is not None and info.qualified in txn.buffer.writes:
             raise ProgrammingError(
@@ -519,10 +522,14 @@ class Connection:
                 "transaction and its rows could be hidden by that transaction's: commit or roll back first"
             )
         ids: list[int] = []
+
+        def publish(move: Callable[[], int]) -> int:
+            if self.db.sequencer.restricted:
+                return move()
+            return versioned(self.db, self._raw, [(info.schema, info.name)], move, ids)
+
         try:
-            if info.kind != "tx" or self.db.sequencer.restricted:
-                return load()
-            return versioned(self.db, self._raw, [(info.schema, info.name)], load, ids)
+            return load(publish)
         finally:
             if txn is not None:  # its own load does not fail this session's transaction (it only read the table)
                 txn.own_ddl.update(ids)
