@@ -340,7 +340,8 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
         for table in (info.storage, info.cache):
             try:
                 _step("cleanup")
-                conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
+                # again while it loses to an append to the table (beside writers it lost every time)
+                _retried(lambda table=table: conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}"), info)
             except Exception as exc:
                 warnings.warn(
                     f"ALTER TABLE {info.name} DROP COLUMN {name!r} took effect, but the unused column stays in {table} "
@@ -374,7 +375,15 @@ def _rename_column(
         (step, f"ALTER TABLE {t} RENAME COLUMN {quote(old)} TO {quote(new_name)}")
         for t, step in ((info.storage, "storage"), (info.cache, "cache"))
     ]
-    return new, lambda: _renamed_under_view(conn, info, new, renames)
+
+    def apply() -> None:
+        # a physical column of the new name that a killed ADD COLUMN or a failed DROP COLUMN's clean-up left
+        # behind (unused: the catalog does not have it) would make the rename fail for good
+        for table in _left_behind(conn, info, new_name):
+            _retried(lambda table=table: conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(new_name)}"), info)
+        _renamed_under_view(conn, info, new, renames)
+
+    return new, apply
 
 
 def _rename_table(

@@ -325,9 +325,14 @@ class Connection:
                 if stored:  # planned again, to read those tables' Storage alone: a plan per such set is cached
                     plan, bound = self._planned(operation, parameters, stored)
             executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
-        except ProgrammingError as exc:
+        except (ProgrammingError, errors.OperationalError) as exc:
+            moved = self._moved_under(txn, catalog_version, exc)
             if self.autocommit:
                 self.rollback()
+            if moved is not None:
+                raise moved from exc
+            if not isinstance(exc, ProgrammingError):
+                raise
             better = restated(operation, exc)
             if better is exc:
                 raise
@@ -377,12 +382,48 @@ class Connection:
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
 
+    def _moved_under(self, txn: Transaction, catalog_version: int, exc: Exception) -> SerializationFailure | None:
+        """A statement failed in the engine: if DDL of another session (RENAME, ALTER, DROP) changed the catalog
+        since it was planned, it ran against tables as they were (the engine then names tique's internal ones):
+        the transaction fails, retryably. None when the catalog did not change (the error is the statement's)."""
+        if type(exc) not in (ProgrammingError, errors.OperationalError) or errors.connection_lost(exc):
+            return None  # tique's own classes (a conflict, a full disk, a time-out) say what happened already
+        try:
+            self.db.catalog.refresh(self._raw)
+        except errors.DatabaseError:
+            return None
+        if self.db.catalog.version == catalog_version:
+            return None
+        txn.failed = f"a table it used was changed by DDL in another session ({exc})"
+        return SerializationFailure(
+            "could not serialize: a table this statement uses was renamed, altered or dropped by DDL in another "
+            f"session while the transaction ran; transaction {txn.txid} was rolled back: run it again (it will use "
+            "the tables as they are now)"
+        )
+
     def _pass_through(self, plan: PassThrough, bound: Bound) -> Result:
         result = decode(self._raw.execute(plan.template.render(bound.rendered)), plan.decode)
+        if plan.names and self._txn is not None:
+            self._not_renamed_meanwhile(plan)
         if plan.sets_schema:  # unqualified names now resolve in the schema MonetDB says is current
             schema = str(self._raw.execute("SELECT CURRENT_SCHEMA").scalar())
             self.read_options = replace(self.read_options, schema=schema)
         return result
+
+    def _not_renamed_meanwhile(self, plan: PassThrough) -> None:
+        """A query that named no table of tique's when planned, run in a transaction: if one of its names is a
+        tique table now (renamed back or created by another session since), MonetDB may have answered from
+        tique's view of the latest committed state instead of the snapshot; fail the transaction, retryably."""
+        schema = self.read_options.schema or self.db.default_schema
+        self.db.catalog.refresh(self._raw)
+        for given, name in plan.names:
+            info = self.db.catalog.get(given or schema, name) or self.db.catalog.get(given or schema, name.lower())
+            if info is not None and info.kind != "plain" and self._txn is not None:
+                self._txn.failed = f"table {name!r} was renamed or created by another session while a query ran"
+                raise SerializationFailure(
+                    f"could not serialize: table {name!r} was renamed or created by DDL in another session while "
+                    f"this query ran; transaction {self._txn.txid} was rolled back: run it again"
+                )
 
     def _control(self, plan: Control) -> None:
         if plan.action == "commit":

@@ -56,6 +56,10 @@ class PassThrough:
     template: Template
     decode: Decode = NOTHING
     sets_schema: bool = False  # SET SCHEMA: the session's schema for unqualified names changes (see cursor.py)
+    # a query's tables as written ((schema or None, name)): none was tique's when planned, and if one is after
+    # it ran (another session renamed or created it meanwhile), MonetDB answered from tique's view of its latest
+    # state, not the transaction's snapshot (Connection._pass_through)
+    names: tuple[tuple[str | None, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -349,7 +353,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         plain = tree.copy() if held is not None and held.stored is not None else None
         found = snapshot_reads(tree, lookup, options)
         if not found.reads:
-            return PassThrough(Template.from_tree(tree), decode)
+            tables = tuple(dict.fromkeys((ident(t.args.get("db")) or None, ident(t)) for t in tree.find_all(exp.Table)))
+            return PassThrough(Template.from_tree(tree), decode, names=tables)
         stored = None
         if plain is not None:
             stored = Template.from_tree(snapshot_reads(plain, lookup, replace(options, cached=False)).tree)

@@ -617,11 +617,11 @@ class Transaction:
                 raise full from exc
             dropped = next((e.table for e in entries if self._dropped(e.table)), None)
             if dropped is not None:
-                self.failed = f"table {dropped.name!r} was dropped by another session"
+                self.failed = f"table {dropped.name!r} was dropped or altered by another session"
                 raise SerializationFailure(
-                    f"could not write to table {dropped.name!r}: it was dropped (and maybe re-created) by a DROP "
-                    f"TABLE in another session while this transaction ran; transaction {self.txid} was rolled "
-                    "back: run it again (it will use the table as it is now)"
+                    f"could not write to table {dropped.name!r}: it was dropped (and maybe re-created), renamed or "
+                    f"altered (DROP TABLE / ALTER TABLE) in another session while this transaction ran; transaction "
+                    f"{self.txid} was rolled back: run it again (it will use the table as it is now)"
                 ) from exc
             if not statement or connection_lost(exc):
                 self.failed = f"writing buffered rows of {names} failed: {exc}"
@@ -631,13 +631,14 @@ class Transaction:
             raise
 
     def _dropped(self, info: TableInfo) -> bool:
-        """Is ``info`` no longer the table of its name (asked after a failed write: a DROP elsewhere is likely)?"""
+        """Is ``info`` no longer the table of its name, or of other columns or physical tables (asked after a
+        failed write: a DROP or ALTER elsewhere is likely)?"""
         try:
             self.db.catalog.refresh(self.conn)
         except DatabaseError:
             return False
         now = self.db.catalog.get(info.schema, info.name)
-        return now is None or now.table_id != info.table_id
+        return now is None or (now.table_id, now.columns, now.cache) != (info.table_id, info.columns, info.cache)
 
     # ---- commit --------------------------------------------------------------------------------------------
 
