@@ -19,7 +19,7 @@ from typing import Any
 
 from tique import errors
 from tique.catalog import TableInfo
-from tique.engine.base import RawConnection, one_transaction
+from tique.engine.base import RawConnection, one_transaction, retried_on_conflict
 from tique.names import qualified, quote
 from tique.params import literal
 from tique.rewrite.exact import read_value, text_sql
@@ -87,7 +87,7 @@ def load_rows(
                 if len(chunk) >= batch:
                     send()
             send()
-        if staging:
+        if staging and total:  # an empty load changes nothing: no committed change to fail others with
             return publish(lambda: _move(raw, info, staging, table))
     return total
 
@@ -111,7 +111,7 @@ def load_csv(
         with refusals(table, info):
             _copy(raw, info, f"COPY INTO {staging} FROM {literal(source)} {options}")
         if keyed(info):
-            return publish(lambda: _move(raw, info, staging, table))
+            return publish(lambda: _move(raw, info, staging, table)) if _count(raw, staging) else 0
         with refusals(table, info):
             low = _lowest_rowid(raw, stored)
             raw.execute(
@@ -145,13 +145,24 @@ def _staged(raw: RawConnection, info: TableInfo, staging: str | None) -> Iterato
 
 def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> int:
     """The staged rows into Storage in one engine transaction, unless a key among them has a Cache version that
-    would hide it; the number moved. Run after every earlier commit is published, so their rows are in reach."""
-    with refusals(table, info), one_transaction(raw):
-        if _cache_may_hide(raw, info):
-            _refuse_hidden(raw, info, staging, table)
-        cols = ", ".join(quote(c) for c in info.column_names)
-        raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
-    return _count(raw, staging)
+    would hide it; the number moved. Run after every earlier commit is published, so their rows are in reach.
+
+    A writer that begins once the load's commit is visible inserts its keys past the loaded rows' check. The
+    load's commit becomes visible when the move ends, or earlier if the move outlasts the commit lease (other
+    sessions then settle it as stuck): so the move also writes the Cache (a DELETE that matches nothing), which
+    makes MonetDB refuse it when any append to the Cache committed meanwhile; it runs again, changed nothing."""
+    moved = _count(raw, staging)
+
+    def attempt() -> None:
+        with refusals(table, info), one_transaction(raw):
+            raw.execute(f"DELETE FROM {info.cache} WHERE tq_txid = -1")  # no transaction has that id
+            if _cache_may_hide(raw, info):
+                _refuse_hidden(raw, info, staging, table)
+            cols = ", ".join(quote(c) for c in info.column_names)
+            raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
+
+    retried_on_conflict(attempt, f"bulk_load into {table!r}")
+    return moved
 
 
 def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
@@ -179,6 +190,14 @@ def refusals(table: str, info: TableInfo) -> Iterator[None]:
     """A constraint the load broke, said of the user's table (the engine names its Storage table)."""
     try:
         yield
+    except errors.ProgrammingError as exc:
+        if not errors.engine_access_denied(exc):
+            raise
+        raise errors.ProgrammingError(
+            f"bulk_load into {table!r} was refused and loaded nothing: a load writes tique's Storage table "
+            "directly, which only tique's owner (the admin) may do; load as the admin",
+            exc.sqlstate,
+        ) from None
     except errors.IntegrityError as exc:
         said = str(exc)
         if "refused and loaded nothing" in said:

@@ -332,6 +332,7 @@ class Catalog:
         self.version = 0  # bumps on every change, so statement caches know to re-plan
         self.seen: int | None = None  # the engine's catalog version this view was last read under
         self._probes: dict[int, str] = {}  # table id -> its probe column (see probed)
+        self._changed: dict[str, int] = {}  # TableInfo.qualified -> the version at which its entry last changed
 
     def sync(self, conn: RawConnection, engine_version: int) -> None:
         """Refresh when the engine's catalog version (read before calling) differs from the one last seen."""
@@ -346,9 +347,17 @@ class Catalog:
         }
         with self._lock:
             if tables != self._tables:
+                for key in tables.keys() | self._tables.keys():
+                    if tables.get(key) != self._tables.get(key):
+                        self._changed[table_key(*key)] = self.version + 1
                 self._tables = tables
                 self._named = {info.qualified: info for info in tables.values()}
                 self.version += 1
+
+    def changed_since(self, qualified: str, version: int) -> bool:
+        """Did the entry of table ``qualified`` (TableInfo.qualified) change, appear or go after catalog version
+        ``version`` (as this process has seen; bulk loads, which bump the version, change no entry)?"""
+        return self._changed.get(qualified, 0) > version
 
     def get(self, schema: str, name: str) -> TableInfo | None:
         return self._tables.get((schema, name))

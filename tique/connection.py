@@ -17,6 +17,7 @@ from tique.ddl import dropped_table, renamed_table, run_ddl
 from tique.engine.base import Result
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, SerializationFailure, restated
+from tique.names import table_key
 from tique.params import Params, inline
 from tique.prepared import PreparingConnection, StatementHook
 from tique.privileges import Access
@@ -326,7 +327,7 @@ class Connection:
                     plan, bound = self._planned(operation, parameters, stored)
             executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
         except (ProgrammingError, errors.OperationalError) as exc:
-            moved = self._moved_under(txn, catalog_version, exc)
+            moved = self._moved_under(txn, plan, catalog_version, exc)
             if self.autocommit:
                 self.rollback()
             if moved is not None:
@@ -382,17 +383,20 @@ class Connection:
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
 
-    def _moved_under(self, txn: Transaction, catalog_version: int, exc: Exception) -> SerializationFailure | None:
-        """A statement failed in the engine: if DDL of another session (RENAME, ALTER, DROP) changed the catalog
-        since it was planned, it ran against tables as they were (the engine then names tique's internal ones):
-        the transaction fails, retryably. None when the catalog did not change (the error is the statement's)."""
+    def _moved_under(
+        self, txn: Transaction, plan: Plan, catalog_version: int, exc: Exception
+    ) -> SerializationFailure | None:
+        """A statement failed in the engine: if DDL of another session (RENAME, ALTER, DROP, CREATE) changed a
+        table it uses since it was planned, it ran against tables as they were (the engine then names tique's
+        internal ones): the transaction fails, retryably. None when none of its tables changed: the error is the
+        statement's own."""
         if type(exc) not in (ProgrammingError, errors.OperationalError) or errors.connection_lost(exc):
             return None  # tique's own classes (a conflict, a full disk, a time-out) say what happened already
         try:
             self.db.catalog.refresh(self._raw)
         except errors.DatabaseError:
             return None
-        if self.db.catalog.version == catalog_version:
+        if not any(self.db.catalog.changed_since(q, catalog_version) for q in self._tables_used(plan)):
             return None
         txn.failed = f"a table it used was changed by DDL in another session ({exc})"
         return SerializationFailure(
@@ -410,6 +414,18 @@ class Connection:
             self.read_options = replace(self.read_options, schema=schema)
         return result
 
+    def _tables_used(self, plan: Plan) -> set[str]:
+        """The tables (TableInfo.qualified) a plan reads or writes; of a pass-through statement, those it names."""
+        if isinstance(plan, PassThrough):
+            schema = self.read_options.schema or self.db.default_schema
+            return {table_key(given or schema, name) for given, name in plan.names}
+        used = set(getattr(plan, "reads", ()))
+        for write in (plan, getattr(plan, "insert", None)):  # a CopyPlan's INSERT
+            table = getattr(write, "table", None)
+            if isinstance(table, TableInfo):
+                used.add(table.qualified)
+        return used
+
     def _not_renamed_meanwhile(self, plan: PassThrough) -> None:
         """A query that named no table of tique's when planned, run in a transaction: if one of its names is a
         tique table now (renamed back or created by another session since), MonetDB may have answered from
@@ -417,7 +433,7 @@ class Connection:
         schema = self.read_options.schema or self.db.default_schema
         self.db.catalog.refresh(self._raw)
         for given, name in plan.names:
-            info = self.db.catalog.get(given or schema, name) or self.db.catalog.get(given or schema, name.lower())
+            info = self.db.catalog.get(given or schema, name)  # names as MonetDB stores them (statements.ident)
             if info is not None and info.kind != "plain" and self._txn is not None:
                 self._txn.failed = f"table {name!r} was renamed or created by another session while a query ran"
                 raise SerializationFailure(

@@ -353,8 +353,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         plain = tree.copy() if held is not None and held.stored is not None else None
         found = snapshot_reads(tree, lookup, options)
         if not found.reads:
-            tables = tuple(dict.fromkeys((ident(t.args.get("db")) or None, ident(t)) for t in tree.find_all(exp.Table)))
-            return PassThrough(Template.from_tree(tree), decode, names=tables)
+            return PassThrough(Template.from_tree(tree), decode, names=_tables_named(tree))
         stored = None
         if plain is not None:
             stored = Template.from_tree(snapshot_reads(plain, lookup, replace(options, cached=False)).tree)
@@ -393,6 +392,14 @@ def _plan_copy(
     tree = parse(insert_sql, False)[0]
     assert isinstance(tree, exp.Insert)
     return CopyPlan(f"tmp.{staging}", create, copy, plan_insert(tree, lookup, options))
+
+
+def _tables_named(tree: exp.Expression) -> tuple[tuple[str | None, str], ...]:
+    """The tables a query names, as MonetDB resolves them ((schema or None, name)); a WITH query's own names are
+    not tables."""
+    ctes = {ident(c.args["alias"].this) for c in tree.find_all(exp.CTE) if c.args.get("alias")}
+    found = ((ident(t.args.get("db")) or None, ident(t)) for t in tree.find_all(exp.Table))
+    return tuple(dict.fromkeys(n for n in found if n[0] is not None or n[1] not in ctes))
 
 
 def _managed(lookup: Lookup, table: exp.Table) -> bool:
