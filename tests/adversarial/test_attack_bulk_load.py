@@ -42,6 +42,7 @@ from typing import Any
 import pytest
 
 import tique
+from tests.committed import rows, run
 from tests.conftest import ROOT
 from tique import IntegrityError
 from tique.checkpoint.algorithm import Checkpointer
@@ -49,20 +50,6 @@ from tique.connection import Connection
 
 Connect = Callable[..., Connection]
 Names = Callable[[str], str]
-
-
-def rows(conn: Connection, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-    """A read, committed at once (an open transaction would pin the checkpointer's horizon)."""
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    found = [tuple(r) for r in cur.fetchall()]
-    conn.commit()
-    return found
-
-
-def run(conn: Connection, sql: str, params: Any = None) -> None:
-    conn.cursor().execute(sql, params)
-    conn.commit()
 
 
 def checkpoint(conn: Connection) -> list[str]:

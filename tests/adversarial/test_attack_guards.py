@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 import tique
+from tests.committed import rows, run
 from tests.conftest import ROOT, ServeProcess, start_serve
 from tique.connection import Connection
 from tique.elle.checker import analyze
@@ -41,20 +42,6 @@ Names = Callable[[str], str]
 
 # the move's first statement (bulk_load._move): the check of the Cache, inside the move's engine transaction
 MOVE_CHECK = r"^SELECT COUNT\(\*\) FROM \S*__cache\S* WHERE tq_txid NOT IN"
-
-
-def rows(conn: Connection, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-    """A read, committed at once."""
-    cur = conn.cursor()
-    cur.execute(sql, params)
-    found = [tuple(r) for r in cur.fetchall()]
-    conn.commit()
-    return found
-
-
-def run(conn: Connection, sql: str, params: Any = None) -> None:
-    conn.cursor().execute(sql, params)
-    conn.commit()
 
 
 def table(conn: Connection, name: str, rows_: int = 0) -> str:
