@@ -46,11 +46,18 @@ def keyed(info: TableInfo) -> bool:
 
 
 def load_rows(
-    raw: RawConnection, info: TableInfo, table: str, rows: Iterable[Sequence[Any]], batch: int, publish: Publish
+    raw: RawConnection,
+    info: TableInfo,
+    table: str,
+    rows: Iterable[Sequence[Any]],
+    batch: int,
+    publish: Publish,
+    check_space: Callable[[], None],
 ) -> int:
     """bulk_load's rows into ``info``, all or nothing (a refusal or a kill leaves nothing loaded); the number
     loaded. A keyed table's rows are staged in a temporary table first, so the part run by ``publish`` (which
-    holds later commits back until it ends) is one INSERT ... SELECT, not the rows' parsing."""
+    holds later commits back until it ends) is one INSERT ... SELECT, not the rows' parsing. ``check_space``
+    runs before each batch (a full disk: StorageFull before the engine's log breaks)."""
     stored = target(info)
     keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
     staging = f"tmp.tq_load_{info.table_id}" if keyed(info) else None
@@ -62,6 +69,7 @@ def load_rows(
     def send() -> None:
         nonlocal negative
         if chunk:
+            check_space()
             with zero_signs_kept(raw, negative):
                 raw.execute(f"INSERT INTO {staging or stored} VALUES {', '.join(chunk)}")
             chunk.clear()

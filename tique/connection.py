@@ -542,8 +542,13 @@ class Connection:
         the table, in order. Returns the number of rows loaded.
         """
         info = self._load_target(table, "bulk_load")
-        self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-        total = self._load(info, lambda publish: bulk_load.load_rows(self._raw, info, table, rows, batch, publish))
+
+        def check_space() -> None:  # a full disk: StorageFull before the engine's log breaks
+            self.db.storage.check(self._raw, ask=True)
+
+        total = self._load(
+            info, lambda publish: bulk_load.load_rows(self._raw, info, table, rows, batch, publish, check_space)
+        )
         self._after_load(info)
         return total
 
