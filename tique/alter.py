@@ -221,18 +221,15 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         # to every append to the Cache meanwhile (0-1 of 10 ADD COLUMNs beside two writers). Until the spec names
         # it, the column is unused; a failure or a kill leaves it behind, and the next ADD COLUMN of the name drops
         # it first (its values would be old ones).
-        def physical(sql: str) -> None:  # a statement of its own, again while it loses to an append
-            _retried(lambda: conn.execute(sql), info)
-
-        for table in _left_behind(conn, info, name):
-            physical(f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
+        _drop_left_behind(conn, info, name)
         added: list[str] = []
         try:
             _step("storage")
-            physical(f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{' NOT NULL' if not_null else ''}")
+            required = " NOT NULL" if not_null else ""
+            _physical(conn, info, f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{required}")
             added.append(info.storage)
             _step("cache")
-            physical(f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every version: the default
+            _physical(conn, info, f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every version: the default
             added.append(info.cache)
 
             def publish() -> None:
@@ -248,6 +245,18 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
             raise
 
     return new, apply
+
+
+def _physical(conn: RawConnection, info: TableInfo, sql: str) -> None:
+    """A physical step on Storage or Cache as a statement of its own, again while it loses to an append."""
+    _retried(lambda: conn.execute(sql), info)
+
+
+def _drop_left_behind(conn: RawConnection, info: TableInfo, name: str) -> None:
+    """Drop a physical column ``name`` that a killed ADD COLUMN or a failed DROP COLUMN's clean-up left behind
+    (unused: the catalog does not have it): its old values, or its name, would be in the way."""
+    for table in _left_behind(conn, info, name):
+        _physical(conn, info, f"ALTER TABLE {table} DROP COLUMN {quote(name)}")
 
 
 def _left_behind(conn: RawConnection, info: TableInfo, name: str) -> list[str]:
@@ -340,8 +349,7 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
         for table in (info.storage, info.cache):
             try:
                 _step("cleanup")
-                # again while it loses to an append to the table (beside writers it lost every time)
-                _retried(lambda table=table: conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(name)}"), info)
+                _physical(conn, info, f"ALTER TABLE {table} DROP COLUMN {quote(name)}")  # lost to writers unretried
             except Exception as exc:
                 warnings.warn(
                     f"ALTER TABLE {info.name} DROP COLUMN {name!r} took effect, but the unused column stays in {table} "
@@ -377,10 +385,7 @@ def _rename_column(
     ]
 
     def apply() -> None:
-        # a physical column of the new name that a killed ADD COLUMN or a failed DROP COLUMN's clean-up left
-        # behind (unused: the catalog does not have it) would make the rename fail for good
-        for table in _left_behind(conn, info, new_name):
-            _retried(lambda table=table: conn.execute(f"ALTER TABLE {table} DROP COLUMN {quote(new_name)}"), info)
+        _drop_left_behind(conn, info, new_name)  # else the rename fails for good
         _renamed_under_view(conn, info, new, renames)
 
     return new, apply

@@ -36,7 +36,7 @@ def target(info: TableInfo) -> str:
     return info.storage if info.kind == "tx" else qualified(info.schema, info.name)
 
 
-Publish = Callable[[Callable[[], int]], int]  # runs the move into Storage as a committed change of the table
+Publish = Callable[[Callable[[], None]], None]  # runs the move into Storage as a committed change of the table
 
 
 def keyed(info: TableInfo) -> bool:
@@ -96,7 +96,7 @@ def load_rows(
                     send()
             send()
         if staging and total:  # an empty load changes nothing: no committed change to fail others with
-            return publish(lambda: _move(raw, info, staging, table))
+            publish(lambda: _move(raw, info, staging, table))
     return total
 
 
@@ -118,14 +118,17 @@ def load_csv(
     with _staged(raw, info, staging):
         with refusals(table, info):
             _copy(raw, info, f"COPY INTO {staging} FROM {literal(source)} {options}")
+        loaded = _count(raw, staging)  # (a COPY's row count over MAPI is not the rows it loaded)
         if keyed(info):
-            return publish(lambda: _move(raw, info, staging, table)) if _count(raw, staging) else 0
+            if loaded:  # an empty load changes nothing: no committed change to fail others with
+                publish(lambda: _move(raw, info, staging, table))
+            return loaded
         with refusals(table, info):
             low = _lowest_rowid(raw, stored)
             raw.execute(
                 f"INSERT INTO {stored} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () FROM {staging}"
             )
-        return _count(raw, staging)  # (a COPY's row count over MAPI is not the rows it loaded)
+        return loaded
 
 
 def _cache_may_hide(raw: RawConnection, info: TableInfo) -> bool:
@@ -151,15 +154,14 @@ def _staged(raw: RawConnection, info: TableInfo, staging: str | None) -> Iterato
             raw.execute(f"DROP TABLE {staging}")
 
 
-def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> int:
+def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
     """The staged rows into Storage in one engine transaction, unless a key among them has a Cache version that
-    would hide it; the number moved. Run after every earlier commit is published, so their rows are in reach.
+    would hide it. Run after every earlier commit is published, so their rows are in reach.
 
     A writer that begins once the load's commit is visible inserts its keys past the loaded rows' check. The
     load's commit becomes visible when the move ends, or earlier if the move outlasts the commit lease (other
     sessions then settle it as stuck): so the move also writes the Cache (a DELETE that matches nothing), which
     makes MonetDB refuse it when any append to the Cache committed meanwhile; it runs again, changed nothing."""
-    moved = _count(raw, staging)
 
     def attempt() -> None:
         with refusals(table, info), one_transaction(raw):
@@ -170,7 +172,6 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> int:
             raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
 
     retried_on_conflict(attempt, f"bulk_load into {table!r}")
-    return moved
 
 
 def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
@@ -195,7 +196,8 @@ def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str
 
 @contextlib.contextmanager
 def refusals(table: str, info: TableInfo) -> Iterator[None]:
-    """A constraint the load broke, said of the user's table (the engine names its Storage table)."""
+    """A constraint the load broke, or a write an ordinary user may not make, said of the user's table (the
+    engine names its Storage table)."""
     try:
         yield
     except errors.ProgrammingError as exc:

@@ -585,10 +585,11 @@ class Connection:
             )
         ids: list[int] = []
 
-        def publish(move: Callable[[], int]) -> int:
+        def publish(move: Callable[[], None]) -> None:
             if self.db.sequencer.restricted:
-                return move()
-            return versioned(self.db, self._raw, [(info.schema, info.name)], move, ids)
+                move()
+            else:
+                versioned(self.db, self._raw, [(info.schema, info.name)], move, ids)
 
         try:
             return load(publish)
