@@ -119,6 +119,7 @@ def test_tique_with_a_busy_checkpointer_is_snapshot_isolated(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["valid?"] and result["verdicts"]["strong-snapshot-isolation"]
-    # versions moved: 94-126 in six runs on a quiet machine (96 in a CI run): the bound only shows it worked
-    assert result["checkpointer"]["checkpoints"] >= 10 and result["checkpointer"]["versions_moved"] > 40
+    # versions moved: 94-126 in six runs on a quiet machine (96 in a CI run); runs: 9 in a loaded CI run. The bounds
+    # only show that it ran several times among the transactions and moved their versions
+    assert result["checkpointer"]["checkpoints"] >= 4 and result["checkpointer"]["versions_moved"] > 40
     assert not result["checkpointer"]["errors"]

@@ -22,8 +22,8 @@ Found here and fixed: a COMMIT or a statement overlapping another session's RENA
 failed with an error naming tique's internal tables (not retryable); a query planned while the table was renamed
 away and run after it was renamed back read tique's view of the latest state, not the snapshot (now a
 SerializationFailure); DROP COLUMN's clean-up lost to the writers and left the column behind; RENAME COLUMN onto a
-name a killed ADD COLUMN left behind failed for good. Still open (a non-strict xfail): a large loaded database that
-once in a while could not be opened again (not reproduced after the helper's runs).
+name a killed ADD COLUMN left behind failed for good; a large loaded database that once in a while could not be
+opened again (the kernel's flush had left a string heap file short: tique/engine/heap_repair.py).
 """
 
 from __future__ import annotations
@@ -736,25 +736,20 @@ COMMITTED_BEFORE = 300  # transactions the setup commits (Cache versions, some c
 def kill_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database of its own: table big with KILL_ROWS loaded rows, then COMMITTED_BEFORE writer transactions
     (a checkpoint between them: versions both in Storage and in the Cache); the model beside it as JSON."""
-    for _attempt in range(4):  # see test_large_loaded_table_reopens_after_close: a base may not open again
-        directory = tmp_path_factory.mktemp("ddl_size_kills") / "base"
-        made = _child("setup", f"monetdbe://{directory}", str(KILL_ROWS))
-        assert made.returncode == 0, made.stderr[-3000:]
-        if _child("open", f"monetdbe://{directory}").returncode == 0:
-            return directory
-    raise AssertionError("no base database that opens again")
+    directory = tmp_path_factory.mktemp("ddl_size_kills") / "base"
+    made = _child("setup", f"monetdbe://{directory}", str(KILL_ROWS))
+    assert made.returncode == 0, made.stderr[-3000:]
+    opened = _child("open", f"monetdbe://{directory}")
+    assert opened.returncode == 0, opened.stderr[-3000:]
+    return directory
 
 
-@pytest.mark.xfail(
-    strict=False,  # fails in most runs, not all (4 attempts): an XPASS must not fail the suite
-    reason="a database with a bulk_load_csv of 1M rows and a few committed transactions, closed normally, often "
-    "cannot be opened again (3 of 4 runs): GDKinit() fails, reported as 'the directory is locked by another "
-    "process' (engine/embedded._open_error) though no process holds it; its sql_logs keep an unflushed log.N of "
-    "~160 kB. Cause not isolated: the kernel's WAL replay of the load, or the close tique runs at exit",
-)
 def test_large_loaded_table_reopens_after_close(tmp_path: Path) -> None:
+    """A 1M-row load and commits, closed normally, opens again. It failed in 2 of 18 runs on a loaded machine (and
+    in CI) before tique repaired the short string heap a racing flush leaves (tests/adversarial/test_heap_repair.py
+    makes that state exactly); here it is the real-size run."""
     failures = []
-    for attempt in range(4):
+    for attempt in range(2):
         url = f"monetdbe://{tmp_path / f'db{attempt}'}"
         made = _child("setup", url, str(KILL_ROWS), "20")
         assert made.returncode == 0, made.stderr[-3000:]

@@ -13,14 +13,18 @@ A process can open one database (one directory, or memory); several connections 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import os
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tique.cache_keys import CacheKeys
+from tique.engine import heap_repair
 from tique.engine.base import Result, in_one_transaction
 from tique.engine.monetdbe_values import read_result
 from tique.engine.session_stack import KernelCalls, as_int32, kernel_calls, lowlevel
@@ -125,6 +129,8 @@ def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
             server = ffi.new("char *[2]", [port, usock])
             keep += [port, usock, server]
             opts.mapi_server = ffi.cast("monetdbe_mapi_server *", server)
+        if _open_count == 0 and engine.path:
+            _repair_before_start(engine.path)
         path = ffi.new("char[]", engine.path.encode()) if engine.path else ffi.NULL
         try:
             rc = as_int32(kernel.c("monetdbe_open", handle, path, opts))
@@ -169,10 +175,11 @@ def _publish_version() -> None:
 
 
 def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
-    if "GDKinit() failed" in detail or "Cannot add farm" in detail or "lock" in detail.lower():
+    holder = _lock_holder(engine.path) if engine.path else None
+    if holder is not None:
         return OperationalError(
-            f"cannot open {engine.describe()}: the directory is locked by another process (an embedded database "
-            "can be opened by one process only). Stop that process, or connect to it over MAPI if it is "
+            f"cannot open {engine.describe()}: the directory is locked by another process{holder} (an embedded "
+            "database can be opened by one process only). Stop that process, or connect to it over MAPI if it is "
             f"'tique serve'. Engine said: {detail}"
         )
     if "Failed to initialize client" in detail:
@@ -189,7 +196,83 @@ def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
             f"cannot open {engine.describe()}: {full}; opening replays the engine's log, which needs space: free "
             f"space on that disk or grow it, then open it again (nothing committed is lost). Engine said: {detail}"
         )
+    shorts = heap_repair.short_heaps(engine.path) if engine.path else []
+    damaged = [short.describe() for short in shorts if not short.rows_whole]
+    if damaged:
+        return OperationalError(
+            f"cannot open {engine.describe()}: the kernel's files disagree with its catalog in a way tique cannot "
+            f"repair safely ({'; '.join(damaged)}): rows committed before the last flush point into the missing "
+            f"bytes. Restore the directory from a backup. Engine said: {detail}"
+        )
+    trace = _trace_tail(engine.path) if engine.path else ""
+    if trace:
+        detail += f"; the kernel's trace log ({Path(engine.path or '', TRACE_LOG)}) ends: {trace}"
     return OperationalError(f"cannot open {engine.describe()}: {detail}")
+
+
+GDK_LOCK = ".gdk_lock"  # the kernel holds byte 4 of this file locked (lockf) while it has the directory open
+TRACE_LOG = "mdbtrace.log"  # where the kernel writes why it could not start
+
+
+def _repair_before_start(path: str) -> None:
+    """Repair the heap files a flush racing with appends left short (heap_repair.py), while no process has the
+    directory open: holding its lock, as the kernel does. A kernel that failed to start cannot start again in the
+    same process, so this runs before every first open, not after a failure (a few ms: one read of BBP.dir)."""
+    try:
+        fd = os.open(Path(path, GDK_LOCK), os.O_RDWR)
+    except OSError:
+        return  # a new database, or one the kernel will refuse with its own words
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 4)
+    except OSError:
+        os.close(fd)
+        return  # open elsewhere: the open fails as locked
+    try:
+        found = heap_repair.short_heaps(path)
+        if found and all(short.rows_whole for short in found):
+            heap_repair.repair(found)
+            warnings.warn(
+                f"tique repaired {path} before opening it: {len(found)} string heap file(s) were shorter than the "
+                f"kernel's catalog records ({'; '.join(short.describe() for short in found)}), left so by a flush "
+                "that raced with appends and was not followed by another before the kernel stopped. The missing "
+                "bytes belonged to no committed row; the log replays the rest",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    finally:
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, 4)
+        os.close(fd)
+
+
+def _lock_holder(path: str) -> str | None:
+    """ " (pid N)" or "" if another process holds the directory's lock, None if none does.
+
+    Called only when the open failed and this process has no session on a directory: a POSIX lock is the
+    process's, and closing any descriptor of the file would drop a lock this process held."""
+    lock = Path(path, GDK_LOCK)
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 4)
+    except OSError:
+        said = lock.read_text(errors="replace").split()
+        pid = next((word.removeprefix("PID=") for word in said if word.startswith("PID=")), "")
+        return f" (pid {pid})" if pid else ""
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, 4)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _trace_tail(path: str, lines: int = 6) -> str:
+    try:
+        text = Path(path, TRACE_LOG).read_text(errors="replace")
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
 
 def _disk_full(engine: EmbeddedEngine) -> str | None:

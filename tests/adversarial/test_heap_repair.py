@@ -1,0 +1,150 @@
+"""A database the kernel's flush left with a string heap file shorter than its catalog records opens again.
+
+MonetDB 11.41's store manager writes a string column's heap file, then records the heap's size in BBP.dir as it is
+later, after appends made meanwhile; a crash or a close before the next flush leaves a directory the kernel will
+not start on (GDKinit fails). tique extends such a file before the kernel starts, only when every committed row's
+string is inside the file (tique/engine/heap_repair.py). Seen for real in `make test` on a loaded machine (the
+1M-row bases of test_attack_ddl_at_size, 2 of 18 in a loop); here the same state is made exactly: a closed
+database whose BBP.dir records more heap bytes than the file of a Cache string column has.
+
+Each database lives in a child process: the test process holds the session's embedded database.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tique.engine import heap_repair
+
+MAKE = """
+import json, sys, time, tique
+from pathlib import Path
+from tique.database import Database
+conn = tique.connect(sys.argv[1])
+cur = conn.cursor()
+cur.execute("CREATE TABLE t (k INT PRIMARY KEY, s VARCHAR(40), c CLOB, b BLOB)")
+conn.commit()
+for k in range(40):
+    cur.execute(
+        "INSERT INTO t VALUES (%s, %s, %s, %s)",
+        (k, f"value {k}", None if k % 7 == 0 else "x" * k, None if k % 5 == 0 else bytes(range(k))),
+    )
+    conn.commit()
+raw = Database.get(sys.argv[1]).connect_raw()
+where = dict(raw.execute(
+    "SELECT \\"column\\", location FROM sys.storage WHERE schema = 'tique_data' AND \\"table\\" LIKE '%t__cache'"
+).rows)
+# the kernel writes the log into its columns' files when the log is large: a 1.2M-row table makes it do so now
+raw.execute("CREATE TABLE filler (x INT)")
+raw.execute("INSERT INTO filler VALUES " + ",".join(f"({i})" for i in range(1100)))
+raw.execute("CREATE TABLE filler2 AS SELECT a.x FROM filler a, filler b WITH DATA")
+bbp = Path(sys.argv[1].removeprefix("monetdbe://"), "bat", "BACKUP", "BBP.dir")
+deadline = time.monotonic() + 60
+while f" {where['b']} " not in bbp.read_text() and time.monotonic() < deadline:
+    time.sleep(0.1)
+raw.close()
+cur.execute("SELECT k, s, c, b FROM t ORDER BY k")
+rows = [[*row[:3], None if row[3] is None else row[3].hex()] for row in cur.fetchall()]
+print(json.dumps({"rows": rows, "where": where}))
+conn.close()
+"""
+
+READ = """
+import json, sys, warnings, tique
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    conn = tique.connect(sys.argv[1])
+cur = conn.cursor()
+cur.execute("SELECT k, s, c, b FROM t ORDER BY k")
+rows = [[*row[:3], None if row[3] is None else row[3].hex()] for row in cur.fetchall()]
+cur.execute("INSERT INTO t VALUES (1000, 'after', 'after', x'00ff')")
+conn.commit()
+conn.close()
+print(json.dumps({"rows": rows, "warnings": [str(w.message) for w in said]}))
+"""
+
+PLAIN_OPEN = "import sys, monetdbe; monetdbe.connect(sys.argv[1]).close()"
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=180, cwd=ROOT)
+
+
+def _made(tmp_path: Path, column: str = "s") -> tuple[Path, list[list[object]], Path]:
+    directory = tmp_path / "db"
+    made = _run(MAKE, f"monetdbe://{directory}")
+    assert made.returncode == 0, made.stderr[-3000:]
+    said = json.loads(made.stdout.strip().splitlines()[-1])
+    location = Path(said["where"][column])  # NN/NNN, under the database's bat/
+    return directory, said["rows"], directory / "bat" / location.parent / (location.name + ".theap")
+
+
+def _record_more(directory: Path, heap: Path, extra: int) -> int:
+    """Make BBP.dir record ``extra`` more bytes for ``heap`` than its file has, as the racing flush does; the size
+    now recorded."""
+    bbp = directory / heap_repair.BBP_DIR
+    lines = bbp.read_text().splitlines(keepends=True)
+    physical = heap.relative_to(directory / "bat").as_posix().removesuffix(".theap")
+    for i, line in enumerate(lines):
+        fields = line.split()
+        if len(fields) == heap_repair.VAR_FIELDS and fields[3] == physical:
+            recorded = heap.stat().st_size + extra
+            fields[22], fields[23] = (
+                str(recorded),
+                str(max(recorded, int(fields[23]))),
+            )  # the heap grew: its capacity too
+            lines[i] = " ".join(fields) + "\n"
+            bbp.write_text("".join(lines))
+            return recorded
+    raise AssertionError(f"no BBP.dir entry for {physical}")
+
+
+@pytest.mark.parametrize("column", ["s", "c", "b"])  # VARCHAR, CLOB, BLOB
+def test_a_heap_file_shorter_than_recorded_is_extended_and_every_row_reads(tmp_path: Path, column: str) -> None:
+    directory, rows, heap = _made(tmp_path, column)
+    recorded = _record_more(directory, heap, 16)
+    plain = _run(PLAIN_OPEN, str(directory))
+    assert plain.returncode != 0, "the kernel started on the damaged directory: the test does not make the damage"
+    [found] = heap_repair.short_heaps(str(directory))
+    assert found.path == heap and found.rows_whole
+
+    read = _run(READ, f"monetdbe://{directory}")
+    assert read.returncode == 0, read.stderr[-3000:]
+    said = json.loads(read.stdout.strip().splitlines()[-1])
+    assert said["rows"] == rows
+    assert any("repaired" in w and str(heap) in w for w in said["warnings"]), said["warnings"]
+    assert heap.stat().st_size >= recorded
+    again = _run(PLAIN_OPEN, str(directory))  # the kernel's own start now works too
+    assert again.returncode == 0, again.stderr[-3000:]
+
+
+def test_a_heap_file_missing_a_committed_string_is_reported_and_left_alone(tmp_path: Path) -> None:
+    directory, _, heap = _made(tmp_path)
+    recorded = _record_more(directory, heap, 0)
+    cut = 8192 + 8  # past the strings' hash table: the first string stays, the later ones are cut off
+    with open(heap, "r+b") as f:
+        f.truncate(cut)
+    [found] = heap_repair.short_heaps(str(directory))
+    assert not found.rows_whole and found.recorded == recorded
+
+    read = _run(READ, f"monetdbe://{directory}")
+    assert read.returncode != 0
+    error = read.stderr.strip().splitlines()[-1]
+    assert "cannot repair safely" in error and str(heap) in error and "backup" in error, error
+    assert "locked" not in error
+    assert heap.stat().st_size == cut, "a heap tique could not vouch for was changed"
+
+
+def test_an_unrelated_start_failure_does_not_claim_a_lock(tmp_path: Path) -> None:
+    directory, _, _ = _made(tmp_path)
+    (directory / heap_repair.BBP_DIR).write_text("garbage\n")
+    read = _run(READ, f"monetdbe://{directory}")
+    assert read.returncode != 0
+    error = read.stderr.strip().splitlines()[-1]
+    assert "GDKinit" in error and "locked" not in error, error
