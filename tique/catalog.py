@@ -47,7 +47,7 @@ from typing import Any
 
 from tique import sqlfiles
 from tique.engine.base import RawConnection, retried_on_conflict
-from tique.errors import DatabaseError, ProgrammingError
+from tique.errors import DatabaseError, OperationalError, ProgrammingError
 from tique.names import qualified, quote, table_key
 from tique.params import literal
 from tique.sequencer import ensure_schema
@@ -305,14 +305,34 @@ def placed(conn: RawConnection, info: TableInfo, base_name: str | None = None) -
 
 def table_info(conn: RawConnection, schema: str, name: str) -> TableInfo:
     """A table's entry in tique.tables, read directly (for tools and tests that name Storage or Cache)."""
-    rows = conn.execute(
-        "SELECT table_id, kind, spec FROM tique.tables "
-        f"WHERE schema_name = {literal(schema)} AND name = {literal(name)}"
-    ).rows
-    if not rows:
+    where = f"WHERE schema_name = {literal(schema)} AND name = {literal(name)}"
+    found = read_tables(conn, where)
+    if not found:
         raise ProgrammingError(f"{schema}.{name} is not a tique table: create it through tique first")
-    table_id, kind, spec = rows[0]
-    return TableInfo.from_row(int(table_id), schema, name, str(kind), str(spec))
+    return found[0]
+
+
+# The strings are copied inside the statement (`|| ''`): MonetDB 11.41 hands a result's strings out of the column's
+# own heap, and a concurrent write that grows that heap (another session's DDL rewriting a spec) moves it, so the
+# copy-out read freed memory: an empty or garbled spec, 6 of 20 short runs of a reader beside an appending writer
+# (README, "Known engine limitations"). A private copy made by the statement is not moved; 0 of 10.
+TABLES_SQL = "SELECT table_id, schema_name || '', name || '', kind || '', spec || '' FROM tique.tables"
+READ_ATTEMPTS = 3
+
+
+def read_tables(conn: RawConnection, where: str = "") -> list[TableInfo]:
+    """tique.tables' rows (``where``: a WHERE clause), each parsed; read again when a spec does not parse."""
+    for attempt in range(READ_ATTEMPTS):
+        rows = conn.execute(f"{TABLES_SQL} {where}").rows
+        try:
+            return [TableInfo.from_row(int(i), str(s), str(n), str(k), str(sp)) for i, s, n, k, sp in rows]
+        except (ValueError, KeyError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            if attempt == READ_ATTEMPTS - 1:
+                raise OperationalError(
+                    f"tique's catalog (tique.tables) read back a table entry that does not parse ({exc!r}), "
+                    f"{READ_ATTEMPTS} times: run the statement again; if it persists, the entry is damaged"
+                ) from exc
+    return []
 
 
 def schema_hash(schema: str, name: str) -> int:
@@ -341,10 +361,7 @@ class Catalog:
             self.seen = engine_version
 
     def refresh(self, conn: RawConnection) -> None:
-        rows = conn.execute("SELECT table_id, schema_name, name, kind, spec FROM tique.tables").rows
-        tables = {
-            (str(s), str(n)): TableInfo.from_row(int(i), str(s), str(n), str(k), str(sp)) for i, s, n, k, sp in rows
-        }
+        tables = {(info.schema, info.name): info for info in read_tables(conn)}
         with self._lock:
             if tables != self._tables:
                 for key in tables.keys() | self._tables.keys():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tique.catalog import TableInfo
+from tique.catalog import read_tables
 from tique.engine.base import RawConnection
 from tique.sequencer import Sequencer
 
@@ -70,10 +70,7 @@ def _caches(conn: RawConnection) -> list[str]:
         ).rows
     }
     caches = []
-    for table_id, schema, name, kind, spec in conn.execute(
-        "SELECT table_id, schema_name, name, kind, spec FROM tique.tables"
-    ).rows:
-        info = TableInfo.from_row(int(table_id), str(schema), str(name), str(kind), str(spec))
+    for info in read_tables(conn):
         if info.kind == "tx" and (info.physical_schema, info.cache_name) in present:
             caches.append(info.cache)
     return caches
