@@ -70,7 +70,7 @@ def load_rows(
         nonlocal negative
         if chunk:
             check_space()
-            with zero_signs_kept(raw, negative):
+            with zero_signs_kept(raw, negative), _appending(raw, info, staging is None):
                 raw.execute(f"INSERT INTO {staging or stored} VALUES {', '.join(chunk)}")
             chunk.clear()
             negative = False
@@ -125,10 +125,19 @@ def load_csv(
             return loaded
         with refusals(table, info):
             low = _lowest_rowid(raw, stored)
-            raw.execute(
-                f"INSERT INTO {stored} ({cols}, tq_rowid) SELECT {cols}, {low} - ROW_NUMBER() OVER () FROM {staging}"
-            )
+            with _appending(raw, info):
+                numbered = f"{cols}, {low} - ROW_NUMBER() OVER ()"
+                raw.execute(f"INSERT INTO {stored} ({cols}, tq_rowid) SELECT {numbered} FROM {staging}")
         return loaded
+
+
+def _appending(raw: RawConnection, info: TableInfo, writes: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Around a statement that appends to the table's Storage: its readers in this process run again
+    (tique/append_guard.py)."""
+    guard = getattr(raw, "append_guard", None)
+    if guard is None or not writes or not info.has_strings:
+        return contextlib.nullcontext()
+    return guard.appending([info.qualified])  # type: ignore[no-any-return]
 
 
 def _cache_may_hide(raw: RawConnection, info: TableInfo) -> bool:
@@ -169,7 +178,8 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None
             if _cache_may_hide(raw, info):
                 _refuse_hidden(raw, info, staging, table)
             cols = ", ".join(quote(c) for c in info.column_names)
-            raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
+            with _appending(raw, info):
+                raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
 
     retried_on_conflict(attempt, f"bulk_load into {table!r}")
 

@@ -54,6 +54,7 @@ from tique.sequencer import ensure_schema
 
 ROWID = "tq_rowid"
 FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
+STRING_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "TEXT", "CLOB", "STRING"})
 
 
 def base_type(sql_type: str) -> str:
@@ -181,6 +182,11 @@ class TableInfo:
     @cached_property
     def _columns_by_name(self) -> dict[str, ColumnSpec]:
         return {c.name: c for c in reversed(self.columns)}  # the first of a name, as a scan would find
+
+    @cached_property
+    def has_strings(self) -> bool:
+        """Whether a column holds strings (append_guard.py: reads of such a table are kept from its appends)."""
+        return any(base_type(c.sql_type) in STRING_TYPES for c in self.columns)
 
     def column(self, name: str) -> ColumnSpec:
         found = self._columns_by_name.get(name)
@@ -312,27 +318,35 @@ def table_info(conn: RawConnection, schema: str, name: str) -> TableInfo:
     return found[0]
 
 
-# The strings are copied inside the statement (`|| ''`): MonetDB 11.41 hands a result's strings out of the column's
-# own heap, and a concurrent write that grows that heap (another session's DDL rewriting a spec) moves it, so the
-# copy-out read freed memory: an empty or garbled spec, 6 of 20 short runs of a reader beside an appending writer
-# (README, "Known engine limitations"). A private copy made by the statement is not moved; 0 of 10.
-TABLES_SQL = "SELECT table_id, schema_name || '', name || '', kind || '', spec || '' FROM tique.tables"
-READ_ATTEMPTS = 3
+# MonetDB 11.41 can read a string of a column wrong (empty, or another row's) while another session's write grows
+# that column's heap (README, "Known engine limitations"; benchmarks/string_race.py): a spec read beside another
+# session's RENAME came back empty, and a name read wrong would hide a table. So the catalog is read until two reads
+# in a row agree and parse (the catalog is read on DDL and catalog changes only, not per statement).
+TABLES_SQL = "SELECT table_id, schema_name, name, kind, spec FROM tique.tables"
+READ_ATTEMPTS = 5
 
 
-def read_tables(conn: RawConnection, where: str = "") -> list[TableInfo]:
-    """tique.tables' rows (``where``: a WHERE clause), each parsed; read again when a spec does not parse."""
-    for attempt in range(READ_ATTEMPTS):
+def read_tables(conn: RawConnection, where: str = "", agreed: bool = True) -> list[TableInfo]:
+    """tique.tables' rows (``where``: a WHERE clause), parsed; read again until two reads agree (see above), or
+    with ``agreed=False`` until one parses (a check run after every pass-through query in a transaction, where a
+    wrong read can only fail the transaction, retryably)."""
+    last: list[TableInfo] | None = None
+    problem: Exception | None = None
+    for _ in range(READ_ATTEMPTS):
         rows = conn.execute(f"{TABLES_SQL} {where}").rows
         try:
-            return [TableInfo.from_row(int(i), str(s), str(n), str(k), str(sp)) for i, s, n, k, sp in rows]
+            read = [TableInfo.from_row(int(i), str(s), str(n), str(k), str(sp)) for i, s, n, k, sp in rows]
         except (ValueError, KeyError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
-            if attempt == READ_ATTEMPTS - 1:
-                raise OperationalError(
-                    f"tique's catalog (tique.tables) read back a table entry that does not parse ({exc!r}), "
-                    f"{READ_ATTEMPTS} times: run the statement again; if it persists, the entry is damaged"
-                ) from exc
-    return []
+            problem, last = exc, None
+            continue
+        if read == last or not agreed:
+            return read
+        last = read
+    raise OperationalError(
+        f"tique's catalog (tique.tables) read back differently {READ_ATTEMPTS} times in a row"
+        + (f" ({problem!r})" if problem else "")
+        + ": DDL is running in another session, or an entry is damaged; run the statement again"
+    )
 
 
 def schema_hash(schema: str, name: str) -> int:
@@ -360,8 +374,8 @@ class Catalog:
             self.refresh(conn)
             self.seen = engine_version
 
-    def refresh(self, conn: RawConnection) -> None:
-        tables = {(info.schema, info.name): info for info in read_tables(conn)}
+    def refresh(self, conn: RawConnection, agreed: bool = True) -> None:
+        tables = {(info.schema, info.name): info for info in read_tables(conn, agreed=agreed)}
         with self._lock:
             if tables != self._tables:
                 for key in tables.keys() | self._tables.keys():

@@ -24,6 +24,7 @@ from tique.rewrite.values import coerce, key_value
 from tique.write_buffer import Key, RowMarks, WriteBuffer, show, typed_key, unique_hash
 
 if TYPE_CHECKING:
+    from tique.append_guard import AppendGuard
     from tique.cache_keys import CacheKeys
     from tique.catalog import Catalog, ForeignKey
 
@@ -43,14 +44,24 @@ class Constraints:
         flush: Callable[[list[str]], None],
         insert_check: str,
         cache_keys: CacheKeys | None = None,
+        append_guard: AppendGuard | None = None,
     ) -> None:
         self.catalog = catalog
         self.cache_keys = cache_keys
+        self.append_guard = append_guard
         self.conn = conn
         self.buffer = buffer
         self.slots = slots
         self.flush = flush
         self.insert_check = insert_check
+
+    def _rows(self, tables: Sequence[TableInfo], sql: str) -> list[tuple[Any, ...]]:
+        """A check's read, run again if this process appended to one of its tables meanwhile (append_guard.py)."""
+        rendered = Template.from_sql(sql).render(self.slots())
+        strings = [info.qualified for info in tables if info.has_strings]
+        if self.append_guard is None or not strings:
+            return self.conn.execute(rendered).rows
+        return self.append_guard.reading(strings, lambda: self.conn.execute(rendered).rows)
 
     # ---- PRIMARY KEY ---------------------------------------------------------------------------------------
 
@@ -94,7 +105,7 @@ class Constraints:
     def _found(self, info: TableInfo, keys: Sequence[Key]) -> set[Key]:
         """Which of ``keys`` (none of which this transaction wrote) exist in the snapshot."""
         sql = self._present(info, keys, as_text=True)
-        rows = self.conn.execute(Template.from_sql(sql).render(self.slots())).rows
+        rows = self._rows([info], sql)
         found = {typed_key(info, [read_value(v, info.stored_type(k)) for v, k in zip(r, info.key)]) for r in rows}
         return found & set(keys)
 
@@ -118,7 +129,7 @@ class Constraints:
             )
             present = self._present(info, keys, f"_{i}")  # distinct aliases per snapshot (see snapshot_tree)
             branches.append(f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({present}) AS d{i} WHERE {exact}")
-        counts = self.conn.execute(Template.from_sql(" UNION ALL ".join(branches)).render(self.slots())).rows
+        counts = self._rows([info for info, _ in checks], " UNION ALL ".join(branches))
         for i, n in counts:
             if n:
                 self.check_absent(*checks[int(i)])
@@ -189,7 +200,7 @@ class Constraints:
         outputs = ", ".join(text_sql(quote(c), info.stored_type(c)) for c in names)
         sql = f"SELECT {outputs} FROM ({snapshot}) AS tq_uq"
         found = []
-        for r in self.conn.execute(Template.from_sql(sql).render(self.slots())).rows:
+        for r in self._rows([info], sql):
             values = [read_value(v, info.stored_type(c)) for v, c in zip(r, names)]
             key = typed_key(info, values[: len(info.key)])
             found.append((key, dict(zip(columns, values[len(info.key) :]))))

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from tique import bootstrap, catalog, privileges
+from tique.append_guard import AppendGuard
 from tique.cache_keys import cache_keys_of
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
@@ -78,6 +79,8 @@ class Database:
         conn = self.engine.connect()
         # embedded, not serving MAPI clients: which keys may have Cache rows (tique/cache_keys.py)
         self.cache_keys = cache_keys_of(conn)
+        # embedded: this kernel's reads kept apart from its appends (tique/append_guard.py)
+        self.append_guard: AppendGuard | None = getattr(conn, "append_guard", None)
         try:
             self.owner = privileges.owns_tique(conn)
             self.user = str(conn.execute("SELECT CURRENT_USER").scalar())

@@ -83,7 +83,14 @@ class Transaction:
         # which keys may have Cache rows (cache_keys.py); a rebuild reads the Cache tables, which only the owner may
         self.cache_keys = db.cache_keys if db.owner else None
         self.constraints = Constraints(
-            db.catalog, conn, self.buffer, self.slots, self.flush, settings.insert_check, self.cache_keys
+            db.catalog,
+            conn,
+            self.buffer,
+            self.slots,
+            self.flush,
+            settings.insert_check,
+            self.cache_keys,
+            db.append_guard,
         )
 
     @property
@@ -163,9 +170,26 @@ class Transaction:
         self.read_names.update(reads)
         self.flush(self.to_flush(reads, point_keys, params, names))
         values = {**self.slots(), **params}
-        if isinstance(self.conn, PreparingConnection):
-            return self.conn.run(template, values)
-        return self.conn.execute(template.render(values))
+        conn = self.conn
+        if isinstance(conn, PreparingConnection):
+            prepared = conn
+
+            def run() -> Result:
+                return prepared.run(template, values)
+        else:
+
+            def run() -> Result:
+                return conn.execute(template.render(values))
+
+        guard = self.db.append_guard
+        if guard is None:
+            return run()
+        return guard.reading(self.string_tables(reads), run)
+
+    def string_tables(self, names: Iterable[str]) -> list[str]:
+        """Which of the tables ``names`` (TableInfo.qualified) have string columns (append_guard.py)."""
+        found = (self.db.catalog.named(name) for name in names)
+        return [info.qualified for info in found if info is not None and info.has_strings]
 
     # ---- rows the transaction holds whole (known_rows.py, rewrite/point.py) --------------------------------
 
@@ -605,7 +629,12 @@ class Transaction:
         names = ", ".join(repr(e.table.name) for e in entries) or "the commit record"
         known = self.db.cache_keys
         try:
-            with nullcontext() if known is None else known.sending((e.table, e.pending) for e in entries):
+            guard = self.db.append_guard
+            appended = [e.table.qualified for e in entries if e.table.has_strings]
+            with (
+                nullcontext() if known is None else known.sending((e.table, e.pending) for e in entries),
+                nullcontext() if guard is None or not appended else guard.appending(appended),
+            ):
                 if len(sql) == 1:
                     self.conn.execute(sql[0])
                 else:

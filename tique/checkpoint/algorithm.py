@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tique.append_guard import NO_GUARD, AppendGuard
 from tique.cache_keys import cache_keys_of
 from tique.catalog import Catalog, TableInfo, base_type, install
 from tique.checkpoint.opening import check_database
@@ -351,7 +352,10 @@ class Checkpointer:
         types = column_types(info)
         plain = ", ".join(quote(c) for c in cols)
         texts = ", ".join(f"CAST({quote(c)} AS CLOB)" for c in cols)  # the engine's own text of every value
-        rows = self.conn.execute(f"SELECT {texts}, tq_deleted FROM ({_newest(info, horizon, low)}) AS z").rows
+        guard: AppendGuard = getattr(self.conn, "append_guard", None) or NO_GUARD
+        tables = [info.qualified] if info.has_strings else []
+        newest = f"SELECT {texts}, tq_deleted FROM ({_newest(info, horizon, low)}) AS z"
+        rows = guard.reading(tables, lambda: self.conn.execute(newest).rows)
         self._hook("read")
         key_pos = [cols.index(k) for k in info.key]
         converts = [text_to_sql(types[c]) for c in cols]
@@ -366,7 +370,7 @@ class Checkpointer:
             live = [r[: len(cols)] for r in batch if not r[-1]]
             if live:
                 negative = any(r[i] == "-0" for r in live for i in info.float_positions)
-                with zero_signs_kept(self.conn, negative):
+                with zero_signs_kept(self.conn, negative), guard.appending(tables):
                     self.conn.execute(
                         f"INSERT INTO {info.storage} ({plain}) VALUES "
                         + ", ".join("(" + ", ".join(f(v) for f, v in zip(converts, r)) + ")" for r in live)
@@ -376,7 +380,7 @@ class Checkpointer:
             self.acquire()  # renew the lock: a big table takes many batches
             self._hook("wrote")
         if rows:
-            out.mismatched = self._mismatched(info, horizon, low)
+            out.mismatched = guard.reading(tables, lambda: self._mismatched(info, horizon, low))
             self._hook("checked")
             if out.mismatched:  # the Cache keeps them (they outrank Storage); the next run writes them again
                 out.kept = True

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tique.append_guard import AppendGuard
 from tique.cache_keys import CacheKeys
 from tique.engine import heap_repair
 from tique.engine.base import Result, in_one_transaction
@@ -37,6 +38,7 @@ _open_count = 0
 _connections: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
 # the keys that may have Cache rows, for the kernel open now (cache_keys.py); None while it listens to MAPI clients
 _cache_keys: CacheKeys | None = None
+_append_guard: AppendGuard | None = None  # this kernel's appends and reads kept apart (append_guard.py)
 
 
 class EmbeddedEngine:
@@ -106,7 +108,7 @@ class EmbeddedEngine:
 
 def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
     """One monetdbe_open on the engine's database, with the process-wide one-database rule checked."""
-    global _open_path, _open_count, _cache_keys
+    global _open_path, _open_count, _cache_keys, _append_guard
     ffi, lib = lowlevel()
     key = engine.path or ""
     with _state_lock:
@@ -150,6 +152,8 @@ def _open(engine: EmbeddedEngine, kernel: KernelCalls) -> Any:
             _publish_version()
             # a kernel opened anew may find Cache rows another process wrote meanwhile: nothing is known of them
             _cache_keys = None if engine.mapi_port is not None or engine.mapi_usock else CacheKeys()
+            # TIQUE_APPEND_GUARD=0: without it, to measure what it prevents (benchmarks/string_race.py)
+            _append_guard = AppendGuard() if os.environ.get("TIQUE_APPEND_GUARD", "1") != "0" else None
         _open_path = key
         _open_count += 1
         return handle[0]
@@ -348,6 +352,7 @@ class EmbeddedConnection:
             self._kernel.close()
             raise
         self.cache_keys = _cache_keys  # of the kernel this session is on (cache_keys.cache_keys_of)
+        self.append_guard = _append_guard
         self._lock = threading.Lock()
         _connections.add(self)
 
