@@ -13,7 +13,8 @@ database open tique keeps its reads and its own appends apart:
   to one of them ran meanwhile (``reading``); after ``RERUNS`` such runs it holds appends back for one run.
 
 Appends by other processes (MAPI clients of ``tique serve``) are not seen: over MAPI the engine's race stays.
-Tables are named by TableInfo.qualified; a table without string columns needs no guard.
+A table's Storage and Cache are guarded apart (``storage_of``, ``cache_of``): a read by keys no Cache row has
+reads Storage alone, which commits do not append to. A table without string columns needs no guard.
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ from typing import TypeVar
 
 RERUNS = 2
 T = TypeVar("T")
+
+
+def storage_of(qualified: str) -> str:
+    """The guard's name for a table's Storage (a read of Storage alone is not overlapped by Cache appends)."""
+    return f"{qualified}\x00storage"
+
+
+def cache_of(qualified: str) -> str:
+    return f"{qualified}\x00cache"
 
 
 class AppendGuard:

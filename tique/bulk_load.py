@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from tique import errors
+from tique.append_guard import storage_of
 from tique.catalog import TableInfo
 from tique.engine.base import RawConnection, one_transaction, retried_on_conflict
 from tique.names import qualified, quote
@@ -137,7 +138,7 @@ def _appending(raw: RawConnection, info: TableInfo, writes: bool = True) -> cont
     guard = getattr(raw, "append_guard", None)
     if guard is None or not writes or not info.has_strings:
         return contextlib.nullcontext()
-    return guard.appending([info.qualified])  # type: ignore[no-any-return]
+    return guard.appending([storage_of(info.qualified)])  # type: ignore[no-any-return]
 
 
 def _cache_may_hide(raw: RawConnection, info: TableInfo) -> bool:

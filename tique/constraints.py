@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlglot
 
+from tique.append_guard import cache_of, storage_of
 from tique.catalog import TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import ForeignKeyViolation, UniqueViolation
@@ -58,7 +59,7 @@ class Constraints:
     def _rows(self, tables: Sequence[TableInfo], sql: str) -> list[tuple[Any, ...]]:
         """A check's read, run again if this process appended to one of its tables meanwhile (append_guard.py)."""
         rendered = Template.from_sql(sql).render(self.slots())
-        strings = [info.qualified for info in tables if info.has_strings]
+        strings = [part(info.qualified) for info in tables if info.has_strings for part in (storage_of, cache_of)]
         if self.append_guard is None or not strings:
             return self.conn.execute(rendered).rows
         return self.append_guard.reading(strings, lambda: self.conn.execute(rendered).rows)

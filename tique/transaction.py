@@ -8,12 +8,14 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from tique import commit as commit_protocol
 from tique import privileges
+from tique.append_guard import cache_of, storage_of
 from tique.cache_keys import eligible
-from tique.catalog import TableInfo, schema_hash
+from tique.catalog import STRING_TYPES, TableInfo, base_type, schema_hash
 from tique.commit import CommitResult as CommitResult
 from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
 from tique.constraints import Constraints
@@ -32,6 +34,7 @@ from tique.errors import (
     connection_lost,
 )
 from tique.known_rows import MISSING, KnownRows, Row
+from tique.names import quote
 from tique.prepared import PreparingConnection
 from tique.rewrite.exact import decode
 from tique.rewrite.point import KeyRead, computable, natural, new_values, newest_versions
@@ -162,10 +165,12 @@ class Transaction:
         reads: Iterable[str] = (),
         point_keys: PointKeys = (),
         names: frozenset[str] | None = None,
+        stored: frozenset[str] = frozenset(),
     ) -> Result:
         """Run a rewritten read; the transaction's pending writes to the tables it reads reach the engine first,
         unless the read asks for exact keys none of them has, or reads none of the columns they update
-        (WriteBuffer.to_flush): one round trip saved per such table."""
+        (WriteBuffer.to_flush): one round trip saved per such table. ``stored``: tables it reads from Storage
+        alone (kept from appends to their Storage only: append_guard.py)."""
         self.check_usable()
         self.read_names.update(reads)
         self.flush(self.to_flush(reads, point_keys, params, names))
@@ -184,12 +189,10 @@ class Transaction:
         guard = self.db.append_guard
         if guard is None:
             return run()
-        return guard.reading(self.string_tables(reads), run)
-
-    def string_tables(self, names: Iterable[str]) -> list[str]:
-        """Which of the tables ``names`` (TableInfo.qualified) have string columns (append_guard.py)."""
-        found = (self.db.catalog.named(name) for name in names)
-        return [info.qualified for info in found if info is not None and info.has_strings]
+        found = (self.db.catalog.named(name) for name in reads)
+        strings = [info.qualified for info in found if info is not None and _reads_strings(template, info)]
+        parts = [storage_of(t) for t in strings] + [cache_of(t) for t in strings if t not in stored]
+        return guard.reading(parts, run)
 
     # ---- rows the transaction holds whole (known_rows.py, rewrite/point.py) --------------------------------
 
@@ -247,10 +250,10 @@ class Transaction:
             if plan.learned.whole or quiet:
                 rows = self.read_whole(plan, read, bound, keys)
         if rows is None or columns is None or any(r is MISSING for r in rows):
-            template = plan.template
+            template, stored = plan.template, frozenset[str]()
             if plan.stored is not None and keys is not None and self._uncached(plan, read, bound, keys):
-                template = plan.stored
-            result = decode(self.run(template, bound.rendered, plan.reads, plan.point_keys), plan.decode)
+                template, stored = plan.stored, frozenset({info.qualified})
+            result = decode(self.run(template, bound.rendered, plan.reads, plan.point_keys, stored=stored), plan.decode)
             if plan.learned.columns is None:
                 plan.learned.columns = list(result.columns)
             for key in keys or ():
@@ -270,8 +273,10 @@ class Transaction:
         info = read.table
         if read.versions is not None and read.versions_decode is not None:
             template = read.stored if read.stored is not None and self._uncached(plan, read, bound, keys) else None
+            stored = frozenset({info.qualified}) if template is not None else frozenset[str]()
             result = decode(
-                self.run(template or read.versions, bound.rendered, plan.reads, plan.point_keys), read.versions_decode
+                self.run(template or read.versions, bound.rendered, plan.reads, plan.point_keys, stored=stored),
+                read.versions_decode,
             )
             return self._hold_found(info, keys, newest_versions(info, result.rows))
         result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
@@ -630,7 +635,7 @@ class Transaction:
         known = self.db.cache_keys
         try:
             guard = self.db.append_guard
-            appended = [e.table.qualified for e in entries if e.table.has_strings]
+            appended = [cache_of(e.table.qualified) for e in entries if e.table.has_strings]
             with (
                 nullcontext() if known is None else known.sending((e.table, e.pending) for e in entries),
                 nullcontext() if guard is None or not appended else guard.appending(appended),
@@ -699,6 +704,16 @@ class Transaction:
 
 
 @contextmanager
+@lru_cache(maxsize=8192)
+def _reads_strings(template: Template, info: TableInfo) -> bool:
+    """Does the statement read a string column of ``info``? A snapshot names every column it reads, quoted
+    (another table's column of the same name counts too: guarded once more than needed)."""
+    if not info.has_strings:
+        return False
+    text = "".join(template.parts)
+    return any(quote(c.name) in text for c in info.columns if base_type(c.sql_type) in STRING_TYPES)
+
+
 def _naming(info: TableInfo, verb: str, columns: Sequence[str]) -> Iterator[None]:
     """A write's SELECT refused by the engine (a computed value overflowed: the statement only read, so nothing
     happened) or a value it computed that tique cannot keep: say which table and columns were being written."""
