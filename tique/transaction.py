@@ -703,7 +703,6 @@ class Transaction:
         return sorted({schema_hash(s, n) for s, n in tables})
 
 
-@contextmanager
 @lru_cache(maxsize=8192)
 def _reads_strings(template: Template, info: TableInfo) -> bool:
     """Does the statement read a string column of ``info``? A snapshot names every column it reads, quoted
@@ -714,6 +713,7 @@ def _reads_strings(template: Template, info: TableInfo) -> bool:
     return any(quote(c.name) in text for c in info.columns if base_type(c.sql_type) in STRING_TYPES)
 
 
+@contextmanager
 def _naming(info: TableInfo, verb: str, columns: Sequence[str]) -> Iterator[None]:
     """A write's SELECT refused by the engine (a computed value overflowed: the statement only read, so nothing
     happened) or a value it computed that tique cannot keep: say which table and columns were being written."""
