@@ -7,8 +7,7 @@ does not help). The kernel gives no way to hold a heap in place, so within the p
 database open tique keeps its reads and its own appends apart:
 
 - an append (a commit's rows into a Cache, the checkpointer's move into Storage, a bulk load's move) counts as
-  running on its tables for as long as its statement runs (``appending``); a move that also reads a table's Cache
-  waits for the appends to it and holds new ones back (``exclusive=True``);
+  running on its tables for as long as its statement runs (``appending``);
 - a read of tables with string columns notes their append counters before it runs and runs again when an append
   to one of them ran meanwhile (``reading``); after ``RERUNS`` such runs it holds appends back for one run.
 
@@ -49,13 +48,10 @@ class AppendGuard:
         self.reruns = 0  # reads run again, for tests and benchmarks
 
     @contextmanager
-    def appending(self, tables: Iterable[str], exclusive: bool = False) -> Iterator[None]:
+    def appending(self, tables: Iterable[str]) -> Iterator[None]:
         names = sorted(set(tables))
         with self._changed:
             self._changed.wait_for(lambda: not any(self._held[t] for t in names))
-            if exclusive:
-                self._changed.wait_for(lambda: not any(self._running[t] for t in names))
-                self._held.update(names)
             self._running.update(names)
             self._started.update(names)
         try:
@@ -63,8 +59,6 @@ class AppendGuard:
         finally:
             with self._changed:
                 self._running.subtract(names)
-                if exclusive:
-                    self._held.subtract(names)
                 self._changed.notify_all()
 
     def reading(self, tables: Iterable[str], run: Callable[[], T]) -> T:
@@ -88,8 +82,9 @@ class AppendGuard:
     def _holding(self, names: list[str]) -> Iterator[None]:
         with self._changed:
             self._held.update(names)
-            self._changed.wait_for(lambda: not any(self._running[t] for t in names))
-        try:
+        try:  # an interrupt while it waits must not leave the appends held back for good
+            with self._changed:
+                self._changed.wait_for(lambda: not any(self._running[t] for t in names))
             yield
         finally:
             with self._changed:

@@ -393,7 +393,7 @@ class Connection:
         if type(exc) not in (ProgrammingError, errors.OperationalError) or errors.connection_lost(exc):
             return None  # tique's own classes (a conflict, a full disk, a time-out) say what happened already
         try:
-            self.db.catalog.refresh(self._raw, agreed=False)
+            self.db.catalog.refresh(self._raw)
         except errors.DatabaseError:
             return None
         if not any(self.db.catalog.changed_since(q, catalog_version) for q in self._tables_used(plan)):
@@ -431,7 +431,7 @@ class Connection:
         tique table now (renamed back or created by another session since), MonetDB may have answered from
         tique's view of the latest committed state instead of the snapshot; fail the transaction, retryably."""
         schema = self.read_options.schema or self.db.default_schema
-        self.db.catalog.refresh(self._raw, agreed=False)
+        self.db.catalog.refresh(self._raw)
         for given, name in plan.names:
             info = self.db.catalog.get(given or schema, name)  # names as MonetDB stores them (statements.ident)
             if info is not None and info.kind != "plain" and self._txn is not None:

@@ -99,7 +99,7 @@ def test_quoted_engine_table_differing_in_case_from_a_tique_table(connect: Conne
     ids=["sys.tables", "sys.columns", "subquery-alias", "other-schema", "plain-table"],
 )
 def test_pass_through_queries_in_a_transaction_keep_it(connect: Connect, unique_name: Names, query: str) -> None:
-    """Held: no false SerializationFailure. Cost: one more engine call per run (a full read of tique.tables)."""
+    """Held: no false SerializationFailure. Cost: two more engine calls per run (full reads of tique.tables)."""
     conn = connect()
     name = table(conn, unique_name("pt"), 1)
     plain, schema = unique_name("plain"), unique_name("sch")
@@ -118,9 +118,9 @@ def test_pass_through_queries_in_a_transaction_keep_it(connect: Connect, unique_
         assert cur.fetchall()[0][0] in (1, True)
         conn.statement_hooks.clear()
         conn.commit()
-        assert len(sent) <= 2, sent
-        if len(sent) == 2:
-            assert "FROM tique.tables" in sent[1]  # the cost: the whole catalog read after every such query
+        assert len(sent) <= 3, sent
+        # the cost: the whole catalog read after every such query, twice (tique/catalog.py, read_tables)
+        assert all("FROM tique.tables" in s for s in sent[1:]), sent
     finally:
         raw.execute(f"DROP TABLE {schema}.{name}")
         raw.execute(f"DROP SCHEMA {schema}")
@@ -142,7 +142,7 @@ def test_cost_of_the_catalog_read_after_a_pass_through(connect: Connect, unique_
     conn.commit()
     catalog = [t for s, t in timings if "FROM tique.tables" in s]
     query = [t for s, t in timings if "FROM sys.tables" in s]
-    assert len(catalog) == len(query) == 20
+    assert len(query) == 20 and len(catalog) == 40  # read until two reads agree (tique/catalog.py, read_tables)
     print(f"pass-through: {sum(query) / 20 * 1000:.2f} ms, catalog read after it: {sum(catalog) / 20 * 1000:.2f} ms")
 
 

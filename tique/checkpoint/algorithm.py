@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.append_guard import NO_GUARD, AppendGuard, storage_of
+from tique.append_guard import NO_GUARD, AppendGuard, cache_of, storage_of
 from tique.cache_keys import cache_keys_of
 from tique.catalog import Catalog, TableInfo, base_type, install
 from tique.checkpoint.opening import check_database
@@ -352,11 +352,14 @@ class Checkpointer:
         types = column_types(info)
         plain = ", ".join(quote(c) for c in cols)
         texts = ", ".join(f"CAST({quote(c)} AS CLOB)" for c in cols)  # the engine's own text of every value
-        # its Storage writes make this process's readers of the table's Storage run again (append_guard.py); its
-        # own reads are not guarded: what it copied is read back below, and a misread only keeps the rows a run
+        # its Storage writes make this process's readers of the table's Storage run again, and its reads run again
+        # when a commit's rows went into the Cache meanwhile (append_guard.py): a string misread as '' while it
+        # copies could be misread the same way by the read-back that checks the copy
         guard: AppendGuard = getattr(self.conn, "append_guard", None) or NO_GUARD
         storage = [storage_of(info.qualified)] if info.has_strings else []
-        rows = self.conn.execute(f"SELECT {texts}, tq_deleted FROM ({_newest(info, horizon, low)}) AS z").rows
+        both = [cache_of(info.qualified), *storage] if info.has_strings else []
+        newest = f"SELECT {texts}, tq_deleted FROM ({_newest(info, horizon, low)}) AS z"
+        rows = guard.reading(both, lambda: self.conn.execute(newest).rows)
         self._hook("read")
         key_pos = [cols.index(k) for k in info.key]
         converts = [text_to_sql(types[c]) for c in cols]
@@ -381,7 +384,7 @@ class Checkpointer:
             self.acquire()  # renew the lock: a big table takes many batches
             self._hook("wrote")
         if rows:
-            out.mismatched = self._mismatched(info, horizon, low)
+            out.mismatched = guard.reading(both, lambda: self._mismatched(info, horizon, low))
             self._hook("checked")
             if out.mismatched:  # the Cache keeps them (they outrank Storage); the next run writes them again
                 out.kept = True

@@ -55,7 +55,7 @@ def short_heaps(directory: str) -> list[ShortHeap]:
         if len(fields) != VAR_FIELDS or fields[8] not in STRING_HEAPS | BLOB_HEAPS:
             continue
         base = root / "bat" / fields[3]
-        heap, recorded = base.with_name(base.name + ".theap"), int(fields[22])
+        heap, recorded = effective(base.with_name(base.name + ".theap")), int(fields[22])
         try:
             actual = heap.stat().st_size
         except OSError:
@@ -67,12 +67,24 @@ def short_heaps(directory: str) -> list[ShortHeap]:
     return found
 
 
+def effective(path: Path) -> Path:
+    """The file the kernel will use for ``path`` (bat/NN/NNN.ext): at start it first moves back what a commit it
+    did not finish saved in bat/BACKUP (or bat/BACKUP/SUBCOMMIT) under the file's own name. Seen: a database whose
+    heap in bat/ matched BBP.dir while the copy in BACKUP, put back at the start, was 16 bytes short."""
+    bat = next(parent for parent in path.parents if parent.name == "bat")
+    for saved in (bat / "BACKUP" / path.name, bat / "BACKUP" / "SUBCOMMIT" / path.name):
+        if saved.exists():
+            return saved
+    return path
+
+
 def _rows_whole(base: Path, count: int, width: int, heap: Path, size: int, blob: bool) -> bool:
     """Whether each of the first ``count`` offsets in the column's tail points at a value that lies whole inside
     the ``size`` bytes of ``heap``: a string up to its NUL, a blob's length and bytes."""
     if width not in (1, 2, 4, 8):
         return False
-    tail = next((p for p in _tail_names(base, width) if p.exists() and p.stat().st_size >= count * width), None)
+    tails = (effective(p) for p in _tail_names(base, width))
+    tail = next((p for p in tails if p.exists() and p.stat().st_size >= count * width), None)
     if tail is None:
         return False
     offsets = memoryview(tail.read_bytes()[: count * width]).cast({1: "B", 2: "H", 4: "I", 8: "Q"}[width])
