@@ -25,8 +25,8 @@ from typing import Any
 
 from tique.append_guard import AppendGuard
 from tique.cache_keys import CacheKeys
-from tique.engine import heap_repair
 from tique.engine.base import Result, in_one_transaction
+from tique.engine.heap_repair import repair, short_heaps
 from tique.engine.monetdbe_values import read_result
 from tique.engine.session_stack import KernelCalls, as_int32, kernel_calls, lowlevel
 from tique.engine.url import EngineURL
@@ -200,7 +200,7 @@ def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
             f"cannot open {engine.describe()}: {full}; opening replays the engine's log, which needs space: free "
             f"space on that disk or grow it, then open it again (nothing committed is lost). Engine said: {detail}"
         )
-    shorts = heap_repair.short_heaps(engine.path) if engine.path else []
+    shorts = short_heaps(engine.path) if engine.path else []
     damaged = [short.describe() for short in shorts if not short.rows_whole]
     if damaged:
         return OperationalError(
@@ -232,9 +232,9 @@ def _repair_before_start(path: str) -> None:
         os.close(fd)
         return  # open elsewhere: the open fails as locked
     try:
-        found = heap_repair.short_heaps(path)
+        found = short_heaps(path)
         if found and all(short.rows_whole for short in found):
-            heap_repair.repair(found)
+            repair(found)
             warnings.warn(
                 f"tique repaired {path} before opening it: {len(found)} string heap file(s) were shorter than the "
                 f"kernel's catalog records ({'; '.join(short.describe() for short in found)}), left so by a flush "

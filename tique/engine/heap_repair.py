@@ -71,7 +71,9 @@ def effective(path: Path) -> Path:
     """The file the kernel will use for ``path`` (bat/NN/NNN.ext): at start it first moves back what a commit it
     did not finish saved in bat/BACKUP (or bat/BACKUP/SUBCOMMIT) under the file's own name. Seen: a database whose
     heap in bat/ matched BBP.dir while the copy in BACKUP, put back at the start, was 16 bytes short."""
-    bat = next(parent for parent in path.parents if parent.name == "bat")
+    bat = next((parent for parent in path.parents if parent.name == "bat"), None)
+    if bat is None:
+        return path
     for saved in (bat / "BACKUP" / path.name, bat / "BACKUP" / "SUBCOMMIT" / path.name):
         if saved.exists():
             return saved
