@@ -9,7 +9,7 @@ any read returned other values. The query forms compared:
 - ``castcopy``: ``CAST(name || '' AS VARCHAR(128))``;
 - ``blob``: a BLOB column, plain;
 - ``guarded``: ``plain``, with the writer's statements and the reader's kept apart by tique's AppendGuard
-  (tique/append_guard.py: a read an append overlapped runs again);
+  (tique/append_guard.py: reads and appends of a table wait for each other);
 - ``tique``: the rows read through tique (a writer committing, the checkpointer every 20 ms).
 
     python -m benchmarks.string_race --rounds 12 --seconds 6 --out benchmarks/results_scale/string_race

@@ -1,122 +1,227 @@
-"""AppendGuard (tique/append_guard.py): a read an append to its tables overlapped runs again; after RERUNS such
-runs it holds appends back for one run, and lets them go whatever the run does.
+"""AppendGuard (tique/append_guard.py): per table, a readers-writer lock between string reads and appends, with
+turns in the order requests came; an interrupt leaves nothing waiting.
 The engine race it keeps reads from is measured by benchmarks/string_race.py (tests/test_smoke_scripts.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+
+import pytest
 
 import tique
-from tique.append_guard import RERUNS, AppendGuard
+from tique.append_guard import AppendGuard
 from tique.database import Database
 
 
-def _in_thread(fn) -> threading.Thread:  # type: ignore[no-untyped-def]
-    thread = threading.Thread(target=fn)
+def _in_thread(fn: Callable[[], object]) -> threading.Thread:
+    thread = threading.Thread(target=fn, daemon=True)
     thread.start()
     return thread
 
 
-def test_a_read_no_append_overlaps_runs_once() -> None:
+def _until(condition: Callable[[], bool], seconds: float = 5) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def test_a_read_beside_an_append_to_another_table_runs_at_once() -> None:
     guard = AppendGuard()
-    runs = []
     with guard.appending(["other"]):
-        assert guard.reading(["t"], lambda: runs.append(1) or len(runs)) == 1
-    assert runs == [1] and guard.reruns == 0
+        assert guard.reading(["t"], lambda: "ran") == "ran"
+    assert guard.reads == 1 and guard.read_waits == 0
 
 
-def test_a_read_an_append_overlapped_runs_again() -> None:
+def test_reads_run_together_and_appends_run_together() -> None:
     guard = AppendGuard()
-    runs: list[int] = []
-
-    def read() -> int:
-        runs.append(1)
-        if len(runs) == 1:  # an append to the table starts and ends while the first run is running
-            with guard.appending(["t"]):
-                pass
-        return len(runs)
-
-    assert guard.reading(["t"], read) == 2 and guard.reruns == 1
+    assert guard.reading(["t"], lambda: guard.reading(["t"], lambda: 2)) == 2  # no append between them: no wait
+    with guard.appending(["t"]), guard.appending(["t"]):
+        pass
+    assert guard.read_waits == 0 and guard.append_waits == 0
 
 
-def test_a_read_started_during_an_append_runs_again() -> None:
+def test_an_append_waits_for_a_running_read_of_its_table() -> None:
     guard = AppendGuard()
-    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def read() -> None:
+        inside.set()
+        release.wait(5)
+        order.append("read ends")
+
+    reader = _in_thread(lambda: guard.reading(["t"], read))
+    assert inside.wait(5)
+    writer = _in_thread(lambda: _append_and_note(guard, order))
+    assert _until(lambda: guard.append_waits == 1)
+    time.sleep(0.05)
+    assert order == []  # the append is still waiting
+    release.set()
+    reader.join(5)
+    writer.join(5)
+    assert order == ["read ends", "append"]
+
+
+def test_a_read_waits_for_a_running_append_of_its_table() -> None:
+    guard = AppendGuard()
+    order: list[str] = []
+    inside, release = threading.Event(), threading.Event()
 
     def append() -> None:
         with guard.appending(["t"]):
-            started.set()
+            inside.set()
+            release.wait(5)
+            order.append("append ends")
+
+    writer = _in_thread(append)
+    assert inside.wait(5)
+    reader = _in_thread(lambda: guard.reading(["t"], lambda: order.append("read")))
+    assert _until(lambda: guard.read_waits == 1)
+    time.sleep(0.05)
+    assert order == []
+    release.set()
+    writer.join(5)
+    reader.join(5)
+    assert order == ["append ends", "read"]
+
+
+def test_a_waiting_append_goes_before_reads_that_come_after_it() -> None:
+    """Else 4 clients reading stock in turn could keep a commit's flush of stock waiting for good."""
+    guard = AppendGuard()
+    order: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def first_read() -> None:
+        inside.set()
+        release.wait(5)
+        order.append("first read ends")
+
+    first = _in_thread(lambda: guard.reading(["t"], first_read))
+    assert inside.wait(5)
+    writer = _in_thread(lambda: _append_and_note(guard, order))
+    assert _until(lambda: guard.append_waits == 1)
+    second = _in_thread(lambda: guard.reading(["t"], lambda: order.append("second read")))
+    assert _until(lambda: guard.read_waits == 1)
+    release.set()
+    for thread in (first, writer, second):
+        thread.join(5)
+    assert order == ["first read ends", "append", "second read"]
+
+
+def test_a_waiting_read_goes_before_appends_that_come_after_it() -> None:
+    """Else a writer committing in a loop could keep a read (the checkpointer's copy) waiting for good."""
+    guard = AppendGuard()
+    order: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def first_append() -> None:
+        with guard.appending(["t"]):
+            inside.set()
+            release.wait(5)
+            order.append("first append ends")
+
+    first = _in_thread(first_append)
+    assert inside.wait(5)
+    reader = _in_thread(lambda: guard.reading(["t"], lambda: order.append("read")))
+    assert _until(lambda: guard.read_waits == 1)
+    second = _in_thread(lambda: _append_and_note(guard, order))
+    assert _until(lambda: guard.append_waits == 1)
+    release.set()
+    for thread in (first, reader, second):
+        thread.join(5)
+    assert order == ["first append ends", "read", "append"]
+
+
+def test_a_read_of_two_tables_waits_for_an_append_to_either_and_not_for_others() -> None:
+    guard = AppendGuard()
+    inside, release = threading.Event(), threading.Event()
+
+    def append() -> None:
+        with guard.appending(["u"]):
+            inside.set()
             release.wait(5)
 
     writer = _in_thread(append)
-    started.wait(5)
-    runs: list[int] = []
-
-    def read() -> int:
-        runs.append(1)
-        release.set()  # the append ends while the read runs (or before its next run)
-        time.sleep(0.01)
-        return len(runs)
-
-    assert guard.reading(["t"], read) >= 2
+    assert inside.wait(5)
+    assert guard.reading(["t", "v"], lambda: "ran") == "ran" and guard.read_waits == 0
+    reader = _in_thread(lambda: guard.reading(["t", "u"], lambda: "ran"))
+    assert _until(lambda: guard.read_waits == 1)
+    release.set()
     writer.join(5)
+    reader.join(5)
+    assert not reader.is_alive()
 
 
-def test_after_its_reruns_a_read_holds_appends_back() -> None:
+def test_a_loop_of_appends_does_not_starve_a_reader() -> None:
     guard = AppendGuard()
-    order: list[str] = []
+    stop = threading.Event()
 
-    def read() -> str:
-        n = len([x for x in order if x == "read"])
-        order.append("read")
-        if n < RERUNS + 1:  # every free run is overlapped by an append
+    def append_in_a_loop() -> None:
+        while not stop.is_set():
             with guard.appending(["t"]):
-                order.append("append")
-        else:  # the held run: an append from another thread must wait for it
-            late = _in_thread(lambda: _append_and_note(guard, order))
-            time.sleep(0.05)
-            order.append("held run ends")
-            holding.append(late)
-        return "ok"
+                time.sleep(0.001)
 
-    holding: list[threading.Thread] = []
-    assert guard.reading(["t"], read) == "ok"
-    holding[0].join(5)
-    assert order[-2:] == ["held run ends", "late append"], order
-    assert guard.reruns == RERUNS + 1
+    writers = [_in_thread(append_in_a_loop) for _ in range(2)]  # overlapping: some append always runs
+    done = threading.Event()
+    reader = _in_thread(lambda: ([guard.reading(["t"], lambda: time.sleep(0.001)) for _ in range(50)], done.set()))
+    try:
+        assert done.wait(10), "50 reads did not get their turns among the appends in 10 s"
+    finally:
+        stop.set()
+        for thread in (*writers, reader):
+            thread.join(5)
 
 
 def _append_and_note(guard: AppendGuard, order: list[str]) -> None:
     with guard.appending(["t"]):
-        order.append("late append")
+        order.append("append")
 
 
-def test_a_held_read_that_fails_releases_the_appends() -> None:
+def test_a_read_that_fails_lets_the_appends_go() -> None:
     guard = AppendGuard()
-    calls = [0]
 
     def read() -> None:
-        calls[0] += 1
-        if calls[0] <= RERUNS + 1:
-            with guard.appending(["t"]):
-                pass
-            return
-        raise KeyboardInterrupt  # the held run interrupted
+        raise KeyboardInterrupt  # the read interrupted
 
-    try:
+    with pytest.raises(KeyboardInterrupt):
         guard.reading(["t"], read)
-    except KeyboardInterrupt:
-        pass
     done = threading.Event()
-    late = _in_thread(lambda: (_append_and_note(guard, []), done.set()))
+    _in_thread(lambda: (_append_and_note(guard, []), done.set()))
     assert done.wait(2), "an append waits for good behind a read that ended"
-    late.join(2)
+
+
+def test_an_append_interrupted_while_it_waits_lets_the_reads_go() -> None:
+    guard = AppendGuard()
+    inside, release = threading.Event(), threading.Event()
+    reader = _in_thread(lambda: guard.reading(["t"], lambda: (inside.set(), release.wait(5))))
+    assert inside.wait(5)
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt_when_waiting() -> bool:  # raised from inside the append's wait, as a KeyboardInterrupt would be
+        raise Interrupted
+
+    waiting = guard.appending(["t"])  # (entered below, inside pytest.raises)
+    real_wait_for = guard._changed.wait_for
+    guard._changed.wait_for = lambda predicate, timeout=None: interrupt_when_waiting()  # type: ignore[method-assign]
+    with pytest.raises(Interrupted), waiting:
+        pass
+    guard._changed.wait_for = real_wait_for  # type: ignore[method-assign]
+    release.set()
+    reader.join(5)
+    assert guard.reading(["t"], lambda: "ran") == "ran"  # no append is left waiting
+    assert guard.read_waits == 0
 
 
 def test_a_read_beside_commits_to_its_string_table_is_guarded(embedded_url: str) -> None:
     """In the process that has the database open, commits' rows and reads of a table with string columns go
-    through the guard: a read that a commit's flush overlapped ran again."""
+    through the guard: with a writer committing beside it, a read or an append waited for the other."""
     guard = Database.get(embedded_url).append_guard
     assert guard is not None
     setup = tique.connect(embedded_url)
@@ -134,12 +239,12 @@ def test_a_read_beside_commits_to_its_string_table_is_guarded(embedded_url: str)
             conn.commit()
         conn.close()
 
-    before = guard.reruns
+    reads, waits = guard.reads, guard.read_waits + guard.append_waits
     writer = _in_thread(write)
     reader = tique.connect(embedded_url)
     try:
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and guard.reruns == before:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and guard.read_waits + guard.append_waits == waits:
             cur = reader.cursor()
             cur.execute(f"SELECT COUNT(*), MAX(s) FROM {name}")
             cur.fetchall()
@@ -151,4 +256,5 @@ def test_a_read_beside_commits_to_its_string_table_is_guarded(embedded_url: str)
         setup.cursor().execute(f"DROP TABLE {name}")
         setup.commit()
         setup.close()
-    assert guard.reruns > before
+    assert guard.reads > reads
+    assert guard.read_waits + guard.append_waits > waits

@@ -57,9 +57,11 @@ class Constraints:
         self.insert_check = insert_check
 
     def _rows(self, tables: Sequence[TableInfo], sql: str) -> list[tuple[Any, ...]]:
-        """A check's read, run again if this process appended to one of its tables meanwhile (append_guard.py)."""
+        """A check's read, kept from this process's appends to the tables whose strings it reads (append_guard.py):
+        a check of integer keys reads no string."""
         rendered = Template.from_sql(sql).render(self.slots())
-        strings = [part(info.qualified) for info in tables if info.has_strings for part in (storage_of, cache_of)]
+        read = [info.qualified for info in tables if info.names_strings(sql)]
+        strings = [part(name) for name in read for part in (storage_of, cache_of)]
         if self.append_guard is None or not strings:
             return self.conn.execute(rendered).rows
         return self.append_guard.reading(strings, lambda: self.conn.execute(rendered).rows)

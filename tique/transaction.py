@@ -15,7 +15,7 @@ from tique import commit as commit_protocol
 from tique import privileges
 from tique.append_guard import cache_of, storage_of
 from tique.cache_keys import eligible
-from tique.catalog import STRING_TYPES, TableInfo, base_type, schema_hash
+from tique.catalog import TableInfo, schema_hash
 from tique.commit import CommitResult as CommitResult
 from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
 from tique.constraints import Constraints
@@ -34,7 +34,6 @@ from tique.errors import (
     connection_lost,
 )
 from tique.known_rows import MISSING, KnownRows, Row
-from tique.names import quote
 from tique.prepared import PreparingConnection
 from tique.rewrite.exact import decode
 from tique.rewrite.point import KeyRead, computable, natural, new_values, newest_versions
@@ -705,12 +704,8 @@ class Transaction:
 
 @lru_cache(maxsize=8192)
 def _reads_strings(template: Template, info: TableInfo) -> bool:
-    """Does the statement read a string column of ``info``? A snapshot names every column it reads, quoted
-    (another table's column of the same name counts too: guarded once more than needed)."""
-    if not info.has_strings:
-        return False
-    text = "".join(template.parts)
-    return any(quote(c.name) in text for c in info.columns if base_type(c.sql_type) in STRING_TYPES)
+    """Does the statement read a string column of ``info`` (TableInfo.names_strings)? Once per template."""
+    return info.names_strings("".join(template.parts))
 
 
 @contextmanager

@@ -130,6 +130,7 @@ def main(argv: list[str], command: str = "tpcc") -> int:
         k: {n: r["runs"][k] | {"load_s": r["load_s"]} for n, r in ok.items() if k in r["runs"]} for k in keys
     }
     payload["systems"] = {n: r["runs"][keys[0]] | {"load_s": r["load_s"]} for n, r in ok.items() if keys}
+    payload["counters"] = {n: r["counters"] for n, r in ok.items() if r.get("counters")}  # over all runs
     if command == "contention":
         payload["consistency"] = {n: r["consistency"] for n, r in ok.items()}
     out = write_json(args.out, payload)

@@ -200,6 +200,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         result["load_s"] = round(time.monotonic() - t0, 2)
         size = Scale(spec["warehouses"], spec["scale"])
         result.update(experiments.run(spec["experiment"], system, size, spec))
+        result["counters"] = system.counters()
     finally:
         system.stop()
     return result

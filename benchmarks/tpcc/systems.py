@@ -98,6 +98,10 @@ class System:
 
     def stop(self) -> None: ...
 
+    def counters(self) -> dict[str, int]:
+        """Counts the system keeps about its own work during the run (tique embedded: its append guard)."""
+        return {}
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, **getattr(self, "settings", {})}
 
@@ -210,6 +214,16 @@ class Tique(System):
             return int(cur.fetchone()[0])
         finally:
             conn.close()
+
+    def counters(self) -> dict[str, int]:
+        if self.mapi:
+            return {}
+        from tique.database import Database
+
+        guard = Database.get(self.url).append_guard
+        if guard is None:
+            return {}
+        return {"guard_reads": guard.reads, "read_waits": guard.read_waits, "append_waits": guard.append_waits}
 
     def stop(self) -> None:
         if self._serve:

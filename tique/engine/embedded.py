@@ -13,13 +13,14 @@ A process can open one database (one directory, or memory); several connections 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import os
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -218,20 +219,37 @@ GDK_LOCK = ".gdk_lock"  # the kernel holds byte 4 of this file locked (lockf) wh
 TRACE_LOG = "mdbtrace.log"  # where the kernel writes why it could not start
 
 
+@contextlib.contextmanager
+def _directory_lock(path: str) -> Iterator[bool | None]:
+    """The directory's lock, as the kernel takes it: True while held, False when another process holds it, None
+    when there is no lock file (a new database). A POSIX lock is the process's, and closing any descriptor of
+    the file drops it: use only while this process has no session on the directory."""
+    try:
+        fd = os.open(Path(path, GDK_LOCK), os.O_RDWR)
+    except OSError:
+        yield None
+        return
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 4)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, 4)
+    finally:
+        os.close(fd)
+
+
 def _repair_before_start(path: str) -> None:
     """Repair the heap files a flush racing with appends left short (heap_repair.py), while no process has the
     directory open: holding its lock, as the kernel does. A kernel that failed to start cannot start again in the
     same process, so this runs before every first open, not after a failure (a few ms: one read of BBP.dir)."""
-    try:
-        fd = os.open(Path(path, GDK_LOCK), os.O_RDWR)
-    except OSError:
-        return  # a new database, or one the kernel will refuse with its own words
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 4)
-    except OSError:
-        os.close(fd)
-        return  # open elsewhere: the open fails as locked
-    try:
+    with _directory_lock(path) as held:
+        if not held:
+            return  # a new database, or open elsewhere (the open fails as locked)
         found = short_heaps(path)
         if found and all(short.rows_whole for short in found):
             repair(found)
@@ -243,32 +261,20 @@ def _repair_before_start(path: str) -> None:
                 RuntimeWarning,
                 stacklevel=2,
             )
-    finally:
-        fcntl.lockf(fd, fcntl.LOCK_UN, 1, 4)
-        os.close(fd)
 
 
 def _lock_holder(path: str) -> str | None:
-    """ " (pid N)" or "" if another process holds the directory's lock, None if none does.
-
-    Called only when the open failed and this process has no session on a directory: a POSIX lock is the
-    process's, and closing any descriptor of the file would drop a lock this process held."""
-    lock = Path(path, GDK_LOCK)
+    """ " (pid N)" or "" if another process holds the directory's lock, None if none does (called only when the
+    open failed and this process has no session on the directory)."""
+    with _directory_lock(path) as held:
+        if held is not False:
+            return None
     try:
-        fd = os.open(lock, os.O_RDWR)
+        said = Path(path, GDK_LOCK).read_text(errors="replace").split()
     except OSError:
-        return None
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 4)
-    except OSError:
-        said = lock.read_text(errors="replace").split()
-        pid = next((word.removeprefix("PID=") for word in said if word.startswith("PID=")), "")
-        return f" (pid {pid})" if pid else ""
-    else:
-        fcntl.lockf(fd, fcntl.LOCK_UN, 1, 4)
-        return None
-    finally:
-        os.close(fd)
+        said = []
+    pid = next((word.removeprefix("PID=") for word in said if word.startswith("PID=")), "")
+    return f" (pid {pid})" if pid else ""
 
 
 def _trace_tail(path: str, lines: int = 6) -> str:
