@@ -23,7 +23,6 @@ reads Storage alone, which commits do not append to. A table without string colu
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
