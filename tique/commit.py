@@ -29,7 +29,7 @@ from tique.outcomes import settle_failed, waiting
 from tique.rewrite.template import SLOT_PREFIX, Template
 
 if TYPE_CHECKING:
-    from tique.transaction import DeferredChecks, Transaction
+    from tique.transaction import Transaction
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,7 @@ def commit(t: Transaction) -> CommitResult:
     # lease). On a nearly full disk the C module refuses it (StorageFull): no commit is acknowledged that the
     # engine's log cannot keep. With the C module it goes in one engine transaction with the last Cache rows.
     record = seq.record_sql(t.txid, t.sts, hashes, t.written_table_ids())
-    certifying = seq.publishes_in_certification and not t.priority and not s.unsafe_skip_certification
-    # inserted keys still to check (insert_check='flush') go into the certification statement when it is one
-    deferred = t.flush(then=record, defer_checks=certifying and record is not None)
+    t.flush(then=record)
     cts = None
     if record is None:
         try:
@@ -81,9 +79,8 @@ def commit(t: Transaction) -> CommitResult:
     deciding = False
     try:
         _step("recorded", t)
-        if certifying:
-            # steps 2 and 3, in one statement unless an earlier commit is in flight
-            cts, ok = publish_and_certify(t, deferred)
+        if seq.publishes_in_certification and not t.priority and not s.unsafe_skip_certification:
+            cts, ok = publish_and_certify(t)  # steps 2 and 3, in one statement unless an earlier commit is in flight
         else:
             # 2. from here every later committer's certification sees this record; wait for earlier ones
             cts = waiting(conn, lambda: seq.publish_record(conn, t.txid, cts, s.publish_timeout_ms), seq.restricted)
@@ -166,21 +163,15 @@ def _failure_message(t: Transaction) -> str:
     )
 
 
-def publish_and_certify(t: Transaction, deferred: DeferredChecks | None = None) -> tuple[int, bool]:
+def publish_and_certify(t: Transaction) -> tuple[int, bool]:
     """Steps 2 and 3 as one read-only statement: the C module publishes the commit timestamp txid took
     (the record is committed: this statement started after it) and certifies. That certification stands when
     every earlier timestamp was published while the record was being written (the C module notes it): their
     records were committed before this statement started, so its snapshot holds them all. Otherwise (an earlier
-    commit was still in flight) wait for them as publish does and certify again. (cts, committed).
-
-    ``deferred``: inserted keys' check, run by the same statement (it reads the transaction's snapshot, so when
-    it runs does not matter); a key found raises UniqueViolation before any outcome is written (commit() then
-    settles the record as aborted)."""
+    commit was still in flight) wait for them as publish does and certify again. (cts, committed)."""
     seq, conn = t.db.sequencer, t.conn
     values = {"txid": str(t.txid), "sts": str(t.sts), "now": _now_ms()}
-    rows = conn.run(_publish_and_certify_template(t, deferred), values).rows
-    if deferred is not None:
-        t.constraints.name_found(deferred.checks, [(int(r[1]), 1) for r in rows if int(r[0]) == 2])
+    rows = conn.run(_publish_and_certify_template(t), values).rows
     head = next(int(r[1]) for r in rows if int(r[0]) == 0)
     cts = abs(head)
     if head < 0:
@@ -191,17 +182,15 @@ def publish_and_certify(t: Transaction, deferred: DeferredChecks | None = None) 
     return cts, certify(t, cts, [int(r[1]) for r in rows if int(r[0]) == 1])
 
 
-def _publish_and_certify_template(t: Transaction, deferred: DeferredChecks | None) -> Template:
+def _publish_and_certify_template(t: Transaction) -> Template:
     """publish_and_certify's statement with slots for txid, sts and the time: the same text for every transaction
-    over the same tables (no foreign-key entries, DDL or key checks of its own), so the session prepares it once.
-    Rows: (0, the published timestamp), (1, a conflict), (2, a checked table with a key found)."""
+    over the same tables (no foreign-key entries or DDL of its own), so the session prepares it once."""
     txid, sts, now = (f"CAST(:{SLOT_PREFIX}{name} AS BIGINT)" for name in ("txid", "sts", "now"))
-    if t.buffer.refs or t.buffer.probes or t.own_ddl or deferred:  # this transaction's values: not worth preparing
+    if t.buffer.refs or t.buffer.probes or t.own_ddl:  # values of this transaction only: no text worth preparing
         txid, sts, now = str(t.txid), str(t.sts), _now_ms()
     own = t.db.sequencer.publish_own_sql(txid)  # the engine may evaluate it once per use: it is idempotent
     conflicts = _conflicts(t, f"ABS({own})", sts, txid, now)
-    found = f" UNION ALL SELECT 2, f.tq_t FROM ({deferred.sql}) AS f WHERE f.tq_n > 0" if deferred else ""
-    return Template.from_sql(f"SELECT 0, {own} UNION ALL SELECT 1, k.c FROM ({conflicts}) AS k(c){found}")
+    return Template.from_sql(f"SELECT 0, {own} UNION ALL SELECT 1, k.c FROM ({conflicts}) AS k(c)")
 
 
 def _now_ms() -> str:

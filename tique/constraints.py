@@ -6,7 +6,7 @@ RowMarks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
@@ -125,15 +125,6 @@ class Constraints:
         if len(checks) == 1:
             self.check_absent(*checks[0])
             return
-        self.name_found(checks, self._rows([info for info, _ in checks], self._all_absent(checks)))
-
-    def all_absent_sql(self, checks: Sequence[tuple[TableInfo, Sequence[Key]]]) -> str:
-        """check_all_absent's query, the snapshot's numbers in it: one row (table's position, exact matches) per
-        table. Built before the keys' own rows are sent (which Storage-alone reads of tique/cache_keys.py
-        choose), it may run after: it does not read this transaction's own rows."""
-        return Template.from_sql(self._all_absent(checks)).render(self.slots())
-
-    def _all_absent(self, checks: Sequence[tuple[TableInfo, Sequence[Key]]]) -> str:
         branches = []
         for i, (info, keys) in enumerate(checks):
             exact = " OR ".join(
@@ -141,10 +132,7 @@ class Constraints:
             )
             present = self._present(info, keys, f"_{i}")  # distinct aliases per snapshot (see snapshot_tree)
             branches.append(f"SELECT {i} AS tq_t, COUNT(*) AS tq_n FROM ({present}) AS d{i} WHERE {exact}")
-        return " UNION ALL ".join(branches)
-
-    def name_found(self, checks: Sequence[tuple[TableInfo, Sequence[Key]]], counts: Iterable[Sequence[Any]]) -> None:
-        """UniqueViolation naming a key, for a table all_absent_sql counted one for (Python compares exactly)."""
+        counts = self._rows([info for info, _ in checks], " UNION ALL ".join(branches))
         for i, n in counts:
             if n:
                 self.check_absent(*checks[int(i)])

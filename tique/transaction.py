@@ -8,7 +8,6 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -591,13 +590,7 @@ class Transaction:
 
     # ---- flushing ------------------------------------------------------------------------------------------
 
-    def flush(
-        self,
-        tables: Iterable[str] | None = None,
-        statement: bool = False,
-        then: str | None = None,
-        defer_checks: bool = False,
-    ) -> DeferredChecks | None:
+    def flush(self, tables: Iterable[str] | None = None, statement: bool = False, then: str | None = None) -> None:
         """Send pending writes of the given tables (all when None) to their Cache tables; the keys they insert are
         checked first, in one query (insert_check='flush'). Several INSERTs go as one engine transaction
         (execute_atomically: one round trip over MAPI, one log commit): all of them or none.
@@ -605,20 +598,12 @@ class Transaction:
         ``then``: one more statement for that transaction (COMMIT's record: the rows and the record are written
         together, so an engine error leaves neither).
 
-        ``defer_checks`` (COMMIT with the C module): the keys' check is returned, not run, when it reads no string
-        (append_guard.py): the certification statement runs it (one statement less per commit that inserts).
-
         ``statement``: the pending rows are the running statement's only (direct mode). Then an error raised
         before any of them reached the engine leaves the transaction usable (the statement forgets its rows);
         otherwise rows of statements that already returned, or part of this one's, may be in the engine or
         cannot be written, and the transaction is marked failed: it can only roll back."""
         entries = self.buffer.pending(tables)
         checks = [(e.table, list(e.unchecked)) for e in entries if e.unchecked]
-        deferred = None
-        if checks and defer_checks:
-            sql = self.constraints.all_absent_sql(checks)  # built before the rows are sent (see its docstring)
-            if not any(info.names_strings(sql) for info, _ in checks):
-                deferred, checks = DeferredChecks(checks, sql), []
         if checks:
             try:
                 self.constraints.check_all_absent(checks)
@@ -641,7 +626,6 @@ class Transaction:
                     self._send([entry] if entry else [], [text], statement and i == 0)
         for entry in entries:
             self.buffer.sent(entry)
-        return deferred
 
     def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool) -> None:
         """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the
@@ -716,15 +700,6 @@ class Transaction:
         tables = {(e.table.schema, e.table.name) for e in self.writes.values()}
         tables |= {(i.schema, i.name) for i in self.db.catalog.all() if i.qualified in self.read_names}
         return sorted({schema_hash(s, n) for s, n in tables})
-
-
-@dataclass(frozen=True)
-class DeferredChecks:
-    """Inserted keys' check left to COMMIT's certification statement: ``sql`` counts exact matches per table
-    (Constraints.all_absent_sql), Constraints.name_found names one."""
-
-    checks: list[tuple[TableInfo, list[Key]]]
-    sql: str
 
 
 @lru_cache(maxsize=8192)
