@@ -45,116 +45,97 @@ def test_reads_run_together_and_appends_run_together() -> None:
     assert guard.read_waits == 0 and guard.append_waits == 0
 
 
+class _Held:
+    """A read (or an append) of ``tables`` running in a thread until ``release()``; then notes "<name> ends"."""
+
+    def __init__(self, guard: AppendGuard, appends: bool, tables: list[str], order: list[str], name: str) -> None:
+        inside, self._release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            inside.set()
+            self._release.wait(5)
+            order.append(f"{name} ends")
+
+        def run() -> None:
+            if appends:
+                with guard.appending(tables):
+                    hold()
+            else:
+                guard.reading(tables, hold)
+
+        self.thread = _in_thread(run)
+        assert inside.wait(5)
+
+    def release(self) -> None:
+        self._release.set()
+        self.thread.join(5)
+
+
+def _read_and_note(guard: AppendGuard, order: list[str], tables: tuple[str, ...] = ("t",)) -> threading.Thread:
+    return _in_thread(lambda: guard.reading(tables, lambda: order.append("read")))
+
+
 def test_an_append_waits_for_a_running_read_of_its_table() -> None:
-    guard = AppendGuard()
-    order: list[str] = []
-    inside, release = threading.Event(), threading.Event()
-
-    def read() -> None:
-        inside.set()
-        release.wait(5)
-        order.append("read ends")
-
-    reader = _in_thread(lambda: guard.reading(["t"], read))
-    assert inside.wait(5)
+    guard, order = AppendGuard(), []
+    reading = _Held(guard, False, ["t"], order, "read")
     writer = _in_thread(lambda: _append_and_note(guard, order))
     assert _until(lambda: guard.append_waits == 1)
     time.sleep(0.05)
     assert order == []  # the append is still waiting
-    release.set()
-    reader.join(5)
+    reading.release()
     writer.join(5)
     assert order == ["read ends", "append"]
 
 
 def test_a_read_waits_for_a_running_append_of_its_table() -> None:
-    guard = AppendGuard()
-    order: list[str] = []
-    inside, release = threading.Event(), threading.Event()
-
-    def append() -> None:
-        with guard.appending(["t"]):
-            inside.set()
-            release.wait(5)
-            order.append("append ends")
-
-    writer = _in_thread(append)
-    assert inside.wait(5)
-    reader = _in_thread(lambda: guard.reading(["t"], lambda: order.append("read")))
+    guard, order = AppendGuard(), []
+    appending = _Held(guard, True, ["t"], order, "append")
+    reader = _read_and_note(guard, order)
     assert _until(lambda: guard.read_waits == 1)
     time.sleep(0.05)
     assert order == []
-    release.set()
-    writer.join(5)
+    appending.release()
     reader.join(5)
     assert order == ["append ends", "read"]
 
 
 def test_a_waiting_append_goes_before_reads_that_come_after_it() -> None:
     """Else 4 clients reading stock in turn could keep a commit's flush of stock waiting for good."""
-    guard = AppendGuard()
-    order: list[str] = []
-    inside, release = threading.Event(), threading.Event()
-
-    def first_read() -> None:
-        inside.set()
-        release.wait(5)
-        order.append("first read ends")
-
-    first = _in_thread(lambda: guard.reading(["t"], first_read))
-    assert inside.wait(5)
+    guard, order = AppendGuard(), []
+    first = _Held(guard, False, ["t"], order, "first read")
     writer = _in_thread(lambda: _append_and_note(guard, order))
     assert _until(lambda: guard.append_waits == 1)
-    second = _in_thread(lambda: guard.reading(["t"], lambda: order.append("second read")))
+    second = _read_and_note(guard, order)
     assert _until(lambda: guard.read_waits == 1)
-    release.set()
-    for thread in (first, writer, second):
+    first.release()
+    for thread in (writer, second):
         thread.join(5)
-    assert order == ["first read ends", "append", "second read"]
+    assert order == ["first read ends", "append", "read"]
 
 
 def test_a_waiting_read_goes_before_appends_that_come_after_it() -> None:
     """Else a writer committing in a loop could keep a read (the checkpointer's copy) waiting for good."""
-    guard = AppendGuard()
-    order: list[str] = []
-    inside, release = threading.Event(), threading.Event()
-
-    def first_append() -> None:
-        with guard.appending(["t"]):
-            inside.set()
-            release.wait(5)
-            order.append("first append ends")
-
-    first = _in_thread(first_append)
-    assert inside.wait(5)
-    reader = _in_thread(lambda: guard.reading(["t"], lambda: order.append("read")))
+    guard, order = AppendGuard(), []
+    first = _Held(guard, True, ["t"], order, "first append")
+    reader = _read_and_note(guard, order)
     assert _until(lambda: guard.read_waits == 1)
     second = _in_thread(lambda: _append_and_note(guard, order))
     assert _until(lambda: guard.append_waits == 1)
-    release.set()
-    for thread in (first, reader, second):
+    first.release()
+    for thread in (reader, second):
         thread.join(5)
     assert order == ["first append ends", "read", "append"]
 
 
 def test_a_read_of_two_tables_waits_for_an_append_to_either_and_not_for_others() -> None:
-    guard = AppendGuard()
-    inside, release = threading.Event(), threading.Event()
-
-    def append() -> None:
-        with guard.appending(["u"]):
-            inside.set()
-            release.wait(5)
-
-    writer = _in_thread(append)
-    assert inside.wait(5)
+    guard, order = AppendGuard(), []
+    appending = _Held(guard, True, ["u"], order, "append")
     assert guard.reading(["t", "v"], lambda: "ran") == "ran" and guard.read_waits == 0
-    reader = _in_thread(lambda: guard.reading(["t", "u"], lambda: "ran"))
+    reader = _read_and_note(guard, order, ("t", "u"))
     assert _until(lambda: guard.read_waits == 1)
-    release.set()
-    writer.join(5)
+    appending.release()
     reader.join(5)
-    assert not reader.is_alive()
+    assert order == ["append ends", "read"]
 
 
 def test_a_loop_of_appends_does_not_starve_a_reader() -> None:
