@@ -65,8 +65,9 @@ class AppendGuard:
 
     @contextmanager
     def appending(self, tables: Iterable[str]) -> Iterator[None]:
-        request = self._enter(_Request(True, tables))
-        try:
+        request = _Request(True, tables)
+        try:  # entered inside: an interrupt at any point of the entry must not leave the request in the way
+            self._enter(request)
             yield
         finally:
             self._leave(request)
@@ -76,13 +77,13 @@ class AppendGuard:
         request = _Request(False, tables)
         if not request.names:
             return run()
-        self._enter(request)
         try:
+            self._enter(request)
             return run()
         finally:
             self._leave(request)
 
-    def _enter(self, request: _Request) -> _Request:
+    def _enter(self, request: _Request) -> None:
         with self._changed:
             self._active.append(request)
             if not request.appends:
@@ -92,13 +93,7 @@ class AppendGuard:
                     self.append_waits += 1
                 else:
                     self.read_waits += 1
-                try:  # an interrupt while it waits must not leave it in the way of later requests
-                    self._changed.wait_for(lambda: not self._blocked(request))
-                except BaseException:
-                    self._active.remove(request)
-                    self._changed.notify_all()
-                    raise
-        return request
+                self._changed.wait_for(lambda: not self._blocked(request))
 
     def _blocked(self, request: _Request) -> bool:
         for earlier in self._active:
@@ -109,9 +104,16 @@ class AppendGuard:
         return False
 
     def _leave(self, request: _Request) -> None:
+        """Ends ``request``, entered or not."""
         with self._changed:
-            self._active.remove(request)
-            self._changed.notify_all()
+            if any(r is request for r in self._active):
+                self._active.remove(request)
+                self._changed.notify_all()
+
+    def requests(self) -> int:
+        """Requests waiting or running (tests)."""
+        with self._changed:
+            return len(self._active)
 
 
 # For connections to a kernel tique does not guard (over MAPI): a guard of its own, which sees this process alone

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from tique import errors
-from tique.append_guard import storage_of
+from tique.append_guard import cache_of, storage_of
 from tique.catalog import TableInfo
 from tique.engine.base import RawConnection, one_transaction, retried_on_conflict
 from tique.names import qualified, quote
@@ -189,10 +189,15 @@ def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str
     names = [quote(k) for k in info.key]
     same = " AND ".join(f"c.{k} = s.{k}" for k in names)
     as_text = ", ".join(text_sql(f"s.{quote(k)}", info.stored_type(k)) for k in info.key)  # exact in messages
-    hidden = raw.execute(
+    sql = (
         f"SELECT {as_text} FROM {staging} AS s WHERE EXISTS (SELECT 1 FROM "
         f"{info.cache} AS c WHERE {same} AND c.tq_txid NOT IN ({_ABORTED})) LIMIT 3"
-    ).rows
+    )
+    guard = getattr(raw, "append_guard", None)
+    if guard is not None and info.names_strings(sql):  # string keys of the Cache, which commits append to
+        hidden = guard.reading([cache_of(info.qualified)], lambda: raw.execute(sql).rows)
+    else:
+        hidden = raw.execute(sql).rows
     if hidden:
         keys = ", ".join(
             show(info, tuple(read_value(v, info.stored_type(k)) for v, k in zip(r, info.key))) for r in hidden

@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from tique.append_guard import AppendGuard
 from tique.engine.base import RawConnection, Result
 from tique.errors import Error, connection_lost, prepared_statement_missing, value_not_converted
 from tique.rewrite.template import SLOT_PREFIX, Template
@@ -85,6 +86,11 @@ class PreparingConnection:
     @property
     def closed(self) -> bool:
         return self.raw.closed  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def append_guard(self) -> AppendGuard | None:
+        """The embedded kernel's (append_guard.py), for code given this connection in place of its raw one."""
+        return getattr(self.raw, "append_guard", None)
 
     def close(self) -> None:
         self.raw.close()

@@ -333,18 +333,28 @@ class Checkpointer:
         # per version: the largest id among the key's versions that committed before it
         inversions = [
             (int(w), int(p))
-            for w, p in self.conn.execute(
+            for w, p in self._reading(
+                info,
+                cache_of,
                 f"SELECT tq_txid, tq_prev FROM (SELECT c.tq_txid, MAX(c.tq_txid) OVER (PARTITION BY {key} "
                 "ORDER BY o.cts, c.tq_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS tq_prev "
                 f"FROM {info.cache} AS c JOIN tique.outcomes AS o ON o.txid = c.tq_txid "
-                f"WHERE o.ok AND o.cts <= {horizon}) AS z WHERE tq_prev > tq_txid AND tq_txid < {low}"
-            ).rows
+                f"WHERE o.ok AND o.cts <= {horizon}) AS z WHERE tq_prev > tq_txid AND tq_txid < {low}",
+            )
         ]
         while True:  # L_t must not split any (newer version's id, older version's id] interval
             splitting = [w for w, p in inversions if w < low <= p]
             if not splitting:
                 return low
             low = min(splitting)
+
+    def _reading(self, info: TableInfo, part: Callable[[str], str], sql: str) -> list[tuple[Any, ...]]:
+        """``sql``'s rows; when it reads a string column, kept from this process's appends to that part (Storage
+        or Cache) of the table (append_guard.py: a string key misread would group or match the wrong rows)."""
+        guard: AppendGuard = getattr(self.conn, "append_guard", None) or NO_GUARD
+        if not info.names_strings(sql):
+            return self.conn.execute(sql).rows
+        return guard.reading([part(info.qualified)], lambda: self.conn.execute(sql).rows)
 
     def _table(self, info: TableInfo, horizon: int, low: int, report: CheckpointReport) -> TableReport:
         out = TableReport()
@@ -465,9 +475,8 @@ class Checkpointer:
         types = column_types(info)
         if len(info.key) == 1:
             k = info.key[0]
-            self.conn.execute(
-                f"DELETE FROM {info.storage} WHERE {quote(k)} IN ({', '.join(from_text(v[0], types[k]) for v in keys)})"
-            )
+            values = ", ".join(from_text(v[0], types[k]) for v in keys)
+            self._reading(info, storage_of, f"DELETE FROM {info.storage} WHERE {quote(k)} IN ({values})")
             return
         scratch = self._key_table(tuple(types[k] for k in info.key))
         rows = ", ".join("(" + ", ".join(from_text(v, types[k]) for v, k in zip(row, info.key)) + ")" for row in keys)
@@ -475,7 +484,8 @@ class Checkpointer:
         self.conn.execute(f"INSERT INTO {scratch} VALUES {rows}")  # a plain INSERT's VALUES are read right
         # MonetDB resolves at most table.column here, not schema.table.column
         match = " AND ".join(f"v.k{i} = {quote(info.storage_name)}.{quote(k)}" for i, k in enumerate(info.key))
-        self.conn.execute(f"DELETE FROM {info.storage} WHERE EXISTS (SELECT 1 FROM {scratch} AS v WHERE {match})")
+        sql = f"DELETE FROM {info.storage} WHERE EXISTS (SELECT 1 FROM {scratch} AS v WHERE {match})"
+        self._reading(info, storage_of, sql)
 
     def _key_table(self, types: tuple[str, ...]) -> str:
         """A temporary table of this session with columns k0, k1, ... of ``types`` (made at its first use; only

@@ -36,12 +36,20 @@ class Worker:
             del fn, reply
 
     def call(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on the worker and return its result. Each call has its own reply queue: when the caller is
-        interrupted (KeyboardInterrupt) the call still runs to its end, and its reply must not answer the next
-        call (which then waits behind it)."""
+        """Run ``fn`` on the worker and return its result. Each call has its own reply queue: the call runs to
+        its end whatever happens to the caller, and its reply must not answer the next call.
+
+        An interrupt (KeyboardInterrupt) of the caller is raised once the call has ended, as it is when the call
+        runs on the calling thread (session_stack.py): what the caller holds around the statement, such as its
+        turn in the append guard (append_guard.py), must not end before the statement. A second interrupt
+        stops the wait."""
         replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
         self._requests.put((fn, replies))
-        ok, value = replies.get()
+        try:
+            ok, value = replies.get()
+        except BaseException:
+            replies.get()
+            raise
         if ok:
             return value
         raise value
