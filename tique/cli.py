@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from tique.settings import CHECKPOINT_LOCK_LEASE_MS
+from tique.settings import CHECKPOINT_INTERVAL_S, CHECKPOINT_LOCK_LEASE_MS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         "3: not a tique database)",
     )
     ckpt.add_argument("url", help="monetdb://user:pw@host:port/db (a 'tique serve') or monetdbe:///dir")
-    ckpt.add_argument("--interval", type=float, default=5.0, help="seconds between runs (default 5)")
+    every = f"seconds between runs (default {CHECKPOINT_INTERVAL_S:g})"
+    ckpt.add_argument("--interval", type=float, default=CHECKPOINT_INTERVAL_S, help=every)
     ckpt.add_argument(
         "--max-cache-rows", type=int, default=100_000, help="run early when a Cache table holds more rows"
     )

@@ -15,6 +15,7 @@ RESERVATION_MS = 10000
 SNAPSHOT_LEASE_MS = 60000
 # How long a checkpointer's lock outlives its last renewal: a killed checkpointer's lock is free after this.
 CHECKPOINT_LOCK_LEASE_MS = 10000
+CHECKPOINT_INTERVAL_S = 5.0  # seconds between checkpointer runs: `tique checkpoint`, start_background, benchmarks
 # Rows a process keeps per quiet table across transactions (Settings.shared_rows; about 100 bytes each plus
 # the values: TPC-C's whole item table, 100,000 rows, fits).
 SHARED_ROWS_PER_TABLE = 100_000

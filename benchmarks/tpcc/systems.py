@@ -31,8 +31,8 @@ from typing import Any
 from benchmarks.common import ROOT, free_port
 from benchmarks.tpcc.data import TABLE_ORDER
 from benchmarks.tpcc.schema import ALL_TABLES
+from tique.settings import CHECKPOINT_INTERVAL_S  # tique's default (1 s in runs before 2026-11-27)
 
-CHECKPOINT_INTERVAL_S = 1.0
 CONFLICT_MESSAGES = ("concurrency conflict", "conflict with another transaction", "could not serialize", "40001")
 SYSTEMS = (
     "tique",

@@ -15,6 +15,7 @@ from tique.checkpoint.algorithm import Checkpointer, CheckpointerBusy, Checkpoin
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, connection_lost
+from tique.settings import CHECKPOINT_INTERVAL_S
 
 
 class BackgroundCheckpointer:
@@ -143,7 +144,7 @@ _background: dict[int, BackgroundCheckpointer] = {}
 
 
 def start_background(
-    url: str, interval_s: float = 5.0, max_cache_rows: int | None = 100_000, verbose: bool = False
+    url: str, interval_s: float = CHECKPOINT_INTERVAL_S, max_cache_rows: int | None = 100_000, verbose: bool = False
 ) -> BackgroundCheckpointer:
     """Run the checkpointer as a thread of this process, on the database ``url`` as tique.connect opens it
     (the way to checkpoint an embedded database that this process holds). One per database; stopped at exit."""
