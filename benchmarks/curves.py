@@ -308,7 +308,8 @@ def main(argv: list[str]) -> int:
     PLOTS.mkdir(exist_ok=True)
     rel = "plots"
     lines = ["## Curves at TPC-C scale 1.0 (issue 14, items 4 and 5)", "", NOISE, "",
-             "Systems: `tique` (embedded, checkpointer every second, prepared statements; its short statements run "
+             "Systems: `tique` (embedded, checkpointer every 5 s, every second before 2026-11-27, prepared "
+             "statements; its short statements run "
              "on MonetDB's `minimal_fast` pipeline, its analytical ones on `default_pipe`), `tique-mapi` (the same "
              "over a `tique serve`), `monetdb` (native MonetDB transactions, embedded, default pipeline), "
              "`monetdb-oltp` (the same, every transactional session `SET optimizer = 'minimal_fast'`, the pipeline "
