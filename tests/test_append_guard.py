@@ -138,6 +138,44 @@ def test_a_read_of_two_tables_waits_for_an_append_to_either_and_not_for_others()
     assert order == ["append ends", "read"]
 
 
+def test_a_read_nested_in_an_append_of_its_table_does_not_wait_for_reads_queued_behind_that_append() -> None:
+    """A statement hook of an append (run once its statement ended) that reads the table: the read must not wait
+    for reads that wait for the append it is nested in (tests/adversarial/test_attack_bulk_load.py runs a
+    checkpoint from such a hook, and hung)."""
+    guard, order = AppendGuard(), []
+    done = threading.Event()
+
+    def append_then_read_inside() -> None:
+        with guard.appending(["t"]):
+            assert _until(lambda: guard.read_waits == 1)  # another thread's read queued behind this append
+            guard.reading(["t"], lambda: order.append("nested read"))
+        done.set()
+
+    outer = _in_thread(append_then_read_inside)
+    queued = _read_and_note(guard, order)
+    assert done.wait(5), "the nested read waited for a read that waits for its own append"
+    outer.join(5)
+    queued.join(5)
+    assert order == ["nested read", "read"]
+
+
+def test_a_nested_read_still_waits_for_another_threads_running_append() -> None:
+    guard, order = AppendGuard(), []
+    appending = _Held(guard, True, ["t"], order, "append")
+
+    def nested() -> None:
+        with guard.appending(["u"]):
+            guard.reading(["t"], lambda: order.append("nested read"))
+
+    thread = _in_thread(nested)
+    assert _until(lambda: guard.read_waits == 1)
+    time.sleep(0.05)
+    assert order == []
+    appending.release()
+    thread.join(5)
+    assert order == ["append ends", "nested read"]
+
+
 def test_a_loop_of_appends_does_not_starve_a_reader() -> None:
     guard = AppendGuard()
     stop = threading.Event()

@@ -40,21 +40,29 @@ def cache_of(qualified: str) -> str:
 
 
 class _Request:
-    """A read or an append, waiting or running, of some tables."""
+    """A read or an append, waiting or running, of some tables, by one thread."""
 
-    __slots__ = ("appends", "names")
+    __slots__ = ("appends", "names", "running", "thread")
 
     def __init__(self, appends: bool, names: Iterable[str]) -> None:
         self.appends = appends
         self.names = frozenset(names)
+        self.thread = threading.get_ident()
+        self.running = False
+
+    def conflicts(self, other: _Request) -> bool:
+        return self.appends != other.appends and not self.names.isdisjoint(other.names)
 
 
 class AppendGuard:
     """Per kernel: the reads and appends waiting or running, in the order they came (see the module's docstring).
     A read waits for the appends of its tables that came before it, an append for the reads: first come, first
     served, so neither a stream of reads nor one of appends keeps the other waiting for good, and a request waits
-    only for earlier ones (no cycle). A thread must not read or append inside another read or append of the same
-    table: it could wait for itself."""
+    only for earlier ones (no cycle).
+
+    A request a thread makes while it holds another (a statement hook of the read or append, which runs once its
+    statement has ended) waits only for other threads' running requests, which wait for nothing: it must not
+    wait behind requests that wait for the one it is nested in."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -85,23 +93,32 @@ class AppendGuard:
 
     def _enter(self, request: _Request) -> None:
         with self._changed:
+            nested = any(r.thread == request.thread for r in self._active)
             self._active.append(request)
             if not request.appends:
                 self.reads += 1
-            if self._blocked(request):
+
+            def blocked() -> bool:
+                return self._blocked_nested(request) if nested else self._blocked(request)
+
+            if blocked():
                 if request.appends:
                     self.append_waits += 1
                 else:
                     self.read_waits += 1
-                self._changed.wait_for(lambda: not self._blocked(request))
+                self._changed.wait_for(lambda: not blocked())
+            request.running = True
 
     def _blocked(self, request: _Request) -> bool:
         for earlier in self._active:
             if earlier is request:
                 return False
-            if earlier.appends != request.appends and not earlier.names.isdisjoint(request.names):
+            if earlier.conflicts(request):
                 return True
         return False
+
+    def _blocked_nested(self, request: _Request) -> bool:
+        return any(r.running and r.thread != request.thread and r.conflicts(request) for r in self._active)
 
     def _leave(self, request: _Request) -> None:
         """Ends ``request``, entered or not."""
