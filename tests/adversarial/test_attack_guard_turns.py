@@ -205,26 +205,37 @@ def test_interrupted_read_keeps_its_turn_until_its_statement_ends(
             with guard.appending([storage_of(qualified)]):
                 admitted.append(time.monotonic())
 
-        thread, errors, _ = _in_thread(append)
-        # the same session's next call waits behind the interrupted statement: it returns when that one ended
-        reader._raw.raw.execute("SELECT 1")
-        ended = time.monotonic()
-        thread.join(30)
-        assert not thread.is_alive(), "the append never got its turn"
-        assert not errors, errors
-        early = ended - admitted[0]
+        early, ended = _admitted_before_the_statement_ended(reader, append, admitted)
         assert early < 0.1, (
             f"TIQUE_SESSION_STACKS={stacks}: an append to {name}'s Storage ran {early:.2f} s before the interrupted "
             f"read of its strings ended in the engine (interrupted {ended - interrupted:.2f} s before it ended)"
         )
     finally:
-        timer.cancel()
-        signal.signal(signal.SIGUSR1, previous)
-        _drop_mine(guard, qualified)
-        try:
-            reader.rollback()
-        except Exception:
-            pass
+        _clean_up(timer, previous, guard, qualified, reader)
+
+
+def _admitted_before_the_statement_ended(
+    conn: Connection, other: Callable[[], None], admitted: list[float]
+) -> tuple[float, float]:
+    """Run ``other`` (which notes when the guard let it in) in a thread; (how long before the interrupted
+    statement of ``conn`` ended it was let in, when that statement ended)."""
+    thread, errors, _ = _in_thread(other)
+    # the same session's next call waits behind the interrupted statement: it returns when that one ended
+    conn._raw.raw.execute("SELECT 1")
+    ended = time.monotonic()
+    thread.join(30)
+    assert not thread.is_alive() and not errors, errors or "the other side never got its turn"
+    return ended - admitted[0], ended
+
+
+def _clean_up(timer: threading.Timer, previous: Any, guard: AppendGuard, qualified: str, conn: Connection) -> None:
+    timer.cancel()
+    signal.signal(signal.SIGUSR1, previous)
+    _drop_mine(guard, qualified)
+    try:
+        conn.rollback()
+    except Exception:
+        pass
 
 
 def test_interrupted_commit_keeps_its_append_turn_until_its_statement_ends(
@@ -276,23 +287,12 @@ def test_interrupted_commit_keeps_its_append_turn_until_its_statement_ends(
         def read() -> None:
             guard.reading([storage_of(qualified), cache_of(qualified)], lambda: admitted.append(time.monotonic()))
 
-        thread, errors, _ = _in_thread(read)
-        writer._raw.raw.execute("SELECT 1")  # queued behind the interrupted INSERT on the session's worker
-        ended = time.monotonic()
-        thread.join(30)
-        assert not thread.is_alive() and not errors, errors
-        early = ended - admitted[0]
+        early, _ = _admitted_before_the_statement_ended(writer, read, admitted)
         assert early < 0.1, (
             f"a read of {name}'s strings ran {early:.2f} s before the interrupted COMMIT's INSERT of its Cache ended"
         )
     finally:
-        timer.cancel()
-        signal.signal(signal.SIGUSR1, previous)
-        _drop_mine(guard, qualified)
-        try:
-            writer.rollback()
-        except Exception:
-            pass
+        _clean_up(timer, previous, guard, qualified, writer)
 
 
 # ---- (3) every statement that reads a string column of a tique table runs under a read of the parts it names -----
