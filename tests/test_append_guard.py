@@ -159,6 +159,35 @@ def test_a_read_nested_in_an_append_of_its_table_does_not_wait_for_reads_queued_
     assert order == ["nested read", "read"]
 
 
+def test_an_append_queued_before_a_nested_read_does_not_run_beside_it() -> None:
+    """The nested read runs before an append queued earlier (behind another read): that append must then wait
+    for the nested read too, or it would grow the heap the nested read is reading."""
+    guard, order = AppendGuard(), []
+    first = _Held(guard, False, ["t"], order, "first read")
+    queued = _in_thread(lambda: _append_and_note(guard, order))  # waits for the first read
+    assert _until(lambda: guard.append_waits == 1)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        inside.set()
+        release.wait(5)
+        order.append("nested read ends")
+
+    def outer_then_nested() -> None:
+        with guard.appending(["u"]):
+            guard.reading(["t"], hold)
+
+    nested = _in_thread(outer_then_nested)
+    assert inside.wait(5), "the nested read waited for the queued append"
+    first.release()  # the queued append's earlier read ends while the nested read still runs
+    time.sleep(0.05)
+    assert order == ["first read ends"], order
+    release.set()
+    for thread in (nested, queued):
+        thread.join(5)
+    assert order == ["first read ends", "nested read ends", "append"]
+
+
 def test_a_nested_read_still_waits_for_another_threads_running_append() -> None:
     guard, order = AppendGuard(), []
     appending = _Held(guard, True, ["t"], order, "append")

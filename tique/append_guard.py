@@ -110,10 +110,12 @@ class AppendGuard:
             request.running = True
 
     def _blocked(self, request: _Request) -> bool:
-        for earlier in self._active:
-            if earlier is request:
-                return False
-            if earlier.conflicts(request):
+        """An earlier conflicting request, or a running one (a nested request may run before earlier ones)."""
+        earlier = True
+        for other in self._active:
+            if other is request:
+                earlier = False
+            elif (earlier or other.running) and other.conflicts(request):
                 return True
         return False
 
