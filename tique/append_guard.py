@@ -129,11 +129,6 @@ class AppendGuard:
                 self._active.remove(request)
                 self._changed.notify_all()
 
-    def requests(self) -> int:
-        """Requests waiting or running (tests)."""
-        with self._changed:
-            return len(self._active)
-
 
 # For connections to a kernel tique does not guard (over MAPI): a guard of its own, which sees this process alone
 NO_GUARD = AppendGuard()
