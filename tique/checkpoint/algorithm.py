@@ -63,6 +63,7 @@ from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 from tique.zero_signs import zero_signs_kept
 
 WRITE_BATCH = 1000  # Storage rows per statement
+COUNT_BATCH = 100  # Cache tables counted per statement (a UNION ALL of 100 counts: about 16 ms; of 200: 44)
 PROBE_VALUES = 200  # at most this many values of a key column in the look-up of stored keys (_stored_keys)
 STEPS = (
     "settled",
@@ -264,10 +265,13 @@ class Checkpointer:
     def _tables_and_metadata(self, report: CheckpointReport) -> None:
         self.catalog.refresh(self.conn)
         trim_below = report.low_txid
-        for info in self.catalog.all():
-            if info.kind != "tx":
-                continue
+        tables = [info for info in self.catalog.all() if info.kind == "tx"]
+        empty = self._empty_caches(tables)
+        for info in tables:
             name = f"{info.schema}.{info.name}"
+            if info.cache in empty:
+                report.tables[name] = TableReport()
+                continue
             try:
                 table_low = self._table_low(info, report.horizon, report.low_txid)
                 trim_below = min(trim_below, table_low)
@@ -283,6 +287,24 @@ class Checkpointer:
         if not report.errors:
             # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows.
             self._trim_metadata(trim_below, report)
+
+    def _empty_caches(self, tables: Sequence[TableInfo]) -> set[str]:
+        """The Cache tables of ``tables`` that hold no row, counted after the horizon was read: a commit at or
+        below it wrote its rows before taking its timestamp, and a row written later is from an id at or above L
+        (its transaction was running), so such a table has nothing to move, clean or keep from the metadata trim.
+        Counted in a few statements (COUNT(*) is the table's size to MonetDB): each table's own steps cost two to
+        three statements even for an empty Cache, half a second a run at 200 tables. A statement that fails (a
+        table dropped since the catalog was read) counts none of its tables as empty."""
+        empty: set[str] = set()
+        for start in range(0, len(tables), COUNT_BATCH):
+            batch = tables[start : start + COUNT_BATCH]
+            sql = " UNION ALL ".join(f"SELECT {i}, COUNT(*) FROM {info.cache}" for i, info in enumerate(batch))
+            try:
+                rows = self.conn.execute(sql).rows
+            except DatabaseError:
+                continue
+            empty.update(batch[int(i)].cache for i, count in rows if not int(count))
+        return empty
 
     def _hook(self, step: str) -> None:
         if self.step_hook:
