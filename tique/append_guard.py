@@ -25,9 +25,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class _Table(Protocol):  # catalog.TableInfo, as far as reading_part needs it
+    @property
+    def qualified(self) -> str: ...
+
+    def names_strings(self, sql: str) -> bool: ...
 
 
 def storage_of(qualified: str) -> str:
@@ -37,6 +44,16 @@ def storage_of(qualified: str) -> str:
 
 def cache_of(qualified: str) -> str:
     return f"{qualified}\x00cache"
+
+
+def reading_part(conn: Any, table: _Table, part: Callable[[str], str], sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql``, a read of one part of ``table`` (``storage_of`` or ``cache_of``) through a raw
+    connection: when it names a string column, in turn with this process's appends to that part (a string key
+    misread would match or group the wrong rows)."""
+    guard: AppendGuard | None = getattr(conn, "append_guard", None)
+    if guard is None or not table.names_strings(sql):
+        return conn.execute(sql).rows  # type: ignore[no-any-return]
+    return guard.reading([part(table.qualified)], lambda: conn.execute(sql).rows)
 
 
 class _Request:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from tique import errors
-from tique.append_guard import cache_of, storage_of
+from tique.append_guard import cache_of, reading_part, storage_of
 from tique.catalog import TableInfo
 from tique.engine.base import RawConnection, one_transaction, retried_on_conflict
 from tique.names import qualified, quote
@@ -193,11 +193,7 @@ def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str
         f"SELECT {as_text} FROM {staging} AS s WHERE EXISTS (SELECT 1 FROM "
         f"{info.cache} AS c WHERE {same} AND c.tq_txid NOT IN ({_ABORTED})) LIMIT 3"
     )
-    guard = getattr(raw, "append_guard", None)
-    if guard is not None and info.names_strings(sql):  # string keys of the Cache, which commits append to
-        hidden = guard.reading([cache_of(info.qualified)], lambda: raw.execute(sql).rows)
-    else:
-        hidden = raw.execute(sql).rows
+    hidden = reading_part(raw, info, cache_of, sql)  # string keys of the Cache, which commits append to
     if hidden:
         keys = ", ".join(
             show(info, tuple(read_value(v, info.stored_type(k)) for v, k in zip(r, info.key))) for r in hidden

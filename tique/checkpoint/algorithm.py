@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tique.append_guard import NO_GUARD, AppendGuard, cache_of, storage_of
+from tique.append_guard import NO_GUARD, AppendGuard, cache_of, reading_part, storage_of
 from tique.cache_keys import cache_keys_of
 from tique.catalog import Catalog, TableInfo, base_type, install
 from tique.checkpoint.opening import check_database
@@ -355,7 +355,8 @@ class Checkpointer:
         # per version: the largest id among the key's versions that committed before it
         inversions = [
             (int(w), int(p))
-            for w, p in self._reading(
+            for w, p in reading_part(
+                self.conn,
                 info,
                 cache_of,
                 f"SELECT tq_txid, tq_prev FROM (SELECT c.tq_txid, MAX(c.tq_txid) OVER (PARTITION BY {key} "
@@ -369,14 +370,6 @@ class Checkpointer:
             if not splitting:
                 return low
             low = min(splitting)
-
-    def _reading(self, info: TableInfo, part: Callable[[str], str], sql: str) -> list[tuple[Any, ...]]:
-        """``sql``'s rows; when it reads a string column, kept from this process's appends to that part (Storage
-        or Cache) of the table (append_guard.py: a string key misread would group or match the wrong rows)."""
-        guard: AppendGuard = getattr(self.conn, "append_guard", None) or NO_GUARD
-        if not info.names_strings(sql):
-            return self.conn.execute(sql).rows
-        return guard.reading([part(info.qualified)], lambda: self.conn.execute(sql).rows)
 
     def _table(self, info: TableInfo, horizon: int, low: int, report: CheckpointReport) -> TableReport:
         out = TableReport()
@@ -498,7 +491,7 @@ class Checkpointer:
         if len(info.key) == 1:
             k = info.key[0]
             values = ", ".join(from_text(v[0], types[k]) for v in keys)
-            self._reading(info, storage_of, f"DELETE FROM {info.storage} WHERE {quote(k)} IN ({values})")
+            reading_part(self.conn, info, storage_of, f"DELETE FROM {info.storage} WHERE {quote(k)} IN ({values})")
             return
         scratch = self._key_table(tuple(types[k] for k in info.key))
         rows = ", ".join("(" + ", ".join(from_text(v, types[k]) for v, k in zip(row, info.key)) + ")" for row in keys)
@@ -507,7 +500,7 @@ class Checkpointer:
         # MonetDB resolves at most table.column here, not schema.table.column
         match = " AND ".join(f"v.k{i} = {quote(info.storage_name)}.{quote(k)}" for i, k in enumerate(info.key))
         sql = f"DELETE FROM {info.storage} WHERE EXISTS (SELECT 1 FROM {scratch} AS v WHERE {match})"
-        self._reading(info, storage_of, sql)
+        reading_part(self.conn, info, storage_of, sql)
 
     def _key_table(self, types: tuple[str, ...]) -> str:
         """A temporary table of this session with columns k0, k1, ... of ``types`` (made at its first use; only
