@@ -13,7 +13,8 @@ or gone without committing (rolled back, died). Steps (each named for the crash 
    recorded but never advanced is advanced. Otherwise L would stay below a dead client's id for good.
 1. ``planned``: H and L. ``logged``: the counters' high-water marks go to ``tique.checkpoints`` *before*
    anything is deleted, so recovery restarts past every id and timestamp, whatever step a crash hits.
-2. Per table, L_t <= L: version order is commit order, and a transaction's id does not follow it (a priority
+2. Tables whose Cache holds no row are skipped after one shared count (``_empty_caches``). Per table, L_t <= L:
+   version order is commit order, and a transaction's id does not follow it (a priority
    retry, or a begin that waits for its session's last commit, refreshes its snapshot after taking its id). L_t
    is lowered until no key has a committed version below L_t that is newer than one at or above it, so
    deleting below L_t removes a prefix of each key's versions in commit order.
