@@ -27,6 +27,7 @@ from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
 from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
+from tique.storage import large_write_failed
 from tique.transaction import CommitResult, Transaction
 from tique.versioned import versioned
 from tique.zero_signs import KEEPING, SAFE
@@ -459,11 +460,24 @@ class Connection:
             raise NotSupportedError(
                 f"ALTER TABLE {renamed} RENAME TO: this transaction wrote to the table; commit or roll back first"
             )
-        with self.db.changing_catalog():
-            result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
+        self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
+        try:
+            with self.db.changing_catalog():
+                result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
+        except errors.DatabaseError as exc:
+            self._raise_write_failed(exc)
+            raise
         if self._txn is not None:
             self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)
         return result
+
+    def _raise_write_failed(self, exc: errors.DatabaseError) -> None:
+        """Raise the StorageFull that ``exc``, from DDL or a bulk load, is when the engine failed the write for want
+        of space (tique/storage.py): then commits stop everywhere until the database reopens, since the engine
+        may acknowledge later ones it does not keep."""
+        failed = large_write_failed(exc, self.db.storage, self._raw)
+        if failed is not exc:
+            raise failed from exc
 
     # ---- PEP 249 -------------------------------------------------------------------------------------------
 
@@ -593,6 +607,9 @@ class Connection:
 
         try:
             return load(publish)
+        except errors.DatabaseError as exc:
+            self._raise_write_failed(exc)
+            raise
         finally:
             if txn is not None:  # its own load does not fail this session's transaction (it only read the table)
                 txn.own_ddl.update(ids)

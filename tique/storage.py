@@ -13,7 +13,11 @@ under it:
   clients ask the C module (``tique.storage_ok()``, one round trip, only while stopped);
 - an engine error that is a failed write (for want of space) becomes StorageFull too, and then the engine's log
   may miss a write it acknowledged: commits are refused by every client until the database is opened again
-  (``tique.storage_failed()`` tells the C module; recovery at the next open replays the log).
+  (``tique.storage_failed()`` tells the C module; recovery at the next open replays the log);
+- so is one raised by a large write outside a commit's flush (a bulk load, DDL, the checkpointer's batches):
+  its failed log append gives its space back, so its "concurrency conflicts" counts within LARGE_WRITE_SLACK of
+  the minimum (``large_write_failed``; a failed checkpoint or CREATE TABLE AS was followed by acknowledged
+  commits the engine lost).
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ from tique.errors import DatabaseError, SerializationFailure, StorageFull, engin
 MIN_FREE_ENV = "TIQUE_MIN_FREE_MB"
 DEFAULT_MIN_FREE_MB = 64
 LOW_FLOOR = 1 << 20  # the least minimum: under 1 MB free a failed write is taken for a full disk
+# A write outside a commit's flush (a checkpoint's batch into Storage, a bulk load, CREATE TABLE AS, DDL) may be
+# large: when its log append fails for want of space the engine says "concurrency conflicts" and gives the space
+# back, so the disk may be above the minimum again when the error is judged. Such a conflict counts as a full disk
+# within this much of the minimum.
+LARGE_WRITE_SLACK = 64 << 20
 
 # MonetDB's words when a write failed for want of space (a failed log append surfaces as "Append failed")
 
@@ -100,11 +109,11 @@ class StorageGuard:
         self.stopped = str(exc)
         return exc
 
-    def _low(self, conn: RawConnection) -> bool:
-        """Is the disk under the minimum free now?"""
+    def _low(self, conn: RawConnection, slack: int = 0) -> bool:
+        """Is the disk under the minimum free (plus ``slack``) now? (Over MAPI: under the engine's minimum.)"""
         if self.directory is not None:
             free = free_bytes(self.directory)
-            return free is not None and free < self.min_free
+            return free is not None and free < self.min_free + slack
         try:
             self.check(conn, ask=True)
         except StorageFull:
@@ -113,15 +122,18 @@ class StorageGuard:
             pass  # the engine cannot even answer: judge by its first error
         return False
 
-    def classify(self, exc: DatabaseError, conn: RawConnection) -> DatabaseError:
+    def classify(self, exc: DatabaseError, conn: RawConnection, slack: int = 0) -> DatabaseError:
         """An engine error raised by a write: StorageFull when the write failed for want of space. MonetDB's
         "concurrency conflicts" is ambiguous (tique's appends never conflict, but a failed log write reads the
-        same): it is a storage failure when the disk is (nearly) full. Then the engine's log may miss the write,
-        so writes stop until the database is opened again (every client of it: the C module refuses commits)."""
+        same): it is a storage failure when the disk is (nearly) full, within ``slack`` of the minimum for a
+        large write (LARGE_WRITE_SLACK). Then the engine's log may miss the write, so writes stop until the
+        database is opened again (every client of it: the C module refuses commits)."""
         if isinstance(exc, StorageFull):
             return self.stop(exc)
+        # ambiguous: MonetDB says "Could not allocate space" when a heap cannot grow, on disk or in memory
         conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
-        if not engine_write_failed(exc) and not (conflict and self._low(conn)):
+        ambiguous = conflict or "could not allocate space" in str(exc).lower()
+        if not engine_write_failed(exc) and not (ambiguous and self._low(conn, slack)):
             return exc
         self.broken = BROKEN.format(error=exc)
         try:
@@ -129,3 +141,18 @@ class StorageGuard:
         except DatabaseError:
             pass  # no C module, or the engine cannot answer: this process stops at least
         return self.stop(StorageFull(self.broken))
+
+
+def guard_of(conn: RawConnection) -> StorageGuard:
+    """A StorageGuard for a raw connection used outside a Database (the checkpointer): it watches the kernel's
+    directory when the session is on an embedded kernel, else asks the engine."""
+    engine = getattr(conn, "engine", None) or getattr(getattr(conn, "raw", None), "engine", None)
+    directory = getattr(engine, "path", None)
+    return StorageGuard(directory, remote=directory is None)
+
+
+def large_write_failed(exc: DatabaseError, guard: StorageGuard, conn: RawConnection) -> DatabaseError:
+    """``exc``, or the StorageFull it is when a large write outside a commit's flush failed for want of space
+    (the engine then told to refuse commits until the database reopens: a commit it acknowledged later would
+    be lost with its log)."""
+    return guard.classify(exc, conn, LARGE_WRITE_SLACK)

@@ -54,13 +54,14 @@ from tique.catalog import Catalog, TableInfo, base_type, install
 from tique.checkpoint.opening import check_database
 from tique.checkpoint.values import INT_TYPES, column_types, from_text, text_to_sql, zero_keys
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, OperationalError, SerializationFailure
+from tique.errors import DatabaseError, OperationalError, SerializationFailure, StorageFull
 from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
 from tique.rewrite.snapshot import NO_LIMIT
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 from tique.settings import CHECKPOINT_LOCK_LEASE_MS
+from tique.storage import guard_of, large_write_failed
 from tique.zero_signs import zero_signs_kept
 
 WRITE_BATCH = 1000  # Storage rows per statement
@@ -176,6 +177,7 @@ class Checkpointer:
         self.step_hook = step_hook  # tests pause or kill the checkpointer at named steps
         self._quiet: tuple[int, ...] | None = None  # the counters of the last run that found nothing to do
         self._key_tables: dict[tuple[str, ...], str] = {}  # the session's scratch table per composite key's types
+        self._storage = guard_of(conn)  # a write that fails for want of space stops every commit (storage.py)
         check_database(conn)
         self._ensure_log()
 
@@ -250,11 +252,15 @@ class Checkpointer:
             self._hook("logged")
             self._tables_and_metadata(report)
         except DatabaseError as exc:  # the run's log row says why it stopped
+            try:
+                self._raise_storage_failed(exc)
+            except StorageFull as full:
+                exc = full
             report.errors.append(f"{type(exc).__name__}: {exc}")
             report.duration_s = time.monotonic() - t0
             with contextlib.suppress(DatabaseError):
                 self._log_end(report, started_ms, last_txid)
-            raise
+            raise exc
         report.duration_s = time.monotonic() - t0
         self._log_end(report, started_ms, last_txid)
         self._hook("finished")
@@ -283,6 +289,7 @@ class Checkpointer:
                         "holds them (a misread scan?); they stay in the Cache, the next run writes them again"
                     )
             except DatabaseError as exc:
+                self._raise_storage_failed(exc)
                 report.errors.append(f"{name}: {exc}")
             self.acquire()  # renew the lock between tables
         if not report.errors:
@@ -306,6 +313,15 @@ class Checkpointer:
                 continue
             empty.update(batch[int(i)].cache for i, count in rows if not int(count))
         return empty
+
+    def _raise_storage_failed(self, exc: DatabaseError) -> None:
+        """Raise the StorageFull ``exc`` is when the engine failed one of this run's writes (a batch into Storage,
+        its log row) for want of space: the engine is then told to refuse every commit until the database
+        reopens, since its log may miss what it acknowledges from then on (tique/storage.py). A conflict on
+        those writes is one: only the checkpointer writes Storage between loads and DDL."""
+        failed = large_write_failed(exc, self._storage, self.conn)
+        if failed is not exc:
+            raise failed from exc
 
     def _hook(self, step: str) -> None:
         if self.step_hook:
