@@ -36,28 +36,46 @@ def read_result(ffi: Any, lib: Any, res: Any) -> Result:
     columns: list[Column] = []
     values: list[list[Any]] = []
     col_p = ffi.new("monetdbe_column **")
+    fetch, string, pointers = lib.monetdbe_result_fetch, ffi.string, _pointer_types(ffi)
     for c in range(res.ncols):
-        err = lib.monetdbe_result_fetch(res, col_p, c)
-        if err != ffi.NULL:
-            raise from_monetdb(ffi.string(err).decode(), "reading a result column")
+        err = fetch(res, col_p, c)
+        if err:
+            raise from_monetdb(string(err).decode(), "reading a result column")
         col = col_p[0]
-        name = ffi.string(col.name).decode() if col.name != ffi.NULL else f"%{c}"
-        type_name, c_name = _C_TYPES.get(col.type, ("unknown", None))
-        if col.type == 5:
+        ctype, cname = col.type, col.name
+        name = string(cname).decode() if cname else f"%{c}"
+        if ctype == 5:
             scale = _hugeint_scale(ffi, col)
-            columns.append(Column(name, "decimal" if scale else "hugeint", scale=scale if scale else None))
+            columns.append(_column(name, "decimal" if scale else "hugeint", scale if scale else None))
             values.append(_read_hugeint(ffi, col, nrows, scale))
             continue
-        if c_name is None:
-            raise OperationalError(f"result column {name!r} has a type the embedded driver cannot read ({col.type})")
-        typed = ffi.cast(_pointer_type(ffi, c_name), col)
-        scale = 0
-        if col.type in (1, 2, 3, 4) and typed.scale and typed.scale > 1:
-            type_name = "decimal"
-            scale = len(str(int(typed.scale))) - 1
-        columns.append(Column(name, type_name, scale=scale if type_name == "decimal" else None))
-        values.append(_read_column(ffi, col.type, typed, nrows, scale))
+        pointer = pointers.get(ctype)
+        if pointer is None:
+            raise OperationalError(f"result column {name!r} has a type the embedded driver cannot read ({ctype})")
+        typed = ffi.cast(pointer, col)
+        type_name, scale = _C_TYPES[ctype][0], 0
+        if 1 <= ctype <= 4:
+            factor = typed.scale
+            if factor and factor > 1:
+                type_name, scale = "decimal", len(str(int(factor))) - 1
+        columns.append(_column(name, type_name, scale if type_name == "decimal" else None))
+        values.append(_read_column(ffi, ctype, typed, nrows, scale))
     return Result(columns=columns, rows=list(zip(*values)) if values else [], rowcount=nrows)
+
+
+_COLUMNS: dict[tuple[str, str, int | None], Column] = {}
+
+
+def _column(name: str, type_name: str, scale: int | None) -> Column:
+    """The result column, made once per name and type (a frozen dataclass costs microseconds to build, and a
+    statement's result has its columns again each time it runs)."""
+    key = (name, type_name, scale)
+    found = _COLUMNS.get(key)
+    if found is None:
+        if len(_COLUMNS) > 10_000:  # names made up by queries (aliases, expressions) could grow it for good
+            _COLUMNS.clear()
+        found = _COLUMNS[key] = Column(name, type_name, scale=scale)
+    return found
 
 
 def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any]:
@@ -81,14 +99,17 @@ def _read_column(ffi: Any, ctype: int, col: Any, n: int, scale: int) -> list[Any
     return [None if is_null(col.data + i) else convert(ffi, col.data[i]) for i in range(n)]
 
 
-_POINTER_TYPES: dict[tuple[int, str], Any] = {}
+_POINTER_TYPES: dict[int, dict[int, Any]] = {}
 
 
-def _pointer_type(ffi: Any, c_name: str) -> Any:
-    """``monetdbe_column_<c_name> *``, looked up once (a cast by the type's name parses it each time)."""
-    found = _POINTER_TYPES.get((id(ffi), c_name))
+def _pointer_types(ffi: Any) -> dict[int, Any]:
+    """``monetdbe_column_<c type> *`` per monetdbe type code, looked up once per ffi (a cast by the type's name
+    parses it each time)."""
+    found = _POINTER_TYPES.get(id(ffi))
     if found is None:
-        found = _POINTER_TYPES[(id(ffi), c_name)] = ffi.typeof(f"monetdbe_column_{c_name} *")
+        found = _POINTER_TYPES[id(ffi)] = {
+            code: ffi.typeof(f"monetdbe_column_{c_name} *") for code, (_, c_name) in _C_TYPES.items() if c_name
+        }
     return found
 
 
