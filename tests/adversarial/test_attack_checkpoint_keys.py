@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import tique
+from tests.conftest import sized
 from tests.physical import cache, storage
 from tique.checkpoint import Checkpointer
 from tique.database import Database
@@ -147,7 +148,7 @@ def test_mixed_type_composite_keys_match_the_model_after_every_run(
         )
         conn.commit()
         same = ta == tb
-        for step in range(30):
+        for step in range(sized(15, 30)):
             for _ in range(rng.randint(1, 5)):
                 key = (rng.choice(DOMAINS[ta]), rng.choice(DOMAINS[tb]), rng.choice((1, 2)))
                 where = "a = %s AND b = %s AND c = %s"

@@ -19,6 +19,7 @@ import pytest
 
 import tique
 import tique.transaction
+from tests.conftest import sized
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -490,7 +491,10 @@ def test_key_moves_between_groups_readers_and_the_checkpointer(tmp_path: Any) ->
     from pathlib import Path
 
     url = f"monetdbe://{tmp_path / 'db'}"
-    code = f"import json, tests.adversarial.test_attack_pinned_reads as t; print(json.dumps(t.stress({url!r})))"
+    seconds = sized(8.0, 15.0)
+    code = (
+        f"import json, tests.adversarial.test_attack_pinned_reads as t; print(json.dumps(t.stress({url!r}, {seconds})))"
+    )
     root = Path(__file__).resolve().parent.parent.parent
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=root)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -103,7 +103,9 @@ def test_wide_and_big_results_of_a_yielding_read_equal_a_plain_one(
                 *[None if (i + k) % 9 == 0 else i * k for k in range(2, 11)],
             )
         )
+    setup.autocommit = False  # one transaction: 1500 commits cost ten seconds
     cur.executemany(f"INSERT INTO {name} VALUES ({', '.join(['%s'] * 16)})", rows)
+    setup.commit()
     fresh()
     plain, reader = connect(analytical_yield=False), connect(analytical_rest=0)
     reads = Reads(reader, name)
