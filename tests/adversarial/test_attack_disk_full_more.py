@@ -75,6 +75,23 @@ def _attempt(conn: Any, row_id: int, size: int = 10) -> str | None:
         return _err(exc)
 
 
+def _commits_around_freeing(conn: Any, directory: str, first: int, acked: list[int]) -> tuple[str | None, str | None]:
+    """A commit of row ``first`` on the still full disk, then, with the pad freed, one of ``first + 1`` and three
+    more (the engine's log may be broken by then); the acknowledged ids go to ``acked``. The first two's errors
+    (None: acknowledged)."""
+    after = _attempt(conn, first)
+    if after is None:
+        acked.append(first)
+    free_pad(directory)
+    after_space = _attempt(conn, first + 1)
+    if after_space is None:
+        acked.append(first + 1)
+    for i in range(first + 2, first + 5):
+        if _attempt(conn, i) is None:
+            acked.append(i)
+    return after, after_space
+
+
 def _ids(conn: Any, table: str = "t") -> list[int] | str:
     import tique
 
@@ -142,16 +159,7 @@ def client_load(url: str, directory: str, how: str) -> dict[str, Any]:
         load_error = _err(exc)
     load_s = time.monotonic() - t0
     running = _ids(conn)
-    after = _attempt(conn, 100)  # a commit on the still full disk
-    if after is None:
-        acked.append(100)
-    free_pad(directory)
-    after_space = _attempt(conn, 101)
-    if after_space is None:
-        acked.append(101)
-    for i in (102, 103, 104):  # a few more commits once space returned: the engine's log may be broken by then
-        if _attempt(conn, i) is None:
-            acked.append(i)
+    after, after_space = _commits_around_freeing(conn, directory, 100, acked)  # a commit on the still full disk
     try:  # a small load once space returned
         conn.bulk_load("t", _rows(5000, 3, 10))
         load_after_space = None
@@ -319,16 +327,7 @@ def client_ckpt(url: str, directory: str, how: str) -> dict[str, Any]:
         ckpt_report = None
     running = _ids(conn)
     updated = _count(conn, "SELECT COUNT(*) FROM t WHERE v LIKE '7777:%'")
-    after = _attempt(conn, 200)
-    if after is None:
-        acked.append(200)
-    free_pad(directory)
-    after_space = _attempt(conn, 201)
-    if after_space is None:
-        acked.append(201)
-    for i in (202, 203, 204):  # a few more commits once space returned: the engine's log may be broken by then
-        if _attempt(conn, i) is None:
-            acked.append(i)
+    after, after_space = _commits_around_freeing(conn, directory, 200, acked)
     try:
         report = ck.run_once()
         resumed: Any = {"errors": report.errors, "moved": report.moved, "cleaned": report.cleaned}
