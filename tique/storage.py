@@ -23,6 +23,7 @@ under it:
 from __future__ import annotations
 
 import os
+import re
 
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, SerializationFailure, StorageFull, engine_write_failed
@@ -122,25 +123,33 @@ class StorageGuard:
             pass  # the engine cannot even answer: judge by its first error
         return False
 
-    def classify(self, exc: DatabaseError, conn: RawConnection, slack: int = 0) -> DatabaseError:
+    def classify(self, exc: DatabaseError, conn: RawConnection) -> DatabaseError:
         """An engine error raised by a write: StorageFull when the write failed for want of space. MonetDB's
         "concurrency conflicts" is ambiguous (tique's appends never conflict, but a failed log write reads the
-        same): it is a storage failure when the disk is (nearly) full, within ``slack`` of the minimum for a
-        large write (LARGE_WRITE_SLACK). Then the engine's log may miss the write, so writes stop until the
-        database is opened again (every client of it: the C module refuses commits)."""
+        same): it is a storage failure when the disk is (nearly) full. Then the engine's log may miss the write,
+        so writes stop until the database is opened again (every client of it: the C module refuses commits)."""
         if isinstance(exc, StorageFull):
             return self.stop(exc)
-        # ambiguous: MonetDB says "Could not allocate space" when a heap cannot grow, on disk or in memory
         conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
-        ambiguous = conflict or "could not allocate space" in str(exc).lower()
-        if not engine_write_failed(exc) and not (ambiguous and self._low(conn, slack)):
+        if not engine_write_failed(exc) and not (conflict and self._low(conn)):
             return exc
+        return self.failed(exc, conn)
+
+    def failed(self, exc: DatabaseError, conn: RawConnection) -> StorageFull:
+        """The engine failed a write for want of space: writes stop until the database is opened again, here and
+        (through the C module) for every client of the kernel."""
         self.broken = BROKEN.format(error=exc)
         try:
             conn.execute("SELECT tique.storage_failed()")  # every other client of the kernel stops too
         except DatabaseError:
             pass  # no C module, or the engine cannot answer: this process stops at least
         return self.stop(StorageFull(self.broken))
+
+
+# MonetDB's own words for a failed write open its message; a message of tique's that quotes a key value or a table
+# name ("disk full") does not start with them
+_FAILED_WRITE = re.compile(r"\s*(append failed|no space left|disk (is )?full|could not extend)", re.I)
+_NO_ROOM = re.compile(r"\s*could not allocate space", re.I)  # a heap that cannot grow, on disk or in memory
 
 
 def guard_of(conn: RawConnection) -> StorageGuard:
@@ -151,8 +160,25 @@ def guard_of(conn: RawConnection) -> StorageGuard:
     return StorageGuard(directory, remote=directory is None)
 
 
-def large_write_failed(exc: DatabaseError, guard: StorageGuard, conn: RawConnection) -> DatabaseError:
-    """``exc``, or the StorageFull it is when a large write outside a commit's flush failed for want of space
-    (the engine then told to refuse commits until the database reopens: a commit it acknowledged later would
-    be lost with its log)."""
-    return guard.classify(exc, conn, LARGE_WRITE_SLACK)
+def large_write_failed(
+    exc: DatabaseError, guard: StorageGuard, conn: RawConnection, conflict_slack: int = 0
+) -> DatabaseError:
+    """``exc``, or the StorageFull it is when a large write outside a commit's flush (DDL, a bulk load, a
+    checkpoint's batch) failed for want of space; the engine is then told to refuse commits until the database
+    reopens, since a commit it acknowledged later could be lost with its log. Only MonetDB's own words count
+    ("Append failed"...); its "Could not allocate space" when the disk is within LARGE_WRITE_SLACK of the
+    minimum (the failed write gave its space back); its "concurrency conflicts" within ``conflict_slack``: give
+    one only for a write that cannot really conflict (a session's own staging table, a new table), or as large as
+    the write, since a real conflict taken for a full disk stops every writer. Over MAPI the engine is asked,
+    without the slack."""
+    if isinstance(exc, StorageFull):
+        return guard.stop(exc)
+    message = str(exc)
+    conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
+    if (
+        _FAILED_WRITE.match(message)
+        or (_NO_ROOM.match(message) and guard._low(conn, LARGE_WRITE_SLACK))
+        or (conflict and guard._low(conn, conflict_slack))
+    ):
+        return guard.failed(exc, conn)
+    return exc

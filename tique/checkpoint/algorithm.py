@@ -314,12 +314,15 @@ class Checkpointer:
             empty.update(batch[int(i)].cache for i, count in rows if not int(count))
         return empty
 
-    def _raise_storage_failed(self, exc: DatabaseError) -> None:
+    def _raise_storage_failed(self, exc: DatabaseError, conflict_slack: int = 0) -> None:
         """Raise the StorageFull ``exc`` is when the engine failed one of this run's writes (a batch into Storage,
         its log row) for want of space: the engine is then told to refuse every commit until the database
-        reopens, since its log may miss what it acknowledges from then on (tique/storage.py). A conflict on
-        those writes is one: only the checkpointer writes Storage between loads and DDL."""
-        failed = large_write_failed(exc, self._storage, self.conn)
+        reopens, since its log may miss what it acknowledges from then on (tique/storage.py). A conflict counts
+        within ``conflict_slack`` of the minimum free: a batch's own size (a bulk load or ALTER running beside
+        the checkpointer can really conflict with its Storage writes)."""
+        failed = large_write_failed(exc, self._storage, self.conn, conflict_slack)
+        if failed is exc and isinstance(exc, StorageFull):
+            raise exc  # one of a batch's, already judged: the run stops
         if failed is not exc:
             raise failed from exc
 
@@ -416,11 +419,15 @@ class Checkpointer:
             live = [r[: len(cols)] for r in batch if not r[-1]]
             if live:
                 negative = any(r[i] == "-0" for r in live for i in info.float_positions)
+                insert = f"INSERT INTO {info.storage} ({plain}) VALUES " + ", ".join(
+                    "(" + ", ".join(f(v) for f, v in zip(converts, r)) + ")" for r in live
+                )
                 with zero_signs_kept(self.conn, negative), guard.appending(storage):
-                    self.conn.execute(
-                        f"INSERT INTO {info.storage} ({plain}) VALUES "
-                        + ", ".join("(" + ", ".join(f(v) for f, v in zip(converts, r)) + ")" for r in live)
-                    )
+                    try:
+                        self.conn.execute(insert)
+                    except DatabaseError as exc:  # the engine's log takes about the statement's size, and more
+                        self._raise_storage_failed(exc, 4 * len(insert) + (1 << 20))
+                        raise
             out.moved += len(live)
             out.removed += len(batch) - len(live)
             self.acquire()  # renew the lock: a big table takes many batches

@@ -1,0 +1,113 @@
+"""Review of 60e86d9..HEAD: large_write_failed must not take an ordinary error for a full disk.
+
+A StorageFull from large_write_failed is not a local refusal: it calls tique.storage_failed(), after which the C
+module refuses every commit of every client until the database is opened again. So it must fire only on a write
+the engine failed for want of space. Each case runs in a child process on a database of its own (the C module's
+"broken" flag and free-space watch are per process, and this process holds the session's embedded database).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+CHILD = r"""
+import json, sys
+import tique
+from tique import errors, storage
+
+url, case = sys.argv[1], sys.argv[2]
+conn = tique.connect(url)
+cur = conn.cursor()
+cur.execute("CREATE TABLE t (k VARCHAR(40) PRIMARY KEY, v INT)")
+conn.commit()
+cur.execute("INSERT INTO t VALUES ('disk full', 1)")
+conn.commit()
+first = None
+try:
+    if case == "load_refused":
+        # the key was committed and is not checkpointed yet: bulk_load refuses it (IntegrityError), naming the key
+        conn.bulk_load("t", [("disk full", 2)])
+    elif case == "ddl_name_taken":
+        cur.execute('CREATE TABLE "append failed" (k INT PRIMARY KEY)')
+        conn.commit()
+        cur.execute('CREATE TABLE "append failed" (k INT PRIMARY KEY)')  # ProgrammingError: name in use
+    elif case == "ddl_conflict_above_minimum":
+        # 32 MB above tique's minimum: commits are accepted (by tique and by the C module, which sees the real
+        # disk); a genuine DDL-vs-DDL conflict (MonetDB's 40000 "concurrency conflicts", as another session's
+        # concurrent DDL gives it) is simulated
+        storage.free_bytes = lambda directory: storage.min_free_bytes() + (32 << 20)
+        import tique.connection as connection
+
+        def conflicting(*args, **kwargs):
+            raise errors.from_monetdb(
+                "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
+            )
+
+        connection.run_ddl = conflicting
+        cur.execute("CREATE TABLE u (k INT PRIMARY KEY)")
+except tique.Error as exc:
+    first = type(exc).__name__
+try:
+    conn.rollback()
+except tique.Error:
+    pass
+other = tique.connect(url)
+try:
+    other.cursor().execute("INSERT INTO t VALUES ('x', 3)")
+    other.commit()
+    later = None
+except tique.Error as exc:
+    later = f"{type(exc).__name__}: {exc}"[:200]
+print(json.dumps({"first": first, "later": later}))
+"""
+
+
+def run_child(tmp_path: Path, case: str) -> dict[str, object]:
+    url = f"monetdbe://{tmp_path / 'db'}"
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, url, case], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("load_refused", "UniqueViolation"),  # (an IntegrityError) user data ('disk full') in tique's own message
+        ("ddl_name_taken", "ProgrammingError"),  # a user's table name ('append failed') in the message
+        ("ddl_conflict_above_minimum", "SerializationFailure"),  # a genuine conflict, disk above the minimum
+    ],
+)
+def test_an_ordinary_error_does_not_stop_every_commit(tmp_path: Path, case: str, expected: str) -> None:
+    result = run_child(tmp_path, case)
+    assert result["first"] == expected, result
+    assert result["later"] is None, f"a later commit of another connection was refused: {result}"
+
+
+def test_over_mapi_a_refused_load_naming_a_key_does_not_stop_the_server(tmp_path: Path) -> None:
+    """The same through ``tique serve`` (a client logged in as the owner may call storage_failed())."""
+    from tests.conftest import start_serve
+
+    server = start_serve(tmp_path / "served")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, server.url, "load_refused"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        server.stop()
+    assert result["first"] == "UniqueViolation", result  # an IntegrityError
+    assert result["later"] is None, f"a later commit of another connection was refused: {result}"
