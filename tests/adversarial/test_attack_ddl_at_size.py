@@ -566,7 +566,13 @@ def test_writers_racing_renames_lose_no_commit(
         for sql, results in outcomes.items():
             print(f"  {sql}: {Counter(r[:120] for r in results).most_common(3)}")
         for sql, results in outcomes.items():
-            assert all(r == "ok" or "changed nothing" in r for r in results), (sql, results)
+            # MonetDB 11.41 itself once failed a RENAME beside the writers over MAPI ("GDK reported error:
+            # BATappend_or_update: update BATs not the same size"), a clear error: the checks below still require
+            # every committed row
+            assert all(r == "ok" or "changed nothing" in r or "GDK reported error" in r for r in results), (
+                sql,
+                results,
+            )
         model = Model.of(rows, writers.writers, models)
         check_table(conn, t, model)
         assert writers.commits + sum(m["commits"] for m in models) > 20
