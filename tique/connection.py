@@ -29,7 +29,7 @@ from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
 from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
-from tique.storage import LARGE_WRITE_SLACK, large_write_failed
+from tique.storage import LARGE_WRITE_SLACK
 from tique.transaction import CommitResult, Transaction
 from tique.versioned import versioned
 from tique.zero_signs import KEEPING, SAFE
@@ -468,19 +468,13 @@ class Connection:
                 result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
         except errors.DatabaseError as exc:
             # only CREATE TABLE AS writes rows, into a table nobody else knows yet: other DDL may really conflict
-            self._raise_write_failed(exc, LARGE_WRITE_SLACK if _creates_rows(plan.tree) else 0)
+            self.db.storage.raise_if_large_write_failed(
+                exc, self._raw, LARGE_WRITE_SLACK if _creates_rows(plan.tree) else 0
+            )
             raise
         if self._txn is not None:
             self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)
         return result
-
-    def _raise_write_failed(self, exc: errors.DatabaseError, conflict_slack: int) -> None:
-        """Raise the StorageFull that ``exc``, from DDL or a bulk load, is when the engine failed the write for want
-        of space (tique/storage.py, large_write_failed): then commits stop everywhere until the database reopens,
-        since the engine may acknowledge later ones it does not keep."""
-        failed = large_write_failed(exc, self.db.storage, self._raw, conflict_slack)
-        if failed is not exc:
-            raise failed from exc
 
     # ---- PEP 249 -------------------------------------------------------------------------------------------
 
@@ -613,7 +607,7 @@ class Connection:
         except errors.DatabaseError as exc:
             # a load's rows go to its session's staging table (or COPY) first, which nothing else writes; its move
             # into Storage retries real conflicts itself
-            self._raise_write_failed(exc, LARGE_WRITE_SLACK)
+            self.db.storage.raise_if_large_write_failed(exc, self._raw, LARGE_WRITE_SLACK)
             raise
         finally:
             if txn is not None:  # its own load does not fail this session's transaction (it only read the table)

@@ -325,7 +325,7 @@ def stuck_commit(exc: BaseException) -> int | None:
 # ---- MonetDB conditions without a code of their own ---------------------------------------------------------
 # MonetDB gives these a generic SQLSTATE (42000) or none: its words tell them apart, and only here.
 
-_WRITE_FAILED = re.compile(r"append failed|no space left|disk (is )?full|could not extend", re.I)
+_WRITE_FAILED = re.compile(r"\s*(append failed|no space left|disk (is )?full|could not extend)", re.I)
 
 
 def engine_syntax_error(exc: BaseException) -> bool:
@@ -371,9 +371,11 @@ def login_refused(exc: BaseException) -> bool:
     return _LOGIN_REFUSED.search(str(exc)) is not None
 
 
-def engine_write_failed(exc: BaseException) -> bool:
-    """The engine failed a write for want of space: it says so in words only (tique/storage.py)."""
-    return _WRITE_FAILED.search(str(exc)) is not None
+def engine_write_failed(exc: BaseException, opening: bool = False) -> bool:
+    """The engine failed a write for want of space: it says so in words only (tique/storage.py). ``opening``: only
+    when its message opens with them (a message of tique's may quote a key value or a table name 'disk full')."""
+    words = _WRITE_FAILED.match if opening else _WRITE_FAILED.search
+    return words(str(exc)) is not None
 
 
 def lost_to_concurrency(exc: BaseException) -> bool:

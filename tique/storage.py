@@ -15,9 +15,9 @@ under it:
   may miss a write it acknowledged: commits are refused by every client until the database is opened again
   (``tique.storage_failed()`` tells the C module; recovery at the next open replays the log);
 - so is one raised by a large write outside a commit's flush (a bulk load, DDL, the checkpointer's batches):
-  its failed log append gives its space back, so its "concurrency conflicts" counts within LARGE_WRITE_SLACK of
-  the minimum (``large_write_failed``; a failed checkpoint or CREATE TABLE AS was followed by acknowledged
-  commits the engine lost).
+  its failed log append gives its space back, so its "concurrency conflicts" counts within a slack of the
+  minimum sized by the write (``StorageGuard.raise_if_large_write_failed``; a failed checkpoint or CREATE TABLE
+  AS was followed by acknowledged commits the engine lost).
 """
 
 from __future__ import annotations
@@ -135,6 +135,25 @@ class StorageGuard:
             return exc
         return self.failed(exc, conn)
 
+    def raise_if_large_write_failed(self, exc: DatabaseError, conn: RawConnection, conflict_slack: int = 0) -> None:
+        """Raise StorageFull when ``exc``, from a large write outside a commit's flush (DDL, a bulk load, a
+        checkpoint's batch), is a write the engine failed for want of space; the engine is then told to refuse
+        commits until the database reopens, since a commit it acknowledged later could be lost with its log. Only
+        MonetDB's own words count, opening its message ("Append failed"...); its "Could not allocate space" when
+        the disk is within LARGE_WRITE_SLACK of the minimum (the failed write gave its space back); its
+        "concurrency conflicts" within ``conflict_slack``: give one only for a write that cannot really conflict
+        (a session's own staging table, a new table), or as large as the write, since a real conflict taken for a
+        full disk stops every writer. Over MAPI the engine is asked, without the slack."""
+        if isinstance(exc, StorageFull):
+            raise self.stop(exc)
+        conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
+        if (
+            engine_write_failed(exc, opening=True)
+            or (_NO_ROOM.match(str(exc)) and self._low(conn, LARGE_WRITE_SLACK))
+            or (conflict and self._low(conn, conflict_slack))
+        ):
+            raise self.failed(exc, conn) from exc
+
     def failed(self, exc: DatabaseError, conn: RawConnection) -> StorageFull:
         """The engine failed a write for want of space: writes stop until the database is opened again, here and
         (through the C module) for every client of the kernel."""
@@ -146,9 +165,6 @@ class StorageGuard:
         return self.stop(StorageFull(self.broken))
 
 
-# MonetDB's own words for a failed write open its message; a message of tique's that quotes a key value or a table
-# name ("disk full") does not start with them
-_FAILED_WRITE = re.compile(r"\s*(append failed|no space left|disk (is )?full|could not extend)", re.I)
 _NO_ROOM = re.compile(r"\s*could not allocate space", re.I)  # a heap that cannot grow, on disk or in memory
 
 
@@ -158,27 +174,3 @@ def guard_of(conn: RawConnection) -> StorageGuard:
     engine = getattr(conn, "engine", None) or getattr(getattr(conn, "raw", None), "engine", None)
     directory = getattr(engine, "path", None)
     return StorageGuard(directory, remote=directory is None)
-
-
-def large_write_failed(
-    exc: DatabaseError, guard: StorageGuard, conn: RawConnection, conflict_slack: int = 0
-) -> DatabaseError:
-    """``exc``, or the StorageFull it is when a large write outside a commit's flush (DDL, a bulk load, a
-    checkpoint's batch) failed for want of space; the engine is then told to refuse commits until the database
-    reopens, since a commit it acknowledged later could be lost with its log. Only MonetDB's own words count
-    ("Append failed"...); its "Could not allocate space" when the disk is within LARGE_WRITE_SLACK of the
-    minimum (the failed write gave its space back); its "concurrency conflicts" within ``conflict_slack``: give
-    one only for a write that cannot really conflict (a session's own staging table, a new table), or as large as
-    the write, since a real conflict taken for a full disk stops every writer. Over MAPI the engine is asked,
-    without the slack."""
-    if isinstance(exc, StorageFull):
-        return guard.stop(exc)
-    message = str(exc)
-    conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
-    if (
-        _FAILED_WRITE.match(message)
-        or (_NO_ROOM.match(message) and guard._low(conn, LARGE_WRITE_SLACK))
-        or (conflict and guard._low(conn, conflict_slack))
-    ):
-        return guard.failed(exc, conn)
-    return exc

@@ -61,7 +61,7 @@ from tique.params import literal
 from tique.rewrite.snapshot import NO_LIMIT
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 from tique.settings import CHECKPOINT_LOCK_LEASE_MS
-from tique.storage import guard_of, large_write_failed
+from tique.storage import guard_of
 from tique.zero_signs import zero_signs_kept
 
 WRITE_BATCH = 1000  # Storage rows per statement
@@ -253,7 +253,7 @@ class Checkpointer:
             self._tables_and_metadata(report)
         except DatabaseError as exc:  # the run's log row says why it stopped
             try:
-                self._raise_storage_failed(exc)
+                self._storage.raise_if_large_write_failed(exc, self.conn)  # its log row, a batch's StorageFull
             except StorageFull as full:
                 exc = full
             report.errors.append(f"{type(exc).__name__}: {exc}")
@@ -289,7 +289,7 @@ class Checkpointer:
                         "holds them (a misread scan?); they stay in the Cache, the next run writes them again"
                     )
             except DatabaseError as exc:
-                self._raise_storage_failed(exc)
+                self._storage.raise_if_large_write_failed(exc, self.conn)  # a batch's StorageFull stops the run
                 report.errors.append(f"{name}: {exc}")
             self.acquire()  # renew the lock between tables
         if not report.errors:
@@ -313,18 +313,6 @@ class Checkpointer:
                 continue
             empty.update(batch[int(i)].cache for i, count in rows if not int(count))
         return empty
-
-    def _raise_storage_failed(self, exc: DatabaseError, conflict_slack: int = 0) -> None:
-        """Raise the StorageFull ``exc`` is when the engine failed one of this run's writes (a batch into Storage,
-        its log row) for want of space: the engine is then told to refuse every commit until the database
-        reopens, since its log may miss what it acknowledges from then on (tique/storage.py). A conflict counts
-        within ``conflict_slack`` of the minimum free: a batch's own size (a bulk load or ALTER running beside
-        the checkpointer can really conflict with its Storage writes)."""
-        failed = large_write_failed(exc, self._storage, self.conn, conflict_slack)
-        if failed is exc and isinstance(exc, StorageFull):
-            raise exc  # one of a batch's, already judged: the run stops
-        if failed is not exc:
-            raise failed from exc
 
     def _hook(self, step: str) -> None:
         if self.step_hook:
@@ -425,8 +413,10 @@ class Checkpointer:
                 with zero_signs_kept(self.conn, negative), guard.appending(storage):
                     try:
                         self.conn.execute(insert)
-                    except DatabaseError as exc:  # the engine's log takes about the statement's size, and more
-                        self._raise_storage_failed(exc, 4 * len(insert) + (1 << 20))
+                    except DatabaseError as exc:
+                        # a conflict counts near a full disk by the batch's size (the engine's log takes about the
+                        # statement's size, and more): a bulk load or ALTER beside it can really conflict
+                        self._storage.raise_if_large_write_failed(exc, self.conn, 4 * len(insert) + (1 << 20))
                         raise
             out.moved += len(live)
             out.removed += len(batch) - len(live)
