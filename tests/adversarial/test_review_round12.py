@@ -1,6 +1,7 @@
-"""Review of 60e86d9..HEAD: StorageGuard.raise_if_large_write_failed must not take an ordinary error for a full disk.
+"""Review of 60e86d9..HEAD: a large write's judge (StorageGuard.raise_if_large_write_failed) must not take an
+ordinary error for a full disk.
 
-A StorageFull from StorageGuard.raise_if_large_write_failed is not a local refusal: it calls tique.storage_failed(), after which the C
+Its StorageFull is not a local refusal: it calls tique.storage_failed(), after which the C
 module refuses every commit of every client until the database is opened again. So it must fire only on a write
 the engine failed for want of space. Each case runs in a child process on a database of its own (the C module's
 "broken" flag and free-space watch are per process, and this process holds the session's embedded database).
