@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from tique import deep
 from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
@@ -205,8 +206,12 @@ def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: boo
     key = (sql, with_params, options, db.catalog.version)
     plan = db.plans.get(key)
     if plan is None:
-        with lifting():  # long IN lists skip parsing and rewriting (rewrite/lists.py)
-            plan = _plan(db, conn, sql, with_params, options)
+
+        def lifted() -> Plan:
+            with lifting():  # long IN lists skip parsing and rewriting (rewrite/lists.py)
+                return _plan(db, conn, sql, with_params, options)
+
+        plan = deep.planned(lifted, "the statement")
         if not isinstance(plan, (DDL, Control)):
             db.plans.put((sql, with_params, options, db.catalog.version), plan)
     return plan

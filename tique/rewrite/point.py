@@ -117,14 +117,19 @@ class KeyUpdate:
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    node = node.this if isinstance(node, exp.Where) else node
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+    """The conjuncts of a WHERE, through parentheses, in order (without recursion: a chain of 2,000 ANDs nests
+    2,000 deep)."""
+    found: list[exp.Expression] = []
+    todo = [] if node is None else [node.this if isinstance(node, exp.Where) else node]
+    while todo:
+        node = todo.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            todo += (node.expression, node.this)
+        else:
+            found.append(node)
+    return found
 
 
 def _own_column(node: exp.Expression, alias: str, info: TableInfo) -> str | None:
