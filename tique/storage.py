@@ -146,7 +146,8 @@ class StorageGuard:
         full disk stops every writer. Over MAPI the engine is asked, without the slack."""
         if isinstance(exc, StorageFull):
             raise self.stop(exc)
-        conflict = isinstance(exc, SerializationFailure) and exc.sqlstate == "40000"
+        # a write retried on every conflict (engine.base.retried_on_conflict) ends on the last one
+        conflict = any(isinstance(e, SerializationFailure) and e.sqlstate == "40000" for e in (exc, exc.__cause__))
         if (
             engine_write_failed(exc, opening=True)
             or (_NO_ROOM.match(str(exc)) and self._low(conn, LARGE_WRITE_SLACK))

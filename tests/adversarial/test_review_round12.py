@@ -53,6 +53,22 @@ try:
 
         connection.run_ddl = conflicting
         cur.execute("CREATE TABLE u (k INT PRIMARY KEY)")
+    elif case.startswith("load_move_conflicts_"):
+        # the move of a load into Storage fails with MonetDB's 40000 "concurrency conflicts" on every try, as a
+        # log append that failed for want of space reads: its retries end in a SerializationFailure (40001) whose
+        # cause is that conflict. 32 MB above the minimum (within a load's slack) that is a full disk; 512 MB above,
+        # a conflict to run again
+        room = 32 if case.endswith("near_minimum") else 512
+        storage.free_bytes = lambda directory: storage.min_free_bytes() + (room << 20)
+        import tique.bulk_load as bulk_load
+
+        def conflicting(*args, **kwargs):
+            raise errors.from_monetdb(
+                "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
+            )
+
+        bulk_load._cache_may_hide = conflicting
+        conn.bulk_load("t", [("loaded", 2)])
 except tique.Error as exc:
     first = type(exc).__name__
 try:
@@ -91,6 +107,20 @@ def test_an_ordinary_error_does_not_stop_every_commit(tmp_path: Path, case: str,
     result = run_child(tmp_path, case)
     assert result["first"] == expected, result
     assert result["later"] is None, f"a later commit of another connection was refused: {result}"
+
+
+def test_a_load_whose_move_fails_on_every_try_near_a_full_disk_stops_commits(tmp_path: Path) -> None:
+    """retried_on_conflict's last SerializationFailure (40001) carries the engine's 40000 as its cause: judged as
+    the conflict it is (it was taken for a plain conflict, and later commits went on while the log may miss the
+    write)."""
+    (tmp_path / "near").mkdir()
+    (tmp_path / "far").mkdir()
+    near = run_child(tmp_path / "near", "load_move_conflicts_near_minimum")
+    assert near["first"] == "StorageFull", near
+    assert near["later"] is not None and "StorageFull" in str(near["later"]), near
+    far = run_child(tmp_path / "far", "load_move_conflicts_far_from_minimum")
+    assert far["first"] == "SerializationFailure", far
+    assert far["later"] is None, far
 
 
 def test_over_mapi_a_refused_load_naming_a_key_does_not_stop_the_server(tmp_path: Path) -> None:
