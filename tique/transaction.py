@@ -277,7 +277,8 @@ class Transaction:
                 self.run(template or read.versions, bound.rendered, plan.reads, plan.point_keys, stored=stored),
                 read.versions_decode,
             )
-            return self._hold_found(info, keys, newest_versions(info, result.rows))
+            found = [tuple(r) for r in result.rows] if template is not None else newest_versions(info, result.rows)
+            return self._hold_found(info, keys, found)
         result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
         return self._hold_found(info, keys, [tuple(r) for r in result.rows])
 

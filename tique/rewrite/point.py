@@ -54,7 +54,8 @@ class KeyRead:
     # instead of ``full`` when not None: every visible version of the keys, ranked by the client (newest_versions)
     versions: Template | None = None
     versions_decode: Decode | None = None
-    # as ``versions``, for keys no Cache row has (tique/cache_keys.py): their Storage rows alone
+    # as ``versions``, for keys no Cache row has (tique/cache_keys.py): their Storage rows alone, one per key, with
+    # no version columns (nothing to rank)
     stored: Template | None = None
     # ``full`` and ``every`` before they become snapshots: made when first used (most plans never use them, and
     # each costs milliseconds to print; an UPDATE's or DELETE's plan carries a KeyRead too)
@@ -220,7 +221,7 @@ def key_read(select: exp.Expression, lookup: Lookup, options: ReadOptions) -> Ke
     versions_decode = None if versions is None else wrap_outputs(versions, [*types, None, None, None])
     stored = _versions(full, info, options, cached=False)
     if stored is not None:
-        wrap_outputs(stored, [*types, None, None, None])  # the same columns as ``versions``, read the same way
+        wrap_outputs(stored, types)  # the stored columns of ``versions``, read the same way (versions_decode)
     return KeyRead(
         info, slots, tuple(outputs), decode, every_decode, None if versions is None else Template.from_tree(versions),
         versions_decode, None if stored is None else Template.from_tree(stored), full, every, options,
