@@ -67,6 +67,7 @@ class Transaction:
     ) -> None:
         self.db = db
         self.conn = conn
+        self.reader: Any = None  # the session this transaction's reads run on, when not ``conn`` (Connection._read)
         self.settings = settings
         self.last_generated: int | None = None  # the first key the last INSERT generated
         self.failed: str | None = None  # set when the transaction can only be rolled back
@@ -174,7 +175,7 @@ class Transaction:
         self.read_names.update(reads)
         self.flush(self.to_flush(reads, point_keys, params, names))
         values = {**self.slots(), **params}
-        conn = self.conn
+        conn = self.reader or self.conn
         if isinstance(conn, PreparingConnection):
             prepared = conn
 
