@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique.errors import DataError, NotSupportedError
+from tique.errors import DataError, NotSupportedError, ProgrammingError
 
 # Enough digits for DECIMAL(38,x) and HUGEINT (Python's default context has 28); MonetDB rounds half away from
 # zero when it drops digits (CAST(1.005 AS DECIMAL(10,2)) = 1.01, -1.005 -> -1.01).
@@ -31,7 +31,7 @@ def python_value(node: exp.Expression) -> Any:
         return bool(node.this)
     if isinstance(node, exp.Literal):
         if node.is_string:
-            return node.this
+            return monetdb_string(node.this)
         text = node.this
         if any(ch in text for ch in ".eE"):
             return decimal.Decimal(text) if "e" not in text.lower() else float(text)
@@ -43,6 +43,32 @@ def python_value(node: exp.Expression) -> Any:
     if isinstance(node, exp.Paren):
         return python_value(node.this)
     raise NotSupportedError(f"not a literal: {node.sql()}")
+
+
+_ESCAPED = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([uU])|(.))", re.S)
+_CONTROL = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "b": "\b", "a": "\a"}
+
+
+def monetdb_string(text: str) -> str:
+    """The string MonetDB 11.41 reads from a string literal's text (between its quotes, '' already one quote): it
+    reads backslash escapes in every string literal, unlike the SQL standard - \\n, \\t, \\r, \\f, \\b, \\a,
+    \\ooo (octal), \\xhh, \\uhhhh, \\Uhhhhhhhh; any other \\c is c - and a NUL ends the string (measured)."""
+    if "\\" not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        octal, hexa, u4, u8, bad_u, other = m.groups()
+        if octal or hexa or u4 or u8:
+            return chr(int(octal, 8) if octal else int(hexa or u4 or u8, 16))
+        if bad_u:
+            raise ProgrammingError(
+                f"invalid \\{bad_u} escape in the string literal {text!r}: MonetDB reads \\u and 4 hex digits, "
+                "\\U and 8",
+                "42000",
+            )
+        return _CONTROL.get(other, other)
+
+    return _ESCAPED.sub(one, text).split("\0", 1)[0]
 
 
 # ---- column types ------------------------------------------------------------------------------------------
