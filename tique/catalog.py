@@ -36,6 +36,7 @@ Catalog changes and concurrent transactions (several processes share one engine,
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import json
 import re
@@ -90,12 +91,18 @@ def default_sql(value: Any) -> str:
 
 
 def _spec_default(value: Any) -> Any:
-    return {"sql": str(value)} if isinstance(value, SqlDefault) else value
+    if isinstance(value, SqlDefault):
+        return {"sql": str(value)}
+    if isinstance(value, decimal.Decimal):  # DEFAULT 0.00: JSON has no decimals, and a float would round it
+        return {"decimal": str(value)}
+    return value
 
 
 def _read_default(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
+    if "decimal" in value:
+        return decimal.Decimal(value["decimal"])
     text = str(value["sql"])
     return SequenceDefault(text) if text.startswith("NEXT VALUE FOR ") else SqlDefault(text)
 
