@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError
 from tique.params import Params, check, inline, literal, normalize, pad_lists
+from tique.rewrite.values import check_utf8
 
 if TYPE_CHECKING:
     from tique.connection import Connection
@@ -116,9 +117,14 @@ def bind(operation: str, parameters: Any) -> tuple[str, Params]:
     without parameters."""
     if not isinstance(operation, str):
         raise ProgrammingError(f"the statement must be a str, not {type(operation).__name__}")
+    check_utf8(operation, "the statement")
     params = normalize(parameters)
     if params is None:
         return operation, None
+    for at, value in params.items() if isinstance(params, Mapping) else enumerate(params, start=1):
+        for one in value if isinstance(value, (list, tuple, set, frozenset)) else (value,):
+            if isinstance(one, str):
+                check_utf8(one, f"parameter {at!r}" if isinstance(at, str) else f"parameter {at}")
     if check(operation, params).embedded:
         return inline(operation, params), None
     if isinstance(params, tuple):

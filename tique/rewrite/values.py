@@ -251,10 +251,28 @@ def _to_bool(value: Any, kind: SqlType) -> bool:
     return bool(value)
 
 
+def check_utf8(text: str, what: str) -> None:
+    """MonetDB stores UTF-8: a str that has no UTF-8 form (a lone surrogate, as os.fsdecode gives for bytes that
+    are not UTF-8) is refused before any of it is buffered or sent (it failed later as a bare UnicodeEncodeError,
+    at a flush or COMMIT that lost the transaction's earlier writes)."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise DataError(
+            f"{what} holds {text[exc.start : exc.end]!r} at position {exc.start}, which has no UTF-8 form (a lone "
+            "surrogate: text decoded with errors='surrogateescape'); MonetDB stores UTF-8: decode the bytes with "
+            "errors='replace', or store them in a BLOB",
+            "22021",
+        ) from None
+
+
 def _to_text(value: Any, kind: SqlType) -> str:
     text = value if isinstance(value, str) else str(value)
     if "\x00" in text:
         raise DataError("a string with a NUL character cannot be stored in MonetDB", "22021")
+    check_utf8(text, "the value")
     if kind.length is not None and len(text) > kind.length:
         raise DataError(f"value too long for type (var)char({kind.length}): {len(text)} characters", "22001")
     return text
