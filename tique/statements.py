@@ -350,6 +350,12 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         held = key_read(tree, lookup, options)  # before the tree changes below
         names = names_read(tree, lookup)
         decode = exact_read(tree, lookup)  # typed from the catalog before tables become snapshots
+        if tree.find(exp.Lateral) and any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
+            raise NotSupportedError(
+                "LATERAL over a tique table is not supported by tique: MonetDB 11.41 answers a LATERAL subquery over "
+                "a snapshot wrongly (rows deleted in the snapshot came back). Write it as a join with GROUP BY, or as "
+                "a correlated subquery in the SELECT list or WHERE"
+            )
         if tree.find(exp.TableSample) and any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
             raise NotSupportedError(
                 "TABLESAMPLE is not supported by tique (nor by MonetDB 11.41): sample with MonetDB's SAMPLE clause "
