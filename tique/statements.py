@@ -336,8 +336,13 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             return plan_update(tree, lookup, options)
         if isinstance(tree, exp.Delete):
             return plan_delete(tree, lookup, options)
-    except LookupError:
-        return PassThrough(Template.from_tree(tree))  # a write to a table tique does not manage
+    except LookupError:  # a write to a table tique does not manage
+        if not any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
+            return PassThrough(Template.from_tree(tree))
+        # it reads tique tables: as the transaction's snapshot (with its own writes sent first), not as MonetDB's
+        # views of them (the latest committed state); the engine writes the plain table as the statement says
+        found = snapshot_reads(tree, lookup, options)
+        return ReadPlan(Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys)
     if isinstance(tree, exp.Merge):
         if not any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
             return PassThrough(Template.from_tree(tree))  # MonetDB's own MERGE on its own tables
