@@ -5,6 +5,7 @@ state), missing the transaction's own writes and seeing commits made after its s
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import tique
 from tique.database import Database
@@ -45,5 +46,27 @@ def test_writes_to_a_plain_table_read_the_transactions_snapshot(
         conn.commit()
         got = sorted(tuple(r) for r in raw.execute(f"SELECT k, v FROM {pl}").rows)
         assert got == [(1, 100), (2, 100), (4, 100), (11, 101), (12, 3), (14, 5)]
+    finally:
+        raw.close()
+
+
+def test_copy_into_a_plain_table_loads_as_monetdb_does(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """COPY INTO a plain table went through sqlglot's PostgreSQL COPY and failed ("expecting INTO"): it is sent
+    as written."""
+    pl = unique_name("copied")
+    source = tmp_path / "rows.csv"
+    source.write_text("1,2\n3,4\n5,6\n")
+    conn = connect()
+    raw = Database.get(url).connect_raw()
+    try:
+        raw.execute(f"CREATE TABLE {pl} (k INT, v INT) -- tique: plain")
+        cur = conn.cursor()
+        cur.execute(f"COPY INTO {pl} FROM '{source}' USING DELIMITERS ','")
+        cur.execute(f"COPY 2 RECORDS INTO {pl} FROM '{source}' USING DELIMITERS ','")
+        conn.commit()
+        got = sorted(tuple(r) for r in raw.execute(f"SELECT k, v FROM {pl}").rows)
+        assert got == sorted([(1, 2), (3, 4), (5, 6), (1, 2), (3, 4)])
     finally:
         raw.close()

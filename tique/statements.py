@@ -308,6 +308,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         info = lookup(parts[0] if len(parts) == 2 else None, parts[-1])
         if info is not None and info.kind == "tx":
             return _plan_copy(sql, copied, info, lookup, options)
+        if not with_params:  # into a table of MonetDB's own, from a file or STDIN: as written (sqlglot reads
+            return PassThrough(Template((sql,), ()))  # PostgreSQL's COPY, not MonetDB's)
 
     try:
         trees = parse(sql, with_params)
