@@ -7,6 +7,10 @@ from sqlglot.dialects.postgres import Postgres
 
 
 class MonetDB(Postgres):
+    # MonetDB sorts NULL as the smallest value: first ascending, last descending (PostgreSQL: the largest). With
+    # PostgreSQL's setting an explicit NULLS LAST ascending (NULLS FIRST descending) was dropped as the default
+    NULL_ORDERING = "nulls_are_small"
+
     class Generator(Postgres.Generator):
         # MonetDB reads INTERVAL '1' DAY, not PostgreSQL's INTERVAL '1 DAY' (a syntax error in 11.41)
         SINGLE_STRING_INTERVAL = False

@@ -51,7 +51,7 @@ FROM (
         "o_id",
         "o_acc",
         tq_deleted,
-        ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+        ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
       FROM (
         SELECT
           tq_c_1."o_id",

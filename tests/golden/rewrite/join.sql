@@ -49,7 +49,7 @@ FROM (
         "id",
         "owner",
         tq_deleted,
-        ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+        ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
       FROM (
         SELECT
           tq_c_1."id",
@@ -133,7 +133,7 @@ JOIN (
         "o_acc",
         "amount",
         tq_deleted,
-        ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+        ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
       FROM (
         SELECT
           tq_c_2."o_id",

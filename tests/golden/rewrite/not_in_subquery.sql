@@ -43,7 +43,7 @@ FROM (
       SELECT
         "id",
         tq_deleted,
-        ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+        ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
       FROM (
         SELECT
           tq_c_1."id",
@@ -124,7 +124,7 @@ WHERE
             "o_id",
             "o_acc",
             tq_deleted,
-            ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+            ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
           FROM (
             SELECT
               tq_c_2."o_id",

@@ -11,7 +11,7 @@ FROM (
       "i",
       "qty",
       tq_deleted,
-      ROW_NUMBER() OVER (PARTITION BY "w", "i" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+      ROW_NUMBER() OVER (PARTITION BY "w", "i" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
     FROM (
       SELECT
         "w",

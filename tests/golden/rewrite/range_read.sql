@@ -52,7 +52,7 @@ FROM (
         "id",
         "bal",
         tq_deleted,
-        ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+        ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
       FROM (
         SELECT
           tq_c_1."id",

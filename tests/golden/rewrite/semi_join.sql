@@ -100,7 +100,7 @@ FROM (
                   "id",
                   "bal",
                   tq_deleted,
-                  ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+                  ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
                 FROM (
                   SELECT
                     tq_c_3."id",
@@ -147,7 +147,7 @@ FROM (
         "o_acc",
         "amount",
         tq_deleted,
-        ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+        ROW_NUMBER() OVER (PARTITION BY "o_id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
       FROM (
         SELECT
           tq_c_1."o_id",
@@ -234,7 +234,7 @@ WHERE
             "id",
             "bal",
             tq_deleted,
-            ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk
+            ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY tq_cts DESC NULLS FIRST, tq_seq DESC NULLS FIRST) AS tq_rk
           FROM (
             SELECT
               tq_c_2."id",
