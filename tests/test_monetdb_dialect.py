@@ -106,3 +106,34 @@ def test_own_versions_still_win_the_ranking(tables: Tables) -> None:
     conn.commit()
     cur.execute(f"SELECT v FROM {t} WHERE k = 2")
     assert cur.fetchall() == [(51,)]
+
+
+# MonetDB's ^ is bitwise XOR, at the level of +, -, & and | (left to right); PostgreSQL's dialect read it as POWER.
+# MonetDB's # starts a comment to the end of the line.
+CARET = {
+    "xor_column": "SELECT k, v ^ 1, 5 ^ 3 FROM {t} ORDER BY k",
+    "xor_in_where": "SELECT k FROM {t} WHERE v ^ 1 = 6 ORDER BY k",
+    "xor_precedence": "SELECT k, 1 ^ 2 + 3, 1 + 2 ^ 3, 2 * 3 ^ 1, 6 ^ 3 * 2, 1 | 2 ^ 3, 7 & 1 ^ 2, -5 ^ 1 FROM {t}",
+    "xor_key_read": "SELECT v ^ k FROM {t} WHERE k = 2",
+    "hash_comment": "SELECT k, v # a comment, not an operator\n + 1 FROM {t} ORDER BY k",
+}
+
+
+@pytest.mark.parametrize("shape", list(CARET))
+def test_caret_is_bitwise_xor(tables: Tables, shape: str) -> None:
+    got, want = both(tables, CARET[shape], own_write=shape == "xor_in_where")
+    assert got == want
+
+
+def test_caret_writes_store_bitwise_xor(tables: Tables) -> None:
+    conn, raw, t, twin = tables
+    cur = conn.cursor()
+    for sql in ("UPDATE {t} SET v = v ^ 1 WHERE k = 2", "INSERT INTO {t} (k, v) VALUES (5, 5 ^ 3)"):
+        cur.execute(sql.format(t=t))
+        raw.execute(sql.format(t=twin))
+    conn.commit()
+    cur.execute(f"SELECT k, v FROM {t} ORDER BY k")
+    want = raw.execute(f"SELECT k, v FROM {twin} ORDER BY k").rows
+    assert [tuple(r) for r in cur.fetchall()] == [tuple(r) for r in want]
+    cur.execute("SELECT 5 ^ 3")
+    assert cur.fetchall() == [(6,)]
