@@ -137,3 +137,72 @@ def test_caret_writes_store_bitwise_xor(tables: Tables) -> None:
     assert [tuple(r) for r in cur.fetchall()] == [tuple(r) for r in want]
     cur.execute("SELECT 5 ^ 3")
     assert cur.fetchall() == [(6,)]
+
+
+# MonetDB functions PostgreSQL's dialect printed as PostgreSQL's (STRING_AGG, PERCENTILE_CONT ... WITHIN GROUP,
+# DAY_OF_WEEK, RANDOM, GEN_RANDOM_UUID, STUFF, TO_CHAR, TO_DATE, TRIM(chars FROM s)), which MonetDB has not, or
+# computed differently (log10(x) as LOG(10, x); 0x41, MonetDB's integer 65, as the blob X'41')
+AGGREGATES = ["group_concat(s)", "group_concat(s, ';')", "median(k)", "median(d)", "count(*), median(v)"]
+SCALARS = [
+    "dayofweek(dt)",
+    "dayofmonth(dt)",
+    "dayofyear(dt)",
+    "weekofyear(dt)",
+    "rand() IS NOT NULL",
+    "rand(5) IS NOT NULL",
+    "uuid() IS NOT NULL",
+    "insert(s, 1, 1, 'Q')",
+    "time_to_str(tm, '%H')",
+    "str_to_date('01/02/2024', '%m/%d/%Y')",
+    "str_to_time('10:11', '%H:%M')",
+    "str_to_timestamp('2024-01-02 10:11', '%Y-%m-%d %H:%M')",
+    "date_to_str(dt, '%d')",
+    "trim(s, 'x')",
+    "ltrim(s, 'x')",
+    "rtrim(s, 'x')",
+    "trim(s)",
+    "log10(d + 1)",
+    "log2(d + 1)",
+    "log(2, d + 1)",
+    "charindex('x', s, 2)",
+    "locate('x', s, 2)",
+    "0x41",
+    "0x41 + k",
+    "X'41'",
+]
+
+
+@pytest.mark.parametrize("call", AGGREGATES)
+def test_monetdb_aggregates_answer_as_plain_monetdb(tables: Tables, call: str) -> None:
+    got, want = both(tables, f"SELECT {call} FROM {{t}}")
+    assert got == want
+
+
+@pytest.mark.parametrize("call", SCALARS)
+def test_monetdb_functions_answer_as_plain_monetdb(tables: Tables, call: str) -> None:
+    got, want = both(tables, f"SELECT k, {call} FROM {{t}} ORDER BY k", own_write=True)
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    "where", ["dayofweek(dt) = 2", "trim(s, 'x') = 'abc'", "log10(d + 1) = 2", "v = 0x5", "locate('x', s, 2) = 5"]
+)
+def test_monetdb_functions_filter_as_plain_monetdb(tables: Tables, where: str) -> None:
+    got, want = both(tables, f"SELECT k FROM {{t}} WHERE {where} ORDER BY k")
+    assert got == want
+
+
+def test_monetdb_functions_write_as_plain_monetdb(tables: Tables) -> None:
+    conn, raw, t, twin = tables
+    cur = conn.cursor()
+    writes = (
+        "UPDATE {t} SET s = insert(trim(s, 'x'), 1, 1, 'Q'), v = 0x10 WHERE k = 1",
+        "INSERT INTO {t} (k, s, d) SELECT 9, group_concat(s, ';'), log10(median(d) + 1) FROM {t}",
+    )
+    for sql in writes:
+        cur.execute(sql.format(t=t))
+        raw.execute(sql.format(t=twin))
+    conn.commit()
+    cur.execute(f"SELECT k, v, s, d FROM {t} ORDER BY k")
+    want = raw.execute(f"SELECT k, v, s, d FROM {twin} ORDER BY k").rows
+    assert [tuple(r) for r in cur.fetchall()] == [tuple(r) for r in want]
