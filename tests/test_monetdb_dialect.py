@@ -206,3 +206,43 @@ def test_monetdb_functions_write_as_plain_monetdb(tables: Tables) -> None:
     cur.execute(f"SELECT k, v, s, d FROM {t} ORDER BY k")
     want = raw.execute(f"SELECT k, v, s, d FROM {twin} ORDER BY k").rows
     assert [tuple(r) for r in cur.fetchall()] == [tuple(r) for r in want]
+
+
+# a comment after the statement's ';' was counted as a second statement and refused
+TRAILING = [
+    "INSERT INTO {t} (k, v) VALUES (7, 70); -- seed row",
+    "UPDATE {t} SET v = v + 1 WHERE k = 2; /* by key */",
+    "DELETE FROM {t} WHERE k = 3;\n-- gone\n",
+    "INSERT INTO {t} (k, v) SELECT k + 10, v FROM {t} WHERE k < 3; # copied",
+]
+
+
+def test_a_comment_after_the_semicolon_is_no_second_statement(
+    tables: Tables, unique_name: Callable[[str], str]
+) -> None:
+    conn, raw, t, twin = tables
+    cur = conn.cursor()
+    for sql in TRAILING:
+        cur.execute(sql.format(t=t))
+        raw.execute(sql.format(t=twin))
+    cur.execute(f"SELECT k, v FROM {t} WHERE k = 2; -- by key")
+    assert cur.fetchall() == [(2, 6)]
+    conn.commit()
+    cur.execute(f"SELECT k, v FROM {t} ORDER BY k; /* all */")
+    want = raw.execute(f"SELECT k, v FROM {twin} ORDER BY k").rows
+    assert [tuple(r) for r in cur.fetchall()] == [tuple(r) for r in want]
+    created = unique_name("dialect_created")
+    cur.execute(f"CREATE TABLE {created} (k INT PRIMARY KEY); -- a new table")
+    conn.commit()
+    cur.execute(f"INSERT INTO {created} VALUES (1)")
+    conn.commit()
+    cur.execute(f"SELECT k FROM {created}; -- read back")
+    assert cur.fetchall() == [(1,)]
+
+
+def test_two_statements_are_still_refused(tables: Tables) -> None:
+    conn, _, t, _ = tables
+    cur = conn.cursor()
+    for sql in (f"SELECT 1; -- between\nSELECT k FROM {t}", "SELECT 1; SELECT 2; -- after"):
+        with pytest.raises(tique.ProgrammingError, match=r"one statement, got [23];"):
+            cur.execute(sql)

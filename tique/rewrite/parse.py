@@ -75,7 +75,9 @@ def parse(sql: str, with_params: bool) -> list[exp.Expression]:
     """Parse one or more statements; parameters become slots (``pN`` positional, ``n_HEX`` named)."""
     text = lift(number_placeholders(sql) if with_params else sql)
     try:
-        trees = [t for t in sqlglot.parse(text, read=MonetDB) if t is not None]
+        # a comment after the last ';' (``SELECT 1; -- note``) comes back as a statement of its own, an
+        # exp.Semicolon holding the comment: it is no statement, to MonetDB nor to tique
+        trees = [t for t in sqlglot.parse(text, read=MonetDB) if t is not None and not isinstance(t, exp.Semicolon)]
     except (ParseError, TokenError) as exc:
         raise Unparsed(f"syntax error: {_parser_said(exc)}", "42000") from None
     for tree in trees:
