@@ -331,6 +331,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     ):
         return DDL(tree, sql)
     tree = values_as_unions(tree)  # MonetDB misreads some VALUES tables (rewrite/values_lists.py)
+    tree = _with_inside(tree, lookup)
     try:
         if isinstance(tree, exp.Insert):
             return plan_insert(tree, lookup, options)
@@ -380,6 +381,28 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             stored=stored, names=names,
         )  # fmt: skip
     return PassThrough(Template.from_tree(tree))
+
+
+def _with_inside(tree: exp.Expression, lookup: Lookup) -> exp.Expression:
+    """``WITH x AS (...) INSERT INTO t SELECT ... FROM x`` as ``INSERT INTO t WITH x AS (...) SELECT ...`` (the same
+    statement to MonetDB), which tique plans; a WITH before an UPDATE or DELETE of a tique table is refused, naming
+    what to write instead (it failed as "no such table 'x'")."""
+    if not isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) or tree.args.get("with_") is None:
+        return tree
+    target = tree.this if isinstance(tree.this, exp.Table) else tree.this.find(exp.Table)
+    if target is None or not _managed(lookup, target):
+        return tree  # a write to MonetDB's own table
+    with_ = tree.args["with_"]
+    query = tree.expression if isinstance(tree, exp.Insert) else None
+    if isinstance(query, exp.Query) and query.args.get("with_") is None:
+        tree.set("with_", None)
+        query.set("with_", with_)
+        return tree
+    raise NotSupportedError(
+        f"WITH before {tree.key.upper()} on a tique table is not supported by tique: put the WITH's query where it is "
+        "used (a subquery in the WHERE or FROM), or for INSERT after INSERT INTO t (INSERT INTO t WITH x AS (...) "
+        "SELECT ...)"
+    )
 
 
 _COLUMN_LIST = re.compile(r"\s*\(([^()]*)\)")
