@@ -268,8 +268,22 @@ def check_utf8(text: str, what: str) -> None:
         ) from None
 
 
+def _as_text(value: Any) -> str:
+    """A value that is not a string, as MonetDB converts it to one: TRUE is 'true', a DOUBLE the fewest digits
+    that read back as it with at least 4 (C's %g: 100.0 is '100', 1e4 '1e+04'; checked against the engine on
+    1229 doubles), a decimal in positional form."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        digits = len(decimal.Decimal(repr(value)).normalize().as_tuple().digits)
+        return format(value, f".{max(4, digits)}g")
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    return str(value)
+
+
 def _to_text(value: Any, kind: SqlType) -> str:
-    text = value if isinstance(value, str) else str(value)
+    text = value if isinstance(value, str) else _as_text(value)
     if "\x00" in text:
         raise DataError("a string with a NUL character cannot be stored in MonetDB", "22021")
     check_utf8(text, "the value")
