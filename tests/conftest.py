@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -36,6 +36,17 @@ LONG = os.environ.get("TIQUE_TEST_LONG") == "1"
 def sized(small: T, long: T) -> T:
     """``long`` under `make test-long`, else ``small``."""
     return long if LONG else small
+
+
+def thinned(cases: Sequence[T], keep: Iterable[int]) -> list[T]:
+    """Every case under `make test-long`; under `make test` the cases at the indices ``keep`` (a deterministic
+    subset chosen to keep each kind of case: the first and last step of each phase, a committed and an uncommitted
+    one, ...)."""
+    if LONG:
+        return list(cases)
+    wanted = sorted(set(keep))
+    assert wanted and all(0 <= i < len(cases) for i in wanted), (wanted, len(cases))
+    return [cases[i] for i in wanted]
 
 
 def pytest_report_header() -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import tique
-from tests.conftest import ROOT, ServeProcess, sized, start_serve
+from tests.conftest import ROOT, ServeProcess, sized, start_serve, thinned
 from tests.physical import cache, storage
 from tique.checkpoint import STEPS as CHECKPOINT_STEPS
 from tique.checkpoint import Checkpointer, CheckpointerBusy, NotATiqueDatabase, check_database, stats
@@ -276,7 +276,9 @@ def test_refuses_a_database_without_tique(tmp_path: Path) -> None:
 STEPS = list(CHECKPOINT_STEPS)
 
 
-@pytest.mark.parametrize("step", STEPS)
+# `make test`: the first and the last step and every other one between them (tests/adversarial/
+# test_counters_never_go_back.py's kills take the others); `make test-long`: every step
+@pytest.mark.parametrize("step", thinned(STEPS, [0, 1, 3, 5, 7, len(STEPS) - 1]))
 def test_checkpointer_killed_mid_run_resumes(served: ServeProcess, step: str) -> None:
     suffix = f"k{STEPS.index(step)}"
     conn = tique.connect(served.url)
