@@ -21,6 +21,7 @@ import pytest
 
 import tique
 from tests.bursts import run_in_bursts
+from tests.conftest import sized
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -325,5 +326,7 @@ def transfers(url: str, seconds: float = 20) -> dict[str, Any]:
         finally:
             conn.close()
 
-    run_in_bursts(url, writer, reader, stop, writing, errors, seconds)
+    # `make test` stops once both forms ran 10 times (the test needs 5); `make test-long` runs the whole time
+    enough = sized(lambda: forms["storage"] >= 10 and forms["cache"] >= 10, lambda: False)
+    run_in_bursts(url, writer, reader, stop, writing, errors, seconds, enough=enough)
     return {"errors": errors, "forms": forms}

@@ -18,6 +18,7 @@ import pytest
 
 import tique
 from tests.bursts import run_in_bursts
+from tests.conftest import sized
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 
@@ -265,7 +266,7 @@ def transfers(url: str) -> dict[str, Any]:
 
     run_in_bursts(
         url, writer, reader, stop, writing, errors, 30, burst=0.5, pause=0.8,
-        enough=lambda: forms["storage"] >= 20 and forms["cache"] >= 20,
+        enough=lambda: forms["storage"] >= sized(10, 20) and forms["cache"] >= sized(10, 20),
     )  # fmt: skip
     return {"errors": errors, "forms": forms}
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
+from tests.conftest import sized
 from tique import workload
 from tique.checkpoint import Checkpointer
 from tique.workload import LOW_PRIORITY_NICE, LowPriorityThread, Workload
@@ -105,19 +106,21 @@ def test_a_reader_yields_while_another_connection_writes_and_stops_after(
 def test_a_yielding_read_rests_before_the_next_one_and_returns_at_once(connect: Connect, table: str) -> None:
     writer, reader = connect(), connect()
     # past the setting's bound (10), so that the rest dwarfs the engine's time however loaded the machine is
-    reader.settings = reader.settings.model_copy(update={"analytical_rest": 500.0})
+    # (`make test`: 100 times, `make test-long`: 500; embedded, 500 times the read took ~40 s on a busy machine)
+    rest = sized(100.0, 500.0)
+    reader.settings = reader.settings.model_copy(update={"analytical_rest": rest})
     write(writer, table)
     watch = Watch(reader)
     cur = reader.cursor()
     began = time.monotonic()
     cur.execute(ANALYTICAL.format(t=table))
     first = time.monotonic() - began
-    ran = the_read(watch.sent, table)[3]  # the engine's time: the rest is at least 500 times that
+    ran = the_read(watch.sent, table)[3]  # the engine's time: the rest is at least ``rest`` times that
     assert cur.fetchall() == [(sum(range(100)) + 1,)]
-    assert first < 501 * ran, "the first read waited for its own rest"
+    assert first < (rest + 1) * ran, "the first read waited for its own rest"
     cur.execute(ANALYTICAL.format(t=table))
     second = time.monotonic() - began
-    assert second >= 501 * ran * 0.99, (second, ran)
+    assert second >= (rest + 1) * ran * 0.99, (second, ran)
     assert cur.fetchall() == [(sum(range(100)) + 1,)]
     reader.rollback()
 

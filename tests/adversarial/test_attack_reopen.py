@@ -42,8 +42,8 @@ from tests.conftest import ROOT, sized
 from tique.engine import heap_repair
 
 ITERATIONS = int(os.environ.get("TIQUE_REOPEN_ITERATIONS") or sized(2, 30))
-T_ROWS = int(os.environ.get("TIQUE_REOPEN_T_ROWS") or sized(150_000, 1_000_000))
-LOAD_ROWS = int(os.environ.get("TIQUE_REOPEN_LOAD_ROWS") or sized(150_000, 400_000))
+T_ROWS = int(os.environ.get("TIQUE_REOPEN_T_ROWS") or sized(75_000, 1_000_000))
+LOAD_ROWS = int(os.environ.get("TIQUE_REOPEN_LOAD_ROWS") or sized(75_000, 400_000))
 WRITERS = 3
 REOPEN_TIMEOUT = 120
 KEY_SPAN = 10_000_000  # iteration i, writer w: keys (i + 1) * KEY_SPAN + w * 1_000_000 + n

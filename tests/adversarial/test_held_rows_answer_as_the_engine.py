@@ -170,7 +170,7 @@ def contents(conn: tique.Connection, table: str) -> list[tuple[Any, ...]]:
 # (key type, seed, when inserted keys are checked): a table keyed by an INT and a DECIMAL, or by two INTs.
 # TIQUE_HELD_ROWS_SEEDS=N runs N seeds of each instead (a long run). Each program is STEPS steps long.
 LONG = int(os.environ.get("TIQUE_HELD_ROWS_SEEDS", "0"))
-STEPS = sized(70, 160)
+STEPS = sized(45, 160)
 RUNS = [(0, 0, "immediate"), (0, 1, "flush"), (1, 2, "immediate"), (1, 3, "flush")]
 if LONG:
     RUNS = [(k, 100 + n, check) for n in range(LONG) for k in (0, 1) for check in ("immediate", "flush")]
