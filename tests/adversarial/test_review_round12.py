@@ -69,6 +69,47 @@ try:
 
         bulk_load._cache_may_hide = conflicting
         conn.bulk_load("t", [("loaded", 2)])
+    elif case.startswith("load_move_refused_once_"):
+        # the same conflict on the first try only: the retry succeeds, but the engine may have lost the failed
+        # write's log (later commits acknowledged and not kept), so near the minimum it must not go on
+        room = 32 if case.endswith("near_minimum") else 512
+        storage.free_bytes = lambda directory: storage.min_free_bytes() + (room << 20)
+        import tique.bulk_load as bulk_load
+
+        may_hide, tries = bulk_load._cache_may_hide, []
+
+        def conflicting_once(*args, **kwargs):
+            tries.append(1)
+            if len(tries) == 1:
+                raise errors.from_monetdb(
+                    "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
+                )
+            return may_hide(*args, **kwargs)
+
+        bulk_load._cache_may_hide = conflicting_once
+        conn.bulk_load("t", [("loaded", 2)])
+    elif case.startswith("checkpoint_delete_refused_once_"):
+        # the checkpointer's DELETE of moved Cache rows, refused once as a failed log write reads, then retried
+        from tique.checkpoint.algorithm import Checkpointer
+        from tique.database import Database
+
+        raw = Database.get(url).connect_raw()
+        real_execute, refused = raw.execute, []
+
+        def execute(sql, *args, **kwargs):
+            if sql.startswith("DELETE FROM") and "__cache" in sql and not refused:
+                refused.append(sql)
+                raise errors.from_monetdb(
+                    "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
+                )
+            return real_execute(sql, *args, **kwargs)
+
+        raw.execute = execute
+        checkpointer = Checkpointer(raw)
+        room = 0 if case.endswith("near_minimum") else 512  # a DELETE's log is small: its slack is too
+        storage.free_bytes = lambda directory: storage.min_free_bytes() + (room << 20)
+        checkpointer.run_once()
+        assert refused, "the checkpointer deleted no Cache row"
 except tique.Error as exc:
     first = type(exc).__name__
 try:
@@ -120,6 +161,22 @@ def test_a_load_whose_move_fails_on_every_try_near_a_full_disk_stops_commits(tmp
     assert near["later"] is not None and "StorageFull" in str(near["later"]), near
     far = run_child(tmp_path / "far", "load_move_conflicts_far_from_minimum")
     assert far["first"] == "SerializationFailure", far
+    assert far["later"] is None, far
+
+
+@pytest.mark.parametrize("write", ["load_move", "checkpoint_delete"])
+def test_a_conflict_near_a_full_disk_stops_commits_even_when_the_retry_succeeds(tmp_path: Path, write: str) -> None:
+    """A write retried on conflict (a load's move into Storage, the checkpointer's DELETE of moved Cache rows)
+    whose first try MonetDB refused with "concurrency conflicts" near the minimum free space: that may be its log
+    write failing for want of space, after which the engine acknowledges commits it does not keep. Each refusal is
+    judged before the retry (only the last one was): near the minimum writes stop; far from it the retry runs."""
+    (tmp_path / "near").mkdir()
+    (tmp_path / "far").mkdir()
+    near = run_child(tmp_path / "near", f"{write}_refused_once_near_minimum")
+    assert near["first"] == "StorageFull", near
+    assert near["later"] is not None and "StorageFull" in str(near["later"]), near
+    far = run_child(tmp_path / "far", f"{write}_refused_once_far_from_minimum")
+    assert far["first"] is None, far
     assert far["later"] is None, far
 
 

@@ -569,6 +569,9 @@ class Checkpointer:
             except DatabaseError as exc:
                 if not _conflict(exc):
                     raise
+                # MonetDB reports a log write that failed for want of space as this conflict, and then acknowledges
+                # commits it may not keep: near the minimum free space (by the DELETE's log, small) writes stop
+                self._storage.raise_if_large_write_failed(exc, self.conn, (1 << 20) + 16 * count)
                 report.conflicts += 1
                 time.sleep(delay * random.uniform(0.5, 1.5))
                 delay = min(delay * 2, 0.2)

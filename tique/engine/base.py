@@ -107,16 +107,22 @@ def one_transaction(conn: RawConnection) -> Iterator[None]:
         raise
 
 
-def retried_on_conflict(run: Callable[[], T], what: str, tries: int = 20) -> T:
+def retried_on_conflict(
+    run: Callable[[], T], what: str, tries: int = 20, judge: Callable[[Exception], None] | None = None
+) -> T:
     """``run()`` (an engine transaction that is all or nothing) again while MonetDB refuses it for a concurrent
     change of a table it touches (errors.lost_to_concurrency), with a growing pause; then a SerializationFailure that
-    says nothing changed."""
+    says nothing changed. ``judge`` sees every refusal before the retry and may raise instead: MonetDB reports a
+    log write that failed for want of space in the same words, and a retry that then succeeds would be acknowledged
+    by an engine that may not keep it (storage.py)."""
     for attempt in range(tries):
         try:
             return run()
         except Exception as exc:
             if not lost_to_concurrency(exc):
                 raise
+            if judge is not None:
+                judge(exc)
             if attempt == tries - 1:
                 raise SerializationFailure(
                     f"{what} lost to concurrent changes of the tables it touches {tries} times and changed nothing "
