@@ -39,9 +39,10 @@ from tique import catalog, ddl_parse, views
 from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result, one_transaction, retried_on_conflict
-from tique.errors import NotSupportedError, ProgrammingError, lost_to_concurrency
+from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, lost_to_concurrency
 from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
+from tique.storage import LARGE_WRITE_SLACK, guard_of
 from tique.versioned import versioned
 
 # Called with each step's name before the step: tests make a step fail here.
@@ -237,7 +238,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
                     _swap_view(conn, info, new)
                     _write_spec(conn, new)
 
-            _retried(publish, info)
+            _retried(publish, info, conn)
         except BaseException:
             for table in added:  # best effort: one left behind is dropped by the next ADD COLUMN of the name
                 with contextlib.suppress(Exception):
@@ -248,8 +249,9 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
 
 
 def _physical(conn: RawConnection, info: TableInfo, sql: str) -> None:
-    """A physical step on Storage or Cache as a statement of its own, again while it loses to an append."""
-    _retried(lambda: conn.execute(sql), info)
+    """A physical step on Storage or Cache as a statement of its own, again while it loses to an append. It may
+    write every row (ADD COLUMN ... DEFAULT): a refusal near a full disk is judged by a large write's slack."""
+    _retried(lambda: conn.execute(sql), info, conn, LARGE_WRITE_SLACK)
 
 
 def _drop_left_behind(conn: RawConnection, info: TableInfo, name: str) -> None:
@@ -307,7 +309,7 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
                     conn.execute(alter.format(table=table) + new_sql)
                 _write_spec(conn, new)
 
-        _retried(change, info)
+        _retried(change, info, conn)
 
     return new, apply
 
@@ -344,7 +346,7 @@ def _drop_column(conn: RawConnection, info: TableInfo, node: exp.Drop) -> tuple[
                 _swap_view(conn, info, new)
                 _write_spec(conn, new)
 
-        _retried(change, info)
+        _retried(change, info, conn)
         # past the commit point: the column is unused; dropping it is clean-up, and the ALTER has taken effect
         for table in (info.storage, info.cache):
             try:
@@ -426,13 +428,20 @@ def _renamed_under_view(conn: RawConnection, info: TableInfo, new: TableInfo, re
             conn.execute(views.create_sql(new))
             _write_spec(conn, new)
 
-    _retried(change, info)
+    _retried(change, info, conn)
 
 
-def _retried(change: Callable[[], object], info: TableInfo) -> None:
+def _retried(change: Callable[[], object], info: TableInfo, conn: RawConnection, slack: int = 0) -> None:
     """An ALTER's engine transaction, again while another session's append or DDL (all of it writes tique.tables)
-    makes MonetDB refuse it: it changed nothing, so it can run again."""
-    retried_on_conflict(change, f"ALTER TABLE {info.name}")
+    makes MonetDB refuse it: it changed nothing, so it can run again. Each refusal is judged first: MonetDB reports
+    a log write that failed for want of space in the same words (storage.py), within ``slack`` of the minimum."""
+    guard = guard_of(conn)
+
+    def judge(exc: Exception) -> None:
+        if isinstance(exc, DatabaseError):
+            guard.raise_if_large_write_failed(exc, conn, slack)
+
+    retried_on_conflict(change, f"ALTER TABLE {info.name}", judge=judge)
 
 
 def _taken(conn: RawConnection, schema: str, name: str, beside: bool) -> bool:

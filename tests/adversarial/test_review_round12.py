@@ -88,6 +88,24 @@ try:
 
         bulk_load._cache_may_hide = conflicting_once
         conn.bulk_load("t", [("loaded", 2)])
+    elif case.startswith("alter_add_column_refused_once_"):
+        # ADD COLUMN ... DEFAULT writes a value for every row: its physical step refused once, then retried
+        room = 32 if case.endswith("near_minimum") else 512
+        storage.free_bytes = lambda directory: storage.min_free_bytes() + (room << 20)
+        session, refused = conn._raw, []
+        real_execute = session.execute
+
+        def execute(sql, *args, **kwargs):
+            if "ADD COLUMN" in sql and not refused:
+                refused.append(sql)
+                raise errors.from_monetdb(
+                    "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
+                )
+            return real_execute(sql, *args, **kwargs)
+
+        session.execute = execute
+        cur.execute("ALTER TABLE t ADD COLUMN w INT DEFAULT 7")
+        assert refused, "the ALTER sent no ADD COLUMN"
     elif case.startswith("checkpoint_delete_refused_once_"):
         # the checkpointer's DELETE of moved Cache rows, refused once as a failed log write reads, then retried
         from tique.checkpoint.algorithm import Checkpointer
@@ -118,7 +136,7 @@ except tique.Error:
     pass
 other = tique.connect(url)
 try:
-    other.cursor().execute("INSERT INTO t VALUES ('x', 3)")
+    other.cursor().execute("INSERT INTO t (k, v) VALUES ('x', 3)")
     other.commit()
     later = None
 except tique.Error as exc:
@@ -164,9 +182,10 @@ def test_a_load_whose_move_fails_on_every_try_near_a_full_disk_stops_commits(tmp
     assert far["later"] is None, far
 
 
-@pytest.mark.parametrize("write", ["load_move", "checkpoint_delete"])
+@pytest.mark.parametrize("write", ["load_move", "checkpoint_delete", "alter_add_column"])
 def test_a_conflict_near_a_full_disk_stops_commits_even_when_the_retry_succeeds(tmp_path: Path, write: str) -> None:
-    """A write retried on conflict (a load's move into Storage, the checkpointer's DELETE of moved Cache rows)
+    """A write retried on conflict (a load's move into Storage, the checkpointer's DELETE of moved Cache rows, an
+    ADD COLUMN's physical step)
     whose first try MonetDB refused with "concurrency conflicts" near the minimum free space: that may be its log
     write failing for want of space, after which the engine acknowledges commits it does not keep. Each refusal is
     judged before the retry (only the last one was): near the minimum writes stop; far from it the retry runs."""
