@@ -58,6 +58,7 @@ PUBLIC_FUNCTIONS = (
     "expire",
     "next_ids",
     "storage_ok",
+    "storage_room",
     "advance_settled",
 )
 PUBLIC_PROCEDURES = ("put_outcome", "settle_outcome", "close_outcome")

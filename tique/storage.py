@@ -17,7 +17,9 @@ under it:
 - so is one raised by a large write outside a commit's flush (a bulk load, DDL, the checkpointer's batches):
   its failed log append gives its space back, so its "concurrency conflicts" counts within a slack of the
   minimum sized by the write (``StorageGuard.raise_if_large_write_failed``; a failed checkpoint or CREATE TABLE
-  AS was followed by acknowledged commits the engine lost).
+  AS was followed by acknowledged commits the engine lost). Each refusal a write retries is judged before the
+  retry (engine.base.retried_on_conflict's ``judge``); over MAPI the C module tells the room over the minimum
+  (``tique.storage_room()``).
 """
 
 from __future__ import annotations
@@ -111,10 +113,14 @@ class StorageGuard:
         return exc
 
     def _low(self, conn: RawConnection, slack: int = 0) -> bool:
-        """Is the disk under the minimum free (plus ``slack``) now? (Over MAPI: under the engine's minimum.)"""
+        """Is the disk under the minimum free (plus ``slack``) now? Over MAPI the engine's C module tells."""
         if self.directory is not None:
             free = free_bytes(self.directory)
             return free is not None and free < self.min_free + slack
+        try:
+            return int(conn.execute("SELECT tique.storage_room()").scalar()) < slack
+        except DatabaseError:
+            pass  # no C module (sequencer='sql'): the engine's minimum, if it can tell
         try:
             self.check(conn, ask=True)
         except StorageFull:

@@ -218,3 +218,30 @@ def test_over_mapi_a_refused_load_naming_a_key_does_not_stop_the_server(tmp_path
         server.stop()
     assert result["first"] == "UniqueViolation", result  # an IntegrityError
     assert result["later"] is None, f"a later commit of another connection was refused: {result}"
+
+
+def test_over_mapi_a_refusal_is_judged_by_the_servers_room_over_the_minimum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over MAPI the slack of a large write's judge was not applied (only "under the minimum" could be asked): the
+    C module now tells the room over the minimum (tique.storage_room()), so a refusal within a write's slack of
+    a full disk stops writes there as embedded."""
+    import tique
+    from tests.conftest import start_serve
+    from tique import storage
+
+    free = storage.free_bytes(str(tmp_path))
+    assert free is not None
+    monkeypatch.setenv(storage.MIN_FREE_ENV, str((free >> 20) - 512))  # the server keeps all but ~512 MB free
+    server = start_serve(tmp_path / "served")
+    try:
+        conn = tique.connect(server.url)
+        raw = conn._raw
+        room = int(raw.execute("SELECT tique.storage_room()").scalar())
+        assert 256 << 20 < room < 768 << 20, room
+        guard = storage.StorageGuard(None, remote=True)
+        assert not guard._low(raw, 64 << 20)  # a load's slack: far from full
+        assert guard._low(raw, 2 << 30)  # a write as large as 2 GB would not fit
+        conn.close()
+    finally:
+        server.stop()

@@ -31,6 +31,7 @@ CREATE OR REPLACE FUNCTION tique.bump_catalog() RETURNS BIGINT EXTERNAL NAME tiq
 CREATE OR REPLACE FUNCTION tique.wrote(c BIGINT, t BIGINT) RETURNS BIGINT EXTERNAL NAME tique.wrote;
 CREATE OR REPLACE FUNCTION tique.last_write(txid BIGINT, t BIGINT) RETURNS BIGINT EXTERNAL NAME tique.last_write;
 CREATE OR REPLACE FUNCTION tique.storage_ok() RETURNS INT EXTERNAL NAME tique.storage_ok;
+CREATE OR REPLACE FUNCTION tique.storage_room() RETURNS BIGINT EXTERNAL NAME tique.storage_room;
 CREATE OR REPLACE FUNCTION tique.storage_failed() RETURNS INT EXTERNAL NAME tique.storage_failed;
 -- Calls that act for a transaction carry the caller's user and kernel session ("who"): the C module binds a
 -- transaction id to the session that began it and refuses the others (0: tique's owner, which may act for any:

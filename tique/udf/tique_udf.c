@@ -70,6 +70,8 @@
  *   tique_watch_storage(dir, min_free)  C only, called by the process that opened the kernel: watch dir's file
  *                          system; min_free bytes must stay free (0: no watch)
  *   storage_ok()           1, or the error below when the free space is under the minimum (for remote clients)
+ *   storage_room()         the free bytes over that minimum (negative: under it; the largest BIGINT when no
+ *                          directory is watched): a remote client's judge of an ambiguous refusal near a full disk
  *   storage_failed()       a client saw the engine fail a write for want of space: its log may have lost that
  *                          write, so commits are refused until the kernel is opened again (recovery replays the
  *                          log); tique_watch_storage at the next open clears it
@@ -101,7 +103,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 12
+#define TIQUE_UDF_ABI 13
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -248,6 +250,23 @@ TQstorage_ok(int *ret)
 {
 	*ret = 1;
 	return storage_refusal("tique.storage_ok");
+}
+
+static char *
+TQstorage_room(tq_lng *ret)
+{
+	char dir[sizeof(storage_dir)];
+	pthread_mutex_lock(&lock);
+	tq_lng min_free = storage_min_free;
+	memcpy(dir, storage_dir, sizeof(dir));
+	pthread_mutex_unlock(&lock);
+	struct statvfs fs;
+	if (min_free <= 0 || !dir[0] || statvfs(dir, &fs) != 0) {
+		*ret = INT64_MAX;
+		return NULL;
+	}
+	*ret = (tq_lng) fs.f_bavail * (tq_lng) fs.f_frsize - min_free;
+	return NULL;
 }
 
 static int64_t
@@ -1238,6 +1257,7 @@ static mel_func tique_functions[] = {
 	FN("catalog_version", TQcatalog_version, 1, 2, LNG, LNG),
 	FN("bump_catalog", TQbump_catalog, 1, 1, LNG),
 	FN("storage_ok", TQstorage_ok, 1, 1, INT),
+	FN("storage_room", TQstorage_room, 1, 1, LNG),
 	FN("storage_failed", TQstorage_failed, 1, 1, INT),
 	FN("record_cts_as", TQrecord_cts, 1, 3, LNG, LNG, LNG),
 	FN("publish_own_as", TQpublish_own, 1, 3, LNG, LNG, LNG),
