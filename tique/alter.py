@@ -39,10 +39,10 @@ from tique import catalog, ddl_parse, views
 from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result, one_transaction, retried_on_conflict
-from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, lost_to_concurrency
+from tique.errors import NotSupportedError, ProgrammingError, lost_to_concurrency
 from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
-from tique.storage import LARGE_WRITE_SLACK, guard_of
+from tique.storage import LARGE_WRITE_SLACK, refusal_judge
 from tique.versioned import versioned
 
 # Called with each step's name before the step: tests make a step fail here.
@@ -435,13 +435,7 @@ def _retried(change: Callable[[], object], info: TableInfo, conn: RawConnection,
     """An ALTER's engine transaction, again while another session's append or DDL (all of it writes tique.tables)
     makes MonetDB refuse it: it changed nothing, so it can run again. Each refusal is judged first: MonetDB reports
     a log write that failed for want of space in the same words (storage.py), within ``slack`` of the minimum."""
-    guard = guard_of(conn)
-
-    def judge(exc: Exception) -> None:
-        if isinstance(exc, DatabaseError):
-            guard.raise_if_large_write_failed(exc, conn, slack)
-
-    retried_on_conflict(change, f"ALTER TABLE {info.name}", judge=judge)
+    retried_on_conflict(change, f"ALTER TABLE {info.name}", judge=refusal_judge(conn, slack))
 
 
 def _taken(conn: RawConnection, schema: str, name: str, beside: bool) -> bool:

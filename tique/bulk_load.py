@@ -25,7 +25,7 @@ from tique.names import qualified, quote
 from tique.params import literal
 from tique.rewrite.exact import read_value, text_sql
 from tique.rewrite.values import coerce, key_value
-from tique.storage import LARGE_WRITE_SLACK, guard_of
+from tique.storage import LARGE_WRITE_SLACK, refusal_judge
 from tique.write_buffer import show
 from tique.zero_signs import negative_zero, zero_signs_kept
 
@@ -183,13 +183,7 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None
             with _appending(raw, info):
                 raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
 
-    guard = guard_of(raw)
-
-    def judge(exc: Exception) -> None:  # a failed log write near a full disk reads as a conflict
-        if isinstance(exc, errors.DatabaseError):
-            guard.raise_if_large_write_failed(exc, raw, LARGE_WRITE_SLACK)
-
-    retried_on_conflict(attempt, f"bulk_load into {table!r}", judge=judge)
+    retried_on_conflict(attempt, f"bulk_load into {table!r}", judge=refusal_judge(raw, LARGE_WRITE_SLACK))
 
 
 def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:

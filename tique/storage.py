@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, SerializationFailure, StorageFull, engine_write_failed
@@ -173,6 +174,18 @@ class StorageGuard:
 
 
 _NO_ROOM = re.compile(r"\s*could not allocate space", re.I)  # a heap that cannot grow, on disk or in memory
+
+
+def refusal_judge(conn: RawConnection, slack: int) -> Callable[[Exception], None]:
+    """For engine.base.retried_on_conflict: each refusal of a large write on ``conn`` judged before its retry
+    (StorageGuard.raise_if_large_write_failed within ``slack``), since a failed log write reads as a conflict."""
+    guard = guard_of(conn)
+
+    def judge(exc: Exception) -> None:
+        if isinstance(exc, DatabaseError):
+            guard.raise_if_large_write_failed(exc, conn, slack)
+
+    return judge
 
 
 def guard_of(conn: RawConnection) -> StorageGuard:
