@@ -306,6 +306,11 @@ class Connection:
             self.db.workload.began(self._txn.sts)
         return self._txn
 
+    def _fail_transaction(self, reason: str) -> None:
+        """The running transaction can only be rolled back from now on (cursor.executemany)."""
+        if self._txn is not None and not self._txn.failed:
+            self._txn.failed = reason
+
     @property
     def in_transaction(self) -> bool:
         return self._txn is not None

@@ -39,9 +39,29 @@ class Cursor:
         return self
 
     def executemany(self, operation: str, seq_of_parameters: Sequence[Params]) -> Cursor:
+        """Run the statement once per parameter set. A failure after earlier sets wrote rows fails the
+        transaction (it can only be rolled back): pymonetdb runs the sets one by one too, and MonetDB then aborts
+        the whole transaction, so a COMMIT keeps none of them. tique's rule that a failed statement leaves the
+        transaction usable would otherwise commit the sets before the failing one - pandas' ``to_sql`` and
+        SQLAlchemy code that commits after catching the error would keep half of a batch. A failure at the
+        first set that writes leaves the transaction usable, as for one failed statement."""
         total = 0
-        for params in seq_of_parameters:
-            self.execute(operation, params)
+        wrote = False
+        for at, params in enumerate(seq_of_parameters, start=1):
+            txn = self.connection._txn
+            before = txn.buffer.seq if txn is not None else 0
+            try:
+                self.execute(operation, params)
+            except BaseException as exc:
+                if wrote:
+                    self.connection._fail_transaction(
+                        f"executemany failed at parameter set {at} after the sets before it wrote rows: "
+                        f"{type(exc).__name__}: {exc}"
+                    )
+                raise
+            now = self.connection._txn
+            if now is not None and now.buffer.seq != (before if now is txn else 0):
+                wrote = True
             total += max(self.rowcount, 0)
         self.rowcount = total
         return self

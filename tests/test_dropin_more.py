@@ -1,0 +1,81 @@
+"""tique used as a new user would use a drop-in for pymonetdb: DB-API habits from pymonetdb and psycopg,
+SQLAlchemy 2.x (Core, ORM, reflection) and pandas, against the embedded engine. Each test is a defect a helper's
+attack found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import tique
+import tique.sqla  # registers the dialect for a source checkout
+from tique.errors import TransactionFailed
+
+
+@pytest.fixture
+def conn(embedded_url: str) -> Iterator[tique.Connection]:
+    c = tique.connect(embedded_url)
+    yield c
+    if not c.closed:
+        c.close()
+
+
+@pytest.fixture
+def sa_engine(embedded_url: str) -> Iterator[sa.Engine]:
+    engine = sa.create_engine("monetdb+tique:///" + embedded_url[len("monetdbe://") :])
+    yield engine
+    engine.dispose()
+
+
+def count(conn: tique.Connection, table: str) -> int:
+    cur = conn.cursor()
+    cur.execute(f"SELECT count(*) FROM {table}")
+    return int(cur.fetchone()[0])  # type: ignore[index]
+
+
+# ---- executemany is one statement: never half of it committed ---------------------------------------------------
+
+
+def test_executemany_failing_late_leaves_nothing_to_commit(
+    conn: tique.Connection, unique_name: Callable[[str], str]
+) -> None:
+    """pymonetdb runs executemany row by row, and MonetDB aborts the transaction at the failing row, so its COMMIT
+    keeps none of them; tique kept the statement-level rule, so the rows before the failing one were committed."""
+    t = unique_name("em")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (i INT PRIMARY KEY, v TINYINT)")
+    cur.execute(f"INSERT INTO {t} VALUES (100, 1)")
+    with pytest.raises(tique.DataError):
+        cur.executemany(f"INSERT INTO {t} VALUES (%s, %s)", [(1, 1), (2, 2), (3, 1000)])
+    with pytest.raises(TransactionFailed, match="executemany"):
+        conn.commit()
+    conn.rollback()
+    assert count(conn, t) == 0
+
+
+def test_executemany_failing_at_its_first_row_keeps_the_transaction(
+    conn: tique.Connection, unique_name: Callable[[str], str]
+) -> None:
+    t = unique_name("em")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (i INT PRIMARY KEY, v TINYINT)")
+    cur.execute(f"INSERT INTO {t} VALUES (100, 1)")
+    with pytest.raises(tique.DataError):
+        cur.executemany(f"INSERT INTO {t} VALUES (%s, %s)", [(3, 1000), (1, 1)])
+    conn.commit()  # nothing of the executemany was written: the transaction goes on, as for one failed statement
+    assert count(conn, t) == 1
+
+
+def test_pandas_to_sql_failing_row_commits_nothing(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """pandas closes its transaction with a COMMIT even when the insert raised (its ExitStack exits without the
+    exception): the rows before the failing one were committed."""
+    t = unique_name("pdfail")
+    with sa_engine.begin() as c:
+        c.execute(sa.text(f"CREATE TABLE {t} (i INT, v TINYINT)"))
+    frame = pd.DataFrame({"i": [1, 2, 3], "v": [1, 2, 1000]})
+    with pytest.raises(sa.exc.DBAPIError):
+        frame.to_sql(t, sa_engine, if_exists="append", index=False)
+    assert pd.read_sql(f"SELECT count(*) AS n FROM {t}", sa_engine)["n"].tolist() == [0]
