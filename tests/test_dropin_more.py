@@ -79,3 +79,46 @@ def test_pandas_to_sql_failing_row_commits_nothing(sa_engine: sa.Engine, unique_
     with pytest.raises(sa.exc.DBAPIError):
         frame.to_sql(t, sa_engine, if_exists="append", index=False)
     assert pd.read_sql(f"SELECT count(*) AS n FROM {t}", sa_engine)["n"].tolist() == [0]
+
+
+# ---- cursor attributes pymonetdb and psycopg users reach for ----------------------------------------------------
+
+
+def test_description_entries_have_names(conn: tique.Connection, unique_name: Callable[[str], str]) -> None:
+    """pymonetdb's description holds namedtuples (psycopg's Column objects): ``[d.name for d in cur.description]``
+    and ``d.type_code`` are common; tique's plain tuples raised AttributeError."""
+    cur = conn.cursor()
+    cur.execute("SELECT 1 AS one, 'x' AS two")
+    assert [d.name for d in cur.description] == ["one", "two"]
+    assert cur.description[0].type_code == tique.NUMBER and cur.description[1].type_code == tique.STRING
+    assert tuple(cur.description[0])[:2] == ("one", cur.description[0].type_code)  # still a 7-item sequence
+    assert cur.description[0]._fields == (
+        "name",
+        "type_code",
+        "display_size",
+        "internal_size",
+        "precision",
+        "scale",
+        "null_ok",
+    )
+
+
+def test_cursor_is_its_own_iterator_with_rownumber_scroll_nextset(conn: tique.Connection) -> None:
+    """PEP 249's optional extensions pymonetdb has: ``next(cur)``, ``rownumber``, ``scroll``, ``nextset``,
+    ``messages``."""
+    cur = conn.cursor()
+    assert cur.rownumber is None and cur.messages == []
+    cur.execute("SELECT * FROM (VALUES (1), (2), (3), (4)) AS v(x) ORDER BY x")
+    assert cur.rownumber == 0
+    assert next(cur) == (1,) and iter(cur) is cur and cur.rownumber == 1
+    cur.scroll(1)
+    assert cur.fetchone() == (3,) and cur.rownumber == 3
+    cur.scroll(0, mode="absolute")
+    assert cur.fetchall() == [(1,), (2,), (3,), (4,)] and cur.rownumber == 4
+    with pytest.raises(IndexError):
+        cur.scroll(5, mode="absolute")
+    with pytest.raises(tique.ProgrammingError):
+        cur.scroll(0, mode="sideways")
+    with pytest.raises(StopIteration):
+        next(cur)
+    assert cur.nextset() is None
