@@ -122,3 +122,35 @@ def test_cursor_is_its_own_iterator_with_rownumber_scroll_nextset(conn: tique.Co
     with pytest.raises(StopIteration):
         next(cur)
     assert cur.nextset() is None
+
+
+# ---- numpy and pandas values as parameters ----------------------------------------------------------------------
+
+
+def test_numpy_and_pandas_scalars_as_parameters(conn: tique.Connection, unique_name: Callable[[str], str]) -> None:
+    """Values taken from a DataFrame (``df.itertuples()``, ``df.at[...]``) are numpy scalars, and pandas' missing
+    values are pd.NaT / pd.NA: each was refused as "cannot pass a int64 as a SQL parameter"."""
+    import datetime
+
+    import numpy as np
+
+    t = unique_name("np")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (i BIGINT PRIMARY KEY, s SMALLINT, f DOUBLE, b BOOLEAN, ts TIMESTAMP, d DATE)")
+    rows = [
+        (np.int64(1), np.int16(2), np.float32(1.5), np.bool_(True), np.datetime64("2020-01-02T03:04:05.123456"), None),
+        (np.uint8(2), np.int32(3), np.float64(2.5), np.bool_(False), pd.Timestamp("2021-01-01 00:00:01"), None),
+        (np.int64(3), pd.NA, None, pd.NA, pd.NaT, pd.NaT),
+    ]
+    cur.executemany(f"INSERT INTO {t} VALUES (%s, %s, %s, %s, %s, %s)", rows)
+    conn.commit()
+    cur.execute(f"SELECT * FROM {t} WHERE i IN (%s, %s, %s) ORDER BY i", (np.int64(1), np.int64(2), np.int64(3)))
+    assert cur.fetchall() == [
+        (1, 2, 1.5, True, datetime.datetime(2020, 1, 2, 3, 4, 5, 123456), None),
+        (2, 3, 2.5, False, datetime.datetime(2021, 1, 1, 0, 0, 1), None),
+        (3, None, None, None, None, None),
+    ]
+    cur.execute(f"SELECT i FROM {t} WHERE i = %(k)s AND b = %(b)s", {"k": np.int32(1), "b": np.bool_(True)})
+    assert cur.fetchall() == [(1,)]
+    cur.execute("SELECT CAST(%s AS TIMESTAMP) + %s", (np.datetime64("2020-01-01T00:00:00"), np.timedelta64(90, "s")))
+    assert cur.fetchall() == [(datetime.datetime(2020, 1, 1, 0, 1, 30),)]
