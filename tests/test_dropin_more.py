@@ -154,3 +154,30 @@ def test_numpy_and_pandas_scalars_as_parameters(conn: tique.Connection, unique_n
     assert cur.fetchall() == [(1,)]
     cur.execute("SELECT CAST(%s AS TIMESTAMP) + %s", (np.datetime64("2020-01-01T00:00:00"), np.timedelta64(90, "s")))
     assert cur.fetchall() == [(datetime.datetime(2020, 1, 1, 0, 1, 30),)]
+
+
+# ---- SQLAlchemy ------------------------------------------------------------------------------------------------
+
+
+def test_percent_signs_in_compiled_statements(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """``contains``/``startswith``/``endswith`` compile to ``LIKE '%' || %(p)s || '%'``, and a text() with a literal
+    ``%`` and a bound parameter keeps it as written: sqlalchemy-monetdb never doubles percent signs (its
+    pymonetdb style is named), so in tique's pyformat they were refused as bad placeholders."""
+    t = unique_name("pct")
+    md = sa.MetaData()
+    table = sa.Table(t, md, sa.Column("id", sa.Integer, primary_key=True), sa.Column("name", sa.String(20)))
+    md.create_all(sa_engine)
+    with sa_engine.begin() as c:
+        c.execute(table.insert(), [{"id": 1, "name": "apple"}, {"id": 2, "name": "50%"}, {"id": 3, "name": "pear"}])
+    with sa_engine.connect() as c:
+        name = table.c.name
+        assert c.execute(sa.select(table.c.id).where(name.contains("pp"))).scalars().all() == [1]
+        assert c.execute(sa.select(table.c.id).where(name.startswith("pe"))).scalars().all() == [3]
+        assert c.execute(sa.select(table.c.id).where(name.endswith("%", autoescape=True))).scalars().all() == [2]
+        like = sa.text(f"SELECT id FROM {t} WHERE name LIKE 'a%' AND id = :i")
+        assert c.execute(like, {"i": 1}).scalars().all() == [1]
+        assert c.execute(sa.text(f"SELECT id FROM {t} WHERE name LIKE '%0%%'")).scalars().all() == [2]
+        assert c.execute(sa.select(sa.literal_column("'100%'").label("p"))).scalar() == "100%"
+        # a driver-level statement is pymonetdb's text: %% only with parameters
+        assert c.exec_driver_sql(f"SELECT id FROM {t} WHERE name LIKE 'p%'").scalars().all() == [3]
+        assert c.exec_driver_sql(f"SELECT id FROM {t} WHERE name LIKE 'p%%' AND id > %s", (0,)).scalars().all() == [3]

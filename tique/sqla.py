@@ -36,6 +36,7 @@ from sqlalchemy.engine import URL, reflection
 # sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" for the whole process when imported; an application
 # that also uses pymonetdb directly must keep pymonetdb's own default.
 _paramstyle = pymonetdb.paramstyle
+from sqlalchemy_monetdb.base import MonetIdentifierPreparer  # noqa: E402
 from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler  # noqa: E402
 from sqlalchemy_monetdb.dialect import MonetDialect  # noqa: E402
 
@@ -58,6 +59,15 @@ class TiqueCompiler(MonetCompiler):
         return super().bindparam_string(name, **kw)
 
 
+class TiquePreparer(MonetIdentifierPreparer):
+    """sqlalchemy-monetdb never doubles percent signs (pymonetdb's named style has no ``%``); in tique's pyformat
+    a literal ``%`` next to a parameter must be ``%%`` (``LIKE '%' || %(p)s``, which ``contains`` compiles to)."""
+
+    def __init__(self, dialect: Any, **kw: Any) -> None:
+        super().__init__(dialect, **kw)
+        self._double_percents = dialect.paramstyle in ("format", "pyformat")
+
+
 class TiqueDDLCompiler(MonetDDLCompiler):
     def get_column_specification(self, column: Any, **kwargs: Any) -> str:
         spec = str(super().get_column_specification(column, **kwargs))
@@ -72,6 +82,7 @@ class TiqueDialect(MonetDialect):
     default_paramstyle = "pyformat"
     ddl_compiler = TiqueDDLCompiler
     statement_compiler = TiqueCompiler
+    preparer = TiquePreparer
     # no server-side sequences: concurrent NEXT VALUE FOR corrupts MonetDB 11.41's WAL
     supports_sequences = False
     sequences_optional = True
@@ -85,6 +96,21 @@ class TiqueDialect(MonetDialect):
     @classmethod
     def import_dbapi(cls) -> Any:
         return tique
+
+    @staticmethod
+    def _as_sent(statement: str, parameters: Any, context: Any) -> str:
+        """A compiled statement doubles its literal percent signs (TiquePreparer); pyformat reads ``%%`` as ``%``
+        only when parameters are given (as pymonetdb), so one compiled without any gets them back single. A
+        driver-level statement (``exec_driver_sql``) is the user's text, sent as written."""
+        if not parameters and context is not None and context.compiled is not None and "%%" in statement:
+            return statement.replace("%%", "%")
+        return statement
+
+    def do_execute(self, cursor: Any, statement: str, parameters: Any, context: Any = None) -> None:
+        cursor.execute(self._as_sent(statement, parameters, context), parameters)
+
+    def do_execute_no_params(self, cursor: Any, statement: str, context: Any = None) -> None:
+        cursor.execute(self._as_sent(statement, None, context))
 
     def create_connect_args(self, url: URL) -> tuple[list[Any], dict[str, Any]]:
         settings: dict[str, Any] = {}
