@@ -181,3 +181,24 @@ def test_percent_signs_in_compiled_statements(sa_engine: sa.Engine, unique_name:
         # a driver-level statement is pymonetdb's text: %% only with parameters
         assert c.exec_driver_sql(f"SELECT id FROM {t} WHERE name LIKE 'p%'").scalars().all() == [3]
         assert c.exec_driver_sql(f"SELECT id FROM {t} WHERE name LIKE 'p%%' AND id > %s", (0,)).scalars().all() == [3]
+
+
+def test_sequence_on_a_key_is_ignored_as_sqlalchemy_documents(
+    sa_engine: sa.Engine, unique_name: Callable[[str], str]
+) -> None:
+    """SQLAlchemy ignores a Sequence on a backend without sequences (the dialect says so) and the key is the usual
+    autoincrement: the column was created without AUTO_INCREMENT, so every INSERT failed with NOT NULL."""
+    md = sa.MetaData()
+    t = sa.Table(
+        unique_name("seq"),
+        md,
+        sa.Column("id", sa.Integer, sa.Sequence(unique_name("s")), primary_key=True),
+        sa.Column("big", sa.BigInteger),
+        sa.Column("v", sa.Integer),
+    )
+    md.create_all(sa_engine)
+    with sa_engine.begin() as c:
+        first = c.execute(t.insert().values(v=1)).inserted_primary_key
+        second = c.execute(t.insert().values(v=2)).inserted_primary_key
+        assert c.execute(sa.select(t.c.id, t.c.v).order_by(t.c.id)).all() == [(first[0], 1), (second[0], 2)]
+    assert first[0] is not None and second[0] > first[0]

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pymonetdb
-from sqlalchemy import BigInteger, text
+from sqlalchemy import BigInteger, Sequence, text
 from sqlalchemy.engine import URL, reflection
 
 # sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" for the whole process when imported; an application
@@ -70,6 +70,14 @@ class TiquePreparer(MonetIdentifierPreparer):
 
 class TiqueDDLCompiler(MonetDDLCompiler):
     def get_column_specification(self, column: Any, **kwargs: Any) -> str:
+        if isinstance(column.default, Sequence) and not column.default.optional:
+            # no sequences here (supports_sequences = False): SQLAlchemy then ignores the Sequence, and the key is
+            # the table's autoincrement key as without it; sqlalchemy-monetdb would make it a plain INT NOT NULL
+            default, column.default = column.default, None
+            try:
+                return self.get_column_specification(column, **kwargs)
+            finally:
+                column.default = default
         spec = str(super().get_column_specification(column, **kwargs))
         if isinstance(column.type.dialect_impl(self.dialect), BigInteger):  # sqlalchemy-monetdb says INT for all
             spec = spec.replace(" INT AUTO_INCREMENT", " BIGINT AUTO_INCREMENT")
