@@ -36,11 +36,28 @@ from sqlalchemy.engine import URL, reflection
 # sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" for the whole process when imported; an application
 # that also uses pymonetdb directly must keep pymonetdb's own default.
 _paramstyle = pymonetdb.paramstyle
+from sqlalchemy.sql import sqltypes  # noqa: E402
+from sqlalchemy_monetdb import monetdb_types  # noqa: E402
 from sqlalchemy_monetdb.base import MonetIdentifierPreparer  # noqa: E402
-from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler  # noqa: E402
+from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler, MonetTypeCompiler  # noqa: E402
 from sqlalchemy_monetdb.dialect import MonetDialect  # noqa: E402
 
 pymonetdb.paramstyle = _paramstyle
+
+
+class _Time(monetdb_types.TIME):
+    """sqlalchemy-monetdb 2.1's TIME prints "time self <precision>" to stdout whenever it is made, i.e. for every
+    TIME column reflected. Its reflection looks types up in this shared map, so the entry is replaced (for its own
+    dialect too, which loses only the print)."""
+
+    def __init__(self, timezone: bool = False, precision: int | None = None) -> None:
+        sqltypes.TIME.__init__(self, timezone=timezone)
+        self.precision = precision
+
+
+for _name in ("time", "timetz"):
+    if monetdb_types.MONETDB_TYPE_MAP.get(_name) is monetdb_types.TIME:
+        monetdb_types.MONETDB_TYPE_MAP[_name] = _Time
 
 import tique  # noqa: E402
 from tique.catalog import TableInfo  # noqa: E402
@@ -68,6 +85,21 @@ class TiquePreparer(MonetIdentifierPreparer):
         self._double_percents = dialect.paramstyle in ("format", "pyformat")
 
 
+class TiqueTypeCompiler(MonetTypeCompiler):
+    """Types tique's tables do not keep (MonetDB's JSON and UUID) are stored as SQLAlchemy stores them on a backend
+    without them: JSON serialized in a CLOB (sa.JSON converts both ways), a UUID as 32 hex digits
+    (supports_native_uuid = False makes sa.Uuid convert both ways)."""
+
+    def visit_JSON(self, type_: Any, **kw: Any) -> str:
+        return "CLOB"
+
+    def visit_uuid(self, type_: Any, **kw: Any) -> str:
+        return "CHAR(32)"
+
+    def visit_UUID(self, type_: Any, **kw: Any) -> str:
+        return "CHAR(32)"
+
+
 class TiqueDDLCompiler(MonetDDLCompiler):
     def get_column_specification(self, column: Any, **kwargs: Any) -> str:
         if isinstance(column.default, Sequence) and not column.default.optional:
@@ -91,6 +123,8 @@ class TiqueDialect(MonetDialect):
     ddl_compiler = TiqueDDLCompiler
     statement_compiler = TiqueCompiler
     preparer = TiquePreparer
+    type_compiler = TiqueTypeCompiler
+    supports_native_uuid = False
     # no server-side sequences: concurrent NEXT VALUE FOR corrupts MonetDB 11.41's WAL
     supports_sequences = False
     sequences_optional = True
