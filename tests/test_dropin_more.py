@@ -240,3 +240,40 @@ def test_reflecting_a_time_column_prints_nothing(
     columns = sa.inspect(sa_engine).get_columns(t)
     assert isinstance(columns[1]["type"], sa.Time)
     assert capsys.readouterr().out == ""
+
+
+# ---- values written into string columns, against a plain MonetDB table -------------------------------------------
+
+
+def test_bytes_and_temporal_values_into_a_string_column_as_monetdb(
+    conn: tique.Connection, unique_name: Callable[[str], str]
+) -> None:
+    """A value that is not a string, written into a VARCHAR, must read back as MonetDB converts it (the plain
+    table is the ground truth): bytes were stored as Python's repr "b'\\\\xab'" (MonetDB: hex digits), a
+    datetime or time without microseconds without MonetDB's '.000000', a timedelta as '0:01:30' (MonetDB's
+    seconds, '90.000')."""
+    import datetime
+
+    tx, plain = unique_name("vs"), unique_name("vsp")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {tx} (id INT PRIMARY KEY, s VARCHAR(100))")
+    cur.execute(f"CREATE TABLE {plain} (id INT PRIMARY KEY, s VARCHAR(100)) -- tique: plain")
+    values = [
+        b"\xab\xcd\x01",
+        b"",
+        datetime.datetime(2020, 1, 2, 3, 4, 5),
+        datetime.datetime(2020, 1, 2, 3, 4, 5, 120000),
+        datetime.time(3, 4, 5),
+        datetime.time(3, 4, 5, 5),
+        datetime.timedelta(seconds=90),
+        datetime.timedelta(days=-1, seconds=5),
+        datetime.timedelta(milliseconds=1500),
+    ]
+    for table in (tx, plain):
+        cur.executemany(f"INSERT INTO {table} VALUES (%s, %s)", list(enumerate(values)))
+    conn.commit()
+    got = {}
+    for table in (tx, plain):
+        cur.execute(f"SELECT id, s FROM {table} ORDER BY id")
+        got[table] = cur.fetchall()
+    assert got[tx] == got[plain]

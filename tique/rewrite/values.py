@@ -279,6 +279,16 @@ def _as_text(value: Any) -> str:
         return format(value, f".{max(4, digits)}g")
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
+    # pymonetdb sends these as BLOB, TIMESTAMP, TIME and INTERVAL SECOND literals, which MonetDB prints as upper-case
+    # hex digits, with six fractional digits, and as whole seconds with three (pymonetdb drops the fraction)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex().upper()
+    if isinstance(value, datetime.datetime) and value.tzinfo is None:
+        return value.isoformat(" ", timespec="microseconds")
+    if isinstance(value, datetime.time) and value.tzinfo is None:
+        return value.isoformat(timespec="microseconds")
+    if isinstance(value, datetime.timedelta):
+        return f"{int(value.total_seconds())}.000"
     return str(value)
 
 
