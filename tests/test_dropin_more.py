@@ -277,3 +277,10 @@ def test_bytes_and_temporal_values_into_a_string_column_as_monetdb(
         cur.execute(f"SELECT id, s FROM {table} ORDER BY id")
         got[table] = cur.fetchall()
     assert got[tx] == got[plain]
+
+
+def test_tiques_own_schemas_are_not_listed(sa_engine: sa.Engine) -> None:
+    """Reflection leaves tique's Storage/Cache tables out; their schemas were still listed, so tools walking every
+    schema (``MetaData.reflect(schema=...)`` for each name) reflected tique's internals."""
+    names = sa.inspect(sa_engine).get_schema_names()
+    assert "sys" in names and "tique" not in names and "tique_data" not in names

@@ -60,7 +60,7 @@ for _name in ("time", "timetz"):
         monetdb_types.MONETDB_TYPE_MAP[_name] = _Time
 
 import tique  # noqa: E402
-from tique.catalog import TableInfo  # noqa: E402
+from tique.catalog import DATA_SCHEMA, TableInfo  # noqa: E402
 
 # tique's settings take these types; URL query values arrive as strings
 _INT_SETTINGS = {"retries", "lease_ms", "worker_limit", "analytical_slots"}
@@ -225,6 +225,11 @@ class TiqueDialect(MonetDialect):
         physical = super().get_table_names(connection, schema, **kw)
         listed = [n for n in physical if not self._hidden(n, infos)]
         return listed + sorted(n for n, i in infos.items() if i.kind == "tx" and n not in listed)
+
+    def get_schema_names(self, connection: Any, **kw: Any) -> list[str]:
+        """Without tique's own schemas (its metadata, and the Storage and Cache tables behind each table), which
+        reflection leaves out as it does their tables."""
+        return [n for n in super().get_schema_names(connection, **kw) if n not in ("tique", DATA_SCHEMA)]
 
     def get_view_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
         tables = self._tique_tables(connection, schema)
