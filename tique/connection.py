@@ -593,7 +593,9 @@ class Connection:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        """Commit on success, roll back on an exception; the connection stays open (as pymonetdb does)."""
+        """Commit on success, roll back on an exception; the connection stays open, as with sqlite3 and psycopg2.
+        pymonetdb closes it instead (which drops what was not committed): code written for that closes it itself,
+        or an embedded database stays held by this process (README)."""
         if self._closed:
             return
         if exc_type is None:
