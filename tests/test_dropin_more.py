@@ -284,3 +284,21 @@ def test_tiques_own_schemas_are_not_listed(sa_engine: sa.Engine) -> None:
     schema (``MetaData.reflect(schema=...)`` for each name) reflected tique's internals."""
     names = sa.inspect(sa_engine).get_schema_names()
     assert "sys" in names and "tique" not in names and "tique_data" not in names
+
+
+def test_time_zone_aware_datetime_refused_saying_what_to_do(
+    conn: tique.Connection, unique_name: Callable[[str], str]
+) -> None:
+    """MonetDB converts an aware datetime into a TIMESTAMP column to the session's time zone; tique refuses it,
+    and the message said only that it has a time zone. It now says how to write it, and the transaction goes on."""
+    import datetime
+
+    t = unique_name("tz")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, at TIMESTAMP)")
+    cur.execute(f"INSERT INTO {t} VALUES (1, %s)", (datetime.datetime(2020, 1, 1),))
+    aware = datetime.datetime(2020, 1, 1, 12, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    with pytest.raises(tique.DataError, match=r"astimezone\(datetime.timezone.utc\).replace\(tzinfo=None\)"):
+        cur.execute(f"INSERT INTO {t} VALUES (2, %s)", (aware,))
+    conn.commit()
+    assert count(conn, t) == 1

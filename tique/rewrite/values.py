@@ -357,7 +357,12 @@ def _round_micros(micros: int, precision: int) -> int:
 
 def _naive(value: datetime.datetime | datetime.time) -> None:
     if value.tzinfo is not None:
-        raise DataError(f"{value!r} has a time zone: tique stores TIME and TIMESTAMP without one", "22007")
+        raise DataError(
+            f"{value!r} has a time zone: tique stores TIME and TIMESTAMP without one (MonetDB would convert it to the "
+            "session's time zone, which differs between clients); pass it in the zone you store, e.g. UTC: "
+            "value.astimezone(datetime.timezone.utc).replace(tzinfo=None)",
+            "22007",
+        )
 
 
 def _to_time(value: Any, kind: SqlType) -> datetime.time:
