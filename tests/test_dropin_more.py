@@ -302,3 +302,15 @@ def test_time_zone_aware_datetime_refused_saying_what_to_do(
         cur.execute(f"INSERT INTO {t} VALUES (2, %s)", (aware,))
     conn.commit()
     assert count(conn, t) == 1
+
+
+def test_percent_signs_in_names_through_pandas(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """Names with a percent sign are doubled in compiled statements too: with parameters (the INSERT) and without
+    (CREATE TABLE, DROP TABLE) they must reach the engine single."""
+    t = unique_name("pc%t")
+    frame = pd.DataFrame({"a%b": [1, 2], "c": ["x%", "%y"]})
+    frame.to_sql(t, sa_engine, index=False)
+    frame.to_sql(t, sa_engine, index=False, if_exists="replace")
+    assert pd.read_sql_table(t, sa_engine).to_dict("list") == {"a%b": [1, 2], "c": ["x%", "%y"]}
+    query = sa.text(f'SELECT "a%b" FROM "{t}" WHERE c LIKE :p')
+    assert pd.read_sql(query, sa_engine, params={"p": "%y"})["a%b"].tolist() == [2]
