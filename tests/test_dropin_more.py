@@ -5,6 +5,7 @@ attack found."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,6 +13,7 @@ import sqlalchemy as sa
 
 import tique
 import tique.sqla  # registers the dialect for a source checkout
+from tests.conftest import start_serve
 from tique.errors import TransactionFailed
 
 
@@ -314,3 +316,30 @@ def test_percent_signs_in_names_through_pandas(sa_engine: sa.Engine, unique_name
     assert pd.read_sql_table(t, sa_engine).to_dict("list") == {"a%b": [1, 2], "c": ["x%", "%y"]}
     query = sa.text(f'SELECT "a%b" FROM "{t}" WHERE c LIKE :p')
     assert pd.read_sql(query, sa_engine, params={"p": "%y"})["a%b"].tolist() == [2]
+
+
+def test_pool_recovers_after_the_server_restarts(tmp_path: Path) -> None:
+    """A restarted server leaves the pool's connections dead. SQLAlchemy asks the dialect whether an error means
+    a lost connection (is_disconnect); sqlalchemy-monetdb's default said never, so pool_pre_ping raised instead
+    of reconnecting, and without it the dead connection went back to the pool and failed every checkout."""
+    server = start_serve(tmp_path / "db")
+    url = "monetdb+tique://" + server.url.split("://", 1)[1]
+    pinging = sa.create_engine(url, pool_pre_ping=True)
+    plain = sa.create_engine(url)
+    try:
+        for engine in (pinging, plain):
+            with engine.connect() as c:
+                assert c.execute(sa.text("SELECT 1")).scalar() == 1
+        server.stop()
+        server = start_serve(tmp_path / "db", port=server.port)
+        with pinging.connect() as c:
+            assert c.execute(sa.text("SELECT 2")).scalar() == 2
+        with pytest.raises(sa.exc.DBAPIError) as lost, plain.connect() as c:
+            c.execute(sa.text("SELECT 3"))
+        assert lost.value.connection_invalidated
+        with plain.connect() as c:  # the pool dropped the dead connection and opens a new one
+            assert c.execute(sa.text("SELECT 4")).scalar() == 4
+    finally:
+        pinging.dispose()
+        plain.dispose()
+        server.stop()

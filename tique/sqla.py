@@ -154,6 +154,12 @@ class TiqueDialect(MonetDialect):
     def do_execute_no_params(self, cursor: Any, statement: str, context: Any = None) -> None:
         cursor.execute(self._as_sent(statement, None, context))
 
+    def is_disconnect(self, e: Any, connection: Any, cursor: Any) -> bool:
+        """A lost or closed engine connection (SQLSTATE class 08: a server restarted or gone): SQLAlchemy then
+        invalidates it, and pool_pre_ping opens a new one. sqlalchemy-monetdb leaves DefaultDialect's answer,
+        never, so a dead connection went back to the pool and failed every later checkout."""
+        return str(getattr(e, "sqlstate", None) or "").startswith("08")
+
     def create_connect_args(self, url: URL) -> tuple[list[Any], dict[str, Any]]:
         settings: dict[str, Any] = {}
         for key, value in url.query.items():
