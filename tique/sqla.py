@@ -67,6 +67,23 @@ _INT_SETTINGS = {"retries", "lease_ms", "worker_limit", "analytical_slots"}
 
 
 class TiqueCompiler(MonetCompiler):
+    def visit_column(self, column: Any, add_to_result_map: Any = None, include_table: bool = True, **kw: Any) -> str:
+        """A column of a table in a named schema as ``table.column``: SQLAlchemy writes ``schema.table.column``,
+        which MonetDB 11.41 refuses ("TODO: column names of level >= 3"), so every statement on such a table
+        failed. The FROM clause keeps the schema; two tables of one name from two schemas in one statement need
+        an alias (as MonetDB would then say the name is ambiguous)."""
+        table = column.table
+        if (
+            not include_table
+            or table is None
+            or not getattr(table, "named_with_column", False)
+            or not self.preparer.schema_for_object(table)
+            or getattr(column, "is_literal", False)
+        ):
+            return str(super().visit_column(column, add_to_result_map, include_table, **kw))
+        name = super().visit_column(column, add_to_result_map, include_table=False, **kw)
+        return f"{self.preparer.quote(table.name)}.{name}"
+
     def bindparam_string(self, name: str, **kw: Any) -> str:
         """sqlalchemy-monetdb quotes parameter names that are SQL keywords (``:"name"``, pymonetdb's named style);
         in pyformat that would be ``%("name")s``: such a name gets a prefix instead."""
