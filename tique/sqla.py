@@ -118,6 +118,15 @@ class TiqueTypeCompiler(MonetTypeCompiler):
 
 
 class TiqueDDLCompiler(MonetDDLCompiler):
+    def post_create_table(self, table: Any) -> str:
+        """``Table(..., monetdb_plain=True)`` makes a plain MonetDB table (tique's '-- tique: plain' comment,
+        README): no versions, MonetDB's own types, writes that take effect at once. A model cannot write the
+        comment itself, though tique's refusal of a type its tables do not keep says to declare the table so."""
+        text = str(super().post_create_table(table))
+        if table.dialect_options["monetdb"].get("plain"):
+            text += " -- tique: plain"
+        return text
+
     def get_column_specification(self, column: Any, **kwargs: Any) -> str:
         if isinstance(column.default, Sequence) and not column.default.optional:
             # no sequences here (supports_sequences = False): SQLAlchemy then ignores the Sequence, and the key is
