@@ -391,3 +391,18 @@ def test_plain_table_from_sqlalchemy(sa_engine: sa.Engine, unique_name: Callable
     assert sa.inspect(sa_engine).has_table(t.name)
     md.drop_all(sa_engine)
     assert not sa.inspect(sa_engine).has_table(t.name)
+
+
+def test_view_definition_is_text(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """SQLAlchemy's get_view_definition returns the view's SQL text; sqlalchemy-monetdb returned the list of result
+    rows, which tools printing or diffing definitions (alembic, sqlacodegen) cannot use. A transactional table,
+    which MonetDB shows as a view of its latest committed rows, is no view to reflection."""
+    table, view = unique_name("vdt"), unique_name("vdv")
+    with sa_engine.begin() as c:
+        c.execute(sa.text(f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)"))
+        c.execute(sa.text(f"CREATE VIEW {view} AS SELECT id, v * 2 AS w FROM {table}"))
+    inspector = sa.inspect(sa_engine)
+    definition = inspector.get_view_definition(view)
+    assert isinstance(definition, str) and "select" in definition.lower() and table in definition
+    with pytest.raises(sa.exc.NoSuchTableError):
+        inspector.get_view_definition(table)

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pymonetdb
-from sqlalchemy import BigInteger, Sequence, text
+from sqlalchemy import BigInteger, Sequence, exc, text
 from sqlalchemy.engine import URL, reflection
 
 # sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" for the whole process when imported; an application
@@ -266,6 +266,14 @@ class TiqueDialect(MonetDialect):
     def get_view_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
         tables = self._tique_tables(connection, schema)
         return [v for v in super().get_view_names(connection, schema, **kw) if tables.get(v) != "tx"]
+
+    def get_view_definition(self, connection: Any, view_name: str, schema: str | None = None, **kw: Any) -> str:
+        """The view's SQL text, as SQLAlchemy defines it (sqlalchemy-monetdb returned its result rows). A
+        transactional table is no view here, though MonetDB shows one under its name (tique/views.py)."""
+        if self._tique_tables(connection, schema).get(view_name) == "tx":
+            raise exc.NoSuchTableError(f"{schema}.{view_name}" if schema else view_name)
+        rows = super().get_view_definition(connection, view_name, schema, **kw)
+        return str(rows[0][0])
 
     @reflection.cache
     def has_table(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> bool:
