@@ -406,3 +406,20 @@ def test_view_definition_is_text(sa_engine: sa.Engine, unique_name: Callable[[st
     assert isinstance(definition, str) and "select" in definition.lower() and table in definition
     with pytest.raises(sa.exc.NoSuchTableError):
         inspector.get_view_definition(table)
+
+
+def test_small_integer_autoincrement_key(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """SQLAlchemy treats a SmallInteger primary key as autoincrement, as any integer key; sqlalchemy-monetdb left
+    it a plain SMALLINT, so every INSERT that let the key be generated failed with NOT NULL. tique generates
+    SMALLINT keys (AUTO_INCREMENT)."""
+    md = sa.MetaData()
+    t = sa.Table(
+        unique_name("small"), md, sa.Column("id", sa.SmallInteger, primary_key=True), sa.Column("v", sa.Integer)
+    )
+    md.create_all(sa_engine)
+    with sa_engine.begin() as c:
+        first = c.execute(t.insert().values(v=1)).inserted_primary_key[0]
+        second = c.execute(t.insert().values(v=2)).inserted_primary_key[0]
+        assert c.execute(sa.select(t.c.id).order_by(t.c.id)).scalars().all() == [first, second]
+    assert 0 < first < second
+    assert sa.inspect(sa_engine).get_columns(t.name)[0]["autoincrement"] is True

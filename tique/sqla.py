@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pymonetdb
-from sqlalchemy import BigInteger, Sequence, exc, text
+from sqlalchemy import BigInteger, Sequence, SmallInteger, exc, text
 from sqlalchemy.engine import URL, reflection
 
 # sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" for the whole process when imported; an application
@@ -136,10 +136,26 @@ class TiqueDDLCompiler(MonetDDLCompiler):
                 return self.get_column_specification(column, **kwargs)
             finally:
                 column.default = default
+        if _small_autoincrement_key(column, self.dialect):
+            # sqlalchemy-monetdb leaves a SmallInteger key a plain SMALLINT, which SQLAlchemy still leaves out of
+            # INSERTs for the database to generate; tique generates SMALLINT keys
+            spec = f"{self.preparer.format_column(column)} SMALLINT AUTO_INCREMENT"
+            return spec if column.nullable else spec + " NOT NULL"
         spec = str(super().get_column_specification(column, **kwargs))
         if isinstance(column.type.dialect_impl(self.dialect), BigInteger):  # sqlalchemy-monetdb says INT for all
             spec = spec.replace(" INT AUTO_INCREMENT", " BIGINT AUTO_INCREMENT")
         return spec
+
+
+def _small_autoincrement_key(column: Any, dialect: Any) -> bool:
+    """The table's autoincrement key, of a SmallInteger type, with no default or identity of its own."""
+    return bool(
+        column.primary_key
+        and column is column.table._autoincrement_column
+        and column.identity is None
+        and column.default is None
+        and isinstance(column.type.dialect_impl(dialect), SmallInteger)
+    )
 
 
 class TiqueDialect(MonetDialect):
