@@ -78,8 +78,9 @@ def test_pandas_to_sql_failing_row_commits_nothing(sa_engine: sa.Engine, unique_
     with sa_engine.begin() as c:
         c.execute(sa.text(f"CREATE TABLE {t} (i INT, v TINYINT)"))
     frame = pd.DataFrame({"i": [1, 2, 3], "v": [1, 2, 1000]})
-    with pytest.raises(sa.exc.DBAPIError):
+    with pytest.raises(sa.exc.InterfaceError, match="does not fit column 'v'") as failed:
         frame.to_sql(t, sa_engine, if_exists="append", index=False)
+    assert isinstance(failed.value.orig, TransactionFailed)  # from pandas' COMMIT, naming the insert's error
     assert pd.read_sql(f"SELECT count(*) AS n FROM {t}", sa_engine)["n"].tolist() == [0]
 
 
