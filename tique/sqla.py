@@ -127,6 +127,16 @@ class TiqueDDLCompiler(MonetDDLCompiler):
             text += " -- tique: plain"
         return text
 
+    def get_identity_options(self, identity_options: Any) -> str:
+        """START WITH before INCREMENT BY, the SQL standard's order (SQLAlchemy writes INCREMENT BY first, which
+        tique's statement parser does not read)."""
+        text = str(super().get_identity_options(identity_options))
+        if identity_options.increment is not None and identity_options.start is not None:
+            increment = "INCREMENT BY %d" % identity_options.increment  # noqa: UP031 - as SQLAlchemy writes them
+            start = "START WITH %d" % identity_options.start  # noqa: UP031
+            text = text.replace(f"{increment} {start}", f"{start} {increment}", 1)
+        return text
+
     def get_column_specification(self, column: Any, **kwargs: Any) -> str:
         if isinstance(column.default, Sequence) and not column.default.optional:
             # no sequences here (supports_sequences = False): SQLAlchemy then ignores the Sequence, and the key is
