@@ -132,8 +132,8 @@ class TiqueDDLCompiler(MonetDDLCompiler):
         tique's statement parser does not read)."""
         text = str(super().get_identity_options(identity_options))
         if identity_options.increment is not None and identity_options.start is not None:
-            increment = "INCREMENT BY %d" % identity_options.increment  # noqa: UP031 - as SQLAlchemy writes them
-            start = "START WITH %d" % identity_options.start  # noqa: UP031
+            increment = f"INCREMENT BY {int(identity_options.increment)}"  # as SQLAlchemy writes them (%d)
+            start = f"START WITH {int(identity_options.start)}"
             text = text.replace(f"{increment} {start}", f"{start} {increment}", 1)
         return text
 
