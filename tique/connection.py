@@ -306,6 +306,11 @@ class Connection:
             self.db.workload.began(self._txn.sts)
         return self._txn
 
+    def _fail_transaction(self, reason: str) -> None:
+        """The running transaction can only be rolled back from now on (cursor.executemany)."""
+        if self._txn is not None and not self._txn.failed:
+            self._txn.failed = reason
+
     @property
     def in_transaction(self) -> bool:
         return self._txn is not None
@@ -588,7 +593,9 @@ class Connection:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        """Commit on success, roll back on an exception; the connection stays open (as pymonetdb does)."""
+        """Commit on success, roll back on an exception; the connection stays open, as with sqlite3 and psycopg2.
+        pymonetdb closes it instead (which drops what was not committed): code written for that closes it itself,
+        or an embedded database stays held by this process (README)."""
         if self._closed:
             return
         if exc_type is None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tique.engine.base import Result
 from tique.errors import InterfaceError, ProgrammingError
@@ -14,13 +14,27 @@ if TYPE_CHECKING:
     from tique.connection import Connection
 
 
+class Description(NamedTuple):
+    """One column of ``cursor.description``: PEP 249's seven items, also by name, as pymonetdb's namedtuple
+    (psycopg's Column objects have the same names): code written for them reads ``d.name``, ``d.type_code``."""
+
+    name: str
+    type_code: str
+    display_size: int | None
+    internal_size: int | None
+    precision: int | None
+    scale: int | None
+    null_ok: bool | None
+
+
 class Cursor:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.arraysize = 1
         self.rowcount = -1
-        self.description: list[tuple[Any, ...]] | None = None
+        self.description: list[Description] | None = None
         self.lastrowid = None
+        self.messages: list[tuple[type[Exception], str]] = []  # pymonetdb's; tique reports no warnings here
         self._rows: list[tuple[Any, ...]] = []
         self._pos = 0
         self._closed = False
@@ -39,9 +53,29 @@ class Cursor:
         return self
 
     def executemany(self, operation: str, seq_of_parameters: Sequence[Params]) -> Cursor:
+        """Run the statement once per parameter set. A failure after earlier sets wrote rows fails the
+        transaction (it can only be rolled back): pymonetdb runs the sets one by one too, and MonetDB then aborts
+        the whole transaction, so a COMMIT keeps none of them. tique's rule that a failed statement leaves the
+        transaction usable would otherwise commit the sets before the failing one - pandas' ``to_sql`` and
+        SQLAlchemy code that commits after catching the error would keep half of a batch. A failure at the
+        first set that writes leaves the transaction usable, as for one failed statement."""
         total = 0
-        for params in seq_of_parameters:
-            self.execute(operation, params)
+        wrote = False
+        for at, params in enumerate(seq_of_parameters, start=1):
+            txn = self.connection._txn
+            before = txn.buffer.seq if txn is not None else 0
+            try:
+                self.execute(operation, params)
+            except BaseException as exc:
+                if wrote:
+                    self.connection._fail_transaction(
+                        f"executemany failed at parameter set {at} after the sets before it wrote rows: "
+                        f"{type(exc).__name__}: {exc}"
+                    )
+                raise
+            now = self.connection._txn
+            if now is not None and now.buffer.seq != (before if now is txn else 0):
+                wrote = True
             total += max(self.rowcount, 0)
         self.rowcount = total
         return self
@@ -51,10 +85,16 @@ class Cursor:
         self._pos = 0
         self.rowcount = result.rowcount
         self.description = (
-            [(c.name, c.type_code, None, None, c.precision, c.scale, None) for c in result.columns]
+            [Description(c.name, c.type_code, None, None, c.precision, c.scale, None) for c in result.columns]
             if result.columns
             else None
         )
+
+    @property
+    def rownumber(self) -> int | None:
+        """The index of the next row to fetch in the result (PEP 249's extension, as pymonetdb); None without
+        one."""
+        return None if self.description is None or self._closed else self._pos
 
     # ---- fetching ------------------------------------------------------------------------------------------
 
@@ -90,9 +130,34 @@ class Cursor:
         self._pos = len(self._rows)
         return rows
 
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        while (row := self.fetchone()) is not None:
-            yield row
+    def __iter__(self) -> Cursor:
+        """The cursor is its own iterator (PEP 249's extension, as pymonetdb and psycopg): ``next(cur)`` works."""
+        return self
+
+    def __next__(self) -> tuple[Any, ...]:
+        row = self.fetchone()
+        if row is None:
+            raise StopIteration
+        return row
+
+    next = __next__  # PEP 249's spelling
+
+    def scroll(self, value: int, mode: str = "relative") -> None:
+        """Move to another row of the result (PEP 249's extension, as pymonetdb): by ``value`` rows, or to row
+        ``value`` with ``mode="absolute"``; IndexError outside the result, which is then not moved."""
+        self._check_result()
+        if mode not in ("relative", "absolute"):
+            raise ProgrammingError(f"unknown scroll mode {mode!r}: use 'relative' or 'absolute'")
+        target = value + self._pos if mode == "relative" else value
+        if not 0 <= target <= len(self._rows):
+            raise IndexError(f"scroll to row {target} leaves the result of {len(self._rows)} rows")
+        self._pos = target
+
+    def nextset(self) -> bool | None:
+        """No statement of tique returns several results (execute takes one statement): None, as pymonetdb
+        says when no result is left."""
+        self._check()
+        return None
 
     def close(self) -> None:
         self._closed = True

@@ -163,18 +163,54 @@ def pad_lists(sql: str, params: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
 
 
 def normalize(parameters: Any) -> tuple[Any, ...] | Mapping[str, Any] | None:
-    """Parameters as pymonetdb reads them: empty means none, a string is one value."""
+    """Parameters as pymonetdb reads them: empty means none, a string is one value. numpy and pandas scalars
+    become the Python values they hold (see ``plain``)."""
     if parameters is None:
         return None
     if isinstance(parameters, str):
         return (parameters,) if parameters else None
     if isinstance(parameters, Mapping):
-        return parameters if parameters else None
+        if not parameters:
+            return None
+        if all(type(v) in _PLAIN for v in parameters.values()):
+            return parameters
+        return {k: plain(v) for k, v in parameters.items()}
     if isinstance(parameters, (bytes, bytearray)) or not isinstance(parameters, Sequence):
         raise ProgrammingError(
             f"parameters must be a sequence (for %s) or a mapping (for %(name)s), not {type(parameters).__name__}"
         )
-    return tuple(parameters) if parameters else None
+    if not parameters:
+        return None
+    values = tuple(parameters)
+    if all(type(v) in _PLAIN for v in values):
+        return values
+    return tuple(plain(v) for v in values)
+
+
+_PLAIN = frozenset(
+    {int, str, float, bool, type(None), decimal.Decimal, datetime.datetime, datetime.date, datetime.time, bytes}
+)
+
+
+def plain(value: Any) -> Any:
+    """A parameter value as a Python value pymonetdb's conversion knows. Values read from a DataFrame are numpy
+    scalars (``np.int64`` is no int, so it was refused) and pandas marks missing values with pd.NaT and pd.NA:
+    those mean NULL. A list or tuple (an ``IN (%s)`` list) has its items converted."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if isinstance(value, (list, tuple)):
+        return kind(plain(v) for v in value) if kind in (list, tuple) else value
+    module = kind.__module__.split(".", 1)[0]
+    if module == "pandas" and kind.__name__ in ("NaTType", "NAType"):
+        return None
+    if module == "numpy" and hasattr(value, "dtype"):
+        if value.dtype.kind in "mM":  # datetime64/timedelta64: .item() of a nanosecond one is an int
+            if value != value:  # NaT
+                return None
+            return value.astype(f"{'timedelta64' if value.dtype.kind == 'm' else 'datetime64'}[us]").item()
+        return value.item()
+    return value
 
 
 def check(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> Scan:

@@ -30,25 +30,60 @@ from collections.abc import Iterable
 from typing import Any
 
 import pymonetdb
-from sqlalchemy import BigInteger, text
+from sqlalchemy import BigInteger, Sequence, SmallInteger, exc, text
 from sqlalchemy.engine import URL, reflection
 
 # sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" for the whole process when imported; an application
 # that also uses pymonetdb directly must keep pymonetdb's own default.
 _paramstyle = pymonetdb.paramstyle
-from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler  # noqa: E402
+from sqlalchemy.sql import sqltypes  # noqa: E402
+from sqlalchemy_monetdb import monetdb_types  # noqa: E402
+from sqlalchemy_monetdb.base import MonetIdentifierPreparer  # noqa: E402
+from sqlalchemy_monetdb.compiler import MonetCompiler, MonetDDLCompiler, MonetTypeCompiler  # noqa: E402
 from sqlalchemy_monetdb.dialect import MonetDialect  # noqa: E402
 
 pymonetdb.paramstyle = _paramstyle
 
+
+class _Time(monetdb_types.TIME):
+    """sqlalchemy-monetdb 2.1's TIME prints "time self <precision>" to stdout whenever it is made, i.e. for every
+    TIME column reflected. Its reflection looks types up in this shared map, so the entry is replaced (for its own
+    dialect too, which loses only the print)."""
+
+    def __init__(self, timezone: bool = False, precision: int | None = None) -> None:
+        sqltypes.TIME.__init__(self, timezone=timezone)
+        self.precision = precision
+
+
+for _name in ("time", "timetz"):
+    if monetdb_types.MONETDB_TYPE_MAP.get(_name) is monetdb_types.TIME:
+        monetdb_types.MONETDB_TYPE_MAP[_name] = _Time
+
 import tique  # noqa: E402
-from tique.catalog import TableInfo  # noqa: E402
+from tique.catalog import DATA_SCHEMA, TableInfo  # noqa: E402
 
 # tique's settings take these types; URL query values arrive as strings
 _INT_SETTINGS = {"retries", "lease_ms", "worker_limit", "analytical_slots"}
 
 
 class TiqueCompiler(MonetCompiler):
+    def visit_column(self, column: Any, add_to_result_map: Any = None, include_table: bool = True, **kw: Any) -> str:
+        """A column of a table in a named schema as ``table.column``: SQLAlchemy writes ``schema.table.column``,
+        which MonetDB 11.41 refuses ("TODO: column names of level >= 3"), so every statement on such a table
+        failed. The FROM clause keeps the schema; two tables of one name from two schemas in one statement need
+        an alias (as MonetDB would then say the name is ambiguous)."""
+        table = column.table
+        if (
+            not include_table
+            or table is None
+            or not getattr(table, "named_with_column", False)
+            or not self.preparer.schema_for_object(table)
+            or getattr(column, "is_literal", False)
+        ):
+            return str(super().visit_column(column, add_to_result_map, include_table, **kw))
+        name = super().visit_column(column, add_to_result_map, include_table=False, **kw)
+        return f"{self.preparer.quote(table.name)}.{name}"
+
     def bindparam_string(self, name: str, **kw: Any) -> str:
         """sqlalchemy-monetdb quotes parameter names that are SQL keywords (``:"name"``, pymonetdb's named style);
         in pyformat that would be ``%("name")s``: such a name gets a prefix instead."""
@@ -58,12 +93,79 @@ class TiqueCompiler(MonetCompiler):
         return super().bindparam_string(name, **kw)
 
 
+class TiquePreparer(MonetIdentifierPreparer):
+    """sqlalchemy-monetdb never doubles percent signs (pymonetdb's named style has no ``%``); in tique's pyformat
+    a literal ``%`` next to a parameter must be ``%%`` (``LIKE '%' || %(p)s``, which ``contains`` compiles to)."""
+
+    def __init__(self, dialect: Any, **kw: Any) -> None:
+        super().__init__(dialect, **kw)
+        self._double_percents = dialect.paramstyle in ("format", "pyformat")
+
+
+class TiqueTypeCompiler(MonetTypeCompiler):
+    """Types tique's tables do not keep (MonetDB's JSON and UUID) are stored as SQLAlchemy stores them on a backend
+    without them: JSON serialized in a CLOB (sa.JSON converts both ways), a UUID as 32 hex digits
+    (supports_native_uuid = False makes sa.Uuid convert both ways)."""
+
+    def visit_JSON(self, type_: Any, **kw: Any) -> str:
+        return "CLOB"
+
+    def visit_uuid(self, type_: Any, **kw: Any) -> str:
+        return "CHAR(32)"
+
+    def visit_UUID(self, type_: Any, **kw: Any) -> str:
+        return "CHAR(32)"
+
+
 class TiqueDDLCompiler(MonetDDLCompiler):
+    def post_create_table(self, table: Any) -> str:
+        """``Table(..., monetdb_plain=True)`` makes a plain MonetDB table (tique's '-- tique: plain' comment,
+        README): no versions, MonetDB's own types, writes that take effect at once. A model cannot write the
+        comment itself, though tique's refusal of a type its tables do not keep says to declare the table so."""
+        text = str(super().post_create_table(table))
+        if table.dialect_options["monetdb"].get("plain"):
+            text += " -- tique: plain"
+        return text
+
+    def get_identity_options(self, identity_options: Any) -> str:
+        """START WITH before INCREMENT BY, the SQL standard's order (SQLAlchemy writes INCREMENT BY first, which
+        tique's statement parser does not read)."""
+        text = str(super().get_identity_options(identity_options))
+        if identity_options.increment is not None and identity_options.start is not None:
+            increment = f"INCREMENT BY {int(identity_options.increment)}"  # as SQLAlchemy writes them (%d)
+            start = f"START WITH {int(identity_options.start)}"
+            text = text.replace(f"{increment} {start}", f"{start} {increment}", 1)
+        return text
+
     def get_column_specification(self, column: Any, **kwargs: Any) -> str:
+        if isinstance(column.default, Sequence) and not column.default.optional:
+            # no sequences here (supports_sequences = False): SQLAlchemy then ignores the Sequence, and the key is
+            # the table's autoincrement key as without it; sqlalchemy-monetdb would make it a plain INT NOT NULL
+            default, column.default = column.default, None
+            try:
+                return self.get_column_specification(column, **kwargs)
+            finally:
+                column.default = default
+        if _small_autoincrement_key(column, self.dialect):
+            # sqlalchemy-monetdb leaves a SmallInteger key a plain SMALLINT, which SQLAlchemy still leaves out of
+            # INSERTs for the database to generate; tique generates SMALLINT keys
+            spec = f"{self.preparer.format_column(column)} SMALLINT AUTO_INCREMENT"
+            return spec if column.nullable else spec + " NOT NULL"
         spec = str(super().get_column_specification(column, **kwargs))
         if isinstance(column.type.dialect_impl(self.dialect), BigInteger):  # sqlalchemy-monetdb says INT for all
             spec = spec.replace(" INT AUTO_INCREMENT", " BIGINT AUTO_INCREMENT")
         return spec
+
+
+def _small_autoincrement_key(column: Any, dialect: Any) -> bool:
+    """The table's autoincrement key, of a SmallInteger type, with no default or identity of its own."""
+    return bool(
+        column.primary_key
+        and column is column.table._autoincrement_column
+        and column.identity is None
+        and column.default is None
+        and isinstance(column.type.dialect_impl(dialect), SmallInteger)
+    )
 
 
 class TiqueDialect(MonetDialect):
@@ -72,6 +174,9 @@ class TiqueDialect(MonetDialect):
     default_paramstyle = "pyformat"
     ddl_compiler = TiqueDDLCompiler
     statement_compiler = TiqueCompiler
+    preparer = TiquePreparer
+    type_compiler = TiqueTypeCompiler
+    supports_native_uuid = False
     # no server-side sequences: concurrent NEXT VALUE FOR corrupts MonetDB 11.41's WAL
     supports_sequences = False
     sequences_optional = True
@@ -85,6 +190,27 @@ class TiqueDialect(MonetDialect):
     @classmethod
     def import_dbapi(cls) -> Any:
         return tique
+
+    @staticmethod
+    def _as_sent(statement: str, parameters: Any, context: Any) -> str:
+        """A compiled statement doubles its literal percent signs (TiquePreparer); pyformat reads ``%%`` as ``%``
+        only when parameters are given (as pymonetdb), so one compiled without any gets them back single. A
+        driver-level statement (``exec_driver_sql``) is the user's text, sent as written."""
+        if not parameters and context is not None and context.compiled is not None and "%%" in statement:
+            return statement.replace("%%", "%")
+        return statement
+
+    def do_execute(self, cursor: Any, statement: str, parameters: Any, context: Any = None) -> None:
+        cursor.execute(self._as_sent(statement, parameters, context), parameters)
+
+    def do_execute_no_params(self, cursor: Any, statement: str, context: Any = None) -> None:
+        cursor.execute(self._as_sent(statement, None, context))
+
+    def is_disconnect(self, e: Any, connection: Any, cursor: Any) -> bool:
+        """A lost or closed engine connection (SQLSTATE class 08: a server restarted or gone): SQLAlchemy then
+        invalidates it, and pool_pre_ping opens a new one. sqlalchemy-monetdb leaves DefaultDialect's answer,
+        never, so a dead connection went back to the pool and failed every later checkout."""
+        return str(getattr(e, "sqlstate", None) or "").startswith("08")
 
     def create_connect_args(self, url: URL) -> tuple[list[Any], dict[str, Any]]:
         settings: dict[str, Any] = {}
@@ -158,9 +284,22 @@ class TiqueDialect(MonetDialect):
         listed = [n for n in physical if not self._hidden(n, infos)]
         return listed + sorted(n for n, i in infos.items() if i.kind == "tx" and n not in listed)
 
+    def get_schema_names(self, connection: Any, **kw: Any) -> list[str]:
+        """Without tique's own schemas (its metadata, and the Storage and Cache tables behind each table), which
+        reflection leaves out as it does their tables."""
+        return [n for n in super().get_schema_names(connection, **kw) if n not in ("tique", DATA_SCHEMA)]
+
     def get_view_names(self, connection: Any, schema: str | None = None, **kw: Any) -> list[str]:
         tables = self._tique_tables(connection, schema)
         return [v for v in super().get_view_names(connection, schema, **kw) if tables.get(v) != "tx"]
+
+    def get_view_definition(self, connection: Any, view_name: str, schema: str | None = None, **kw: Any) -> str:
+        """The view's SQL text, as SQLAlchemy defines it (sqlalchemy-monetdb returned its result rows). A
+        transactional table is no view here, though MonetDB shows one under its name (tique/views.py)."""
+        if self._tique_tables(connection, schema).get(view_name) == "tx":
+            raise exc.NoSuchTableError(f"{schema}.{view_name}" if schema else view_name)
+        rows = super().get_view_definition(connection, view_name, schema, **kw)
+        return str(rows[0][0])
 
     @reflection.cache
     def has_table(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> bool:

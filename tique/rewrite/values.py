@@ -279,6 +279,16 @@ def _as_text(value: Any) -> str:
         return format(value, f".{max(4, digits)}g")
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
+    # pymonetdb sends these as BLOB, TIMESTAMP, TIME and INTERVAL SECOND literals, which MonetDB prints as upper-case
+    # hex digits, with six fractional digits, and as whole seconds with three (pymonetdb drops the fraction)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex().upper()
+    if isinstance(value, datetime.datetime) and value.tzinfo is None:
+        return value.isoformat(" ", timespec="microseconds")
+    if isinstance(value, datetime.time) and value.tzinfo is None:
+        return value.isoformat(timespec="microseconds")
+    if isinstance(value, datetime.timedelta):
+        return f"{int(value.total_seconds())}.000"
     return str(value)
 
 
@@ -347,7 +357,12 @@ def _round_micros(micros: int, precision: int) -> int:
 
 def _naive(value: datetime.datetime | datetime.time) -> None:
     if value.tzinfo is not None:
-        raise DataError(f"{value!r} has a time zone: tique stores TIME and TIMESTAMP without one", "22007")
+        raise DataError(
+            f"{value!r} has a time zone: tique stores TIME and TIMESTAMP without one (MonetDB would convert it to the "
+            "session's time zone, which differs between clients); pass it in the zone you store, e.g. UTC: "
+            "value.astimezone(datetime.timezone.utc).replace(tzinfo=None)",
+            "22007",
+        )
 
 
 def _to_time(value: Any, kind: SqlType) -> datetime.time:
