@@ -42,7 +42,7 @@ from tique.engine.base import RawConnection, Result, one_transaction, retried_on
 from tique.errors import NotSupportedError, ProgrammingError, lost_to_concurrency
 from tique.names import NAME, ident, quote, read_names
 from tique.params import literal
-from tique.storage import LARGE_WRITE_SLACK, refusal_judge
+from tique.storage import refusal_judge
 from tique.versioned import versioned
 
 # Called with each step's name before the step: tests make a step fail here.
@@ -227,10 +227,12 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         try:
             _step("storage")
             required = " NOT NULL" if not_null else ""
-            _physical(conn, info, f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{required}")
+            storage_sql = f"ALTER TABLE {info.storage} ADD COLUMN {typed}{filled}{required}"
+            _physical(conn, info, storage_sql, _column_bytes(conn, info.storage, filled))
             added.append(info.storage)
             _step("cache")
-            _physical(conn, info, f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}")  # every version: the default
+            cache_sql = f"ALTER TABLE {info.cache} ADD COLUMN {typed}{filled}"  # every version: the default
+            _physical(conn, info, cache_sql, _column_bytes(conn, info.cache, filled))
             added.append(info.cache)
 
             def publish() -> None:
@@ -248,10 +250,18 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
     return new, apply
 
 
-def _physical(conn: RawConnection, info: TableInfo, sql: str) -> None:
+def _physical(conn: RawConnection, info: TableInfo, sql: str, writes: int = 0) -> None:
     """A physical step on Storage or Cache as a statement of its own, again while it loses to an append. It may
-    write every row (ADD COLUMN ... DEFAULT): a refusal near a full disk is judged by a large write's slack."""
-    _retried(lambda: conn.execute(sql), info, conn, LARGE_WRITE_SLACK)
+    write about ``writes`` bytes (ADD COLUMN ... DEFAULT writes every row): a refusal within that much of the
+    minimum free space is judged a failed write (routine conflicts with appends farther from it are not)."""
+    _retried(lambda: conn.execute(sql), info, conn, writes)
+
+
+def _column_bytes(conn: RawConnection, table: str, filled: str) -> int:
+    """About what adding a column to ``table`` writes to the engine's log (its rows times a value and its
+    default's text), generously: the judge's slack for a refusal of that write."""
+    rows = int(conn.execute(f"SELECT COUNT(*) FROM {table}").scalar() or 0)
+    return 2 * rows * (16 + len(filled)) + (1 << 20)
 
 
 def _drop_left_behind(conn: RawConnection, info: TableInfo, name: str) -> None:

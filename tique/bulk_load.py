@@ -13,6 +13,7 @@ Tables without a key (hidden row ids) and plain tables cannot be hidden: loaded 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -25,7 +26,7 @@ from tique.names import qualified, quote
 from tique.params import literal
 from tique.rewrite.exact import read_value, text_sql
 from tique.rewrite.values import coerce, key_value
-from tique.storage import LARGE_WRITE_SLACK, refusal_judge
+from tique.storage import refusal_judge
 from tique.write_buffer import show
 from tique.zero_signs import negative_zero, zero_signs_kept
 
@@ -64,7 +65,7 @@ def load_rows(
     keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
     staging = f"tmp.tq_load_{info.table_id}" if keyed(info) else None
     rowid = _lowest_rowid(raw, stored) if info.has_rowid and info.kind == "tx" else 0
-    total = 0
+    total = staged = 0  # rows, and their literals' bytes (about what the move writes)
     chunk: list[str] = []
     negative = False  # a -0.0 in the chunk, whose sign a statement may merge (tique/zero_signs.py)
 
@@ -94,11 +95,12 @@ def load_rows(
                     values.append(str(rowid))
                 chunk.append("(" + ", ".join(values) + ")")
                 total += 1
+                staged += len(chunk[-1])
                 if len(chunk) >= batch:
                     send()
             send()
         if staging and total:  # an empty load changes nothing: no committed change to fail others with
-            publish(lambda: _move(raw, info, staging, table))
+            publish(lambda: _move(raw, info, staging, table, staged))
     return total
 
 
@@ -123,7 +125,7 @@ def load_csv(
         loaded = _count(raw, staging)  # (a COPY's row count over MAPI is not the rows it loaded)
         if keyed(info):
             if loaded:  # an empty load changes nothing: no committed change to fail others with
-                publish(lambda: _move(raw, info, staging, table))
+                publish(lambda: _move(raw, info, staging, table, _file_size(source)))
             return loaded
         with refusals(table, info):
             low = _lowest_rowid(raw, stored)
@@ -165,14 +167,23 @@ def _staged(raw: RawConnection, info: TableInfo, staging: str | None) -> Iterato
             raw.execute(f"DROP TABLE {staging}")
 
 
-def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _move(raw: RawConnection, info: TableInfo, staging: str, table: str, size: int) -> None:
     """The staged rows into Storage in one engine transaction, unless a key among them has a Cache version that
     would hide it. Run after every earlier commit is published, so their rows are in reach.
 
     A writer that begins once the load's commit is visible inserts its keys past the loaded rows' check. The
     load's commit becomes visible when the move ends, or earlier if the move outlasts the commit lease (other
     sessions then settle it as stuck): so the move also writes the Cache (a DELETE that matches nothing), which
-    makes MonetDB refuse it when any append to the Cache committed meanwhile; it runs again, changed nothing."""
+    makes MonetDB refuse it when any append to the Cache committed meanwhile; it runs again, changed nothing.
+    Such refusals are routine, so each is judged a failed write (storage.py) only within twice the rows' ``size``
+    (bytes, as text) of the minimum free space: the room a write of them could have lacked."""
 
     def attempt() -> None:
         with refusals(table, info), one_transaction(raw):
@@ -183,7 +194,8 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None
             with _appending(raw, info):
                 raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
 
-    retried_on_conflict(attempt, f"bulk_load into {table!r}", judge=refusal_judge(raw, LARGE_WRITE_SLACK))
+    judge = refusal_judge(raw, 2 * size + (1 << 20))
+    retried_on_conflict(attempt, f"bulk_load into {table!r}", judge=judge)
 
 
 def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:

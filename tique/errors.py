@@ -384,5 +384,9 @@ def lost_to_concurrency(exc: BaseException) -> bool:
     "Update failed" (an UPDATE or DELETE of a table another session appended to), "Transaction conflict"."""
     if isinstance(exc, SerializationFailure):
         return True
-    text = str(exc).lower()
-    return isinstance(exc, DatabaseError) and ("update failed" in text or "conflict" in text)
+    if not isinstance(exc, DatabaseError) or isinstance(exc, IntegrityError):
+        return False
+    # only the engine's own words, which come before anything it quotes: a table named conflict_log or a key
+    # 'update failed' in a refusal for a duplicate key is no conflict (retried, it fails the same way for ever)
+    words = re.split(r"['\"]", str(exc), maxsplit=1)[0].lower()
+    return "update failed" in words or "conflict" in words
