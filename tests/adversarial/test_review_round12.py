@@ -24,6 +24,23 @@ import tique
 from tique import errors, storage
 
 url, case = sys.argv[1], sys.argv[2]
+# MonetDB's words for a lost conflict, which a log write that failed for want of space also gives
+CONFLICT = "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
+
+
+# the first call of owner.name that matches its arguments raises CONFLICT; returns the list of refused calls
+def refuse_once(owner, name, matches=lambda *args: True):
+    real, refused = getattr(owner, name), []
+
+    def call(*args, **kwargs):
+        if not refused and matches(*args):
+            refused.append(args)
+            raise errors.from_monetdb(CONFLICT)
+        return real(*args, **kwargs)
+
+    setattr(owner, name, call)
+    return refused
+
 conn = tique.connect(url)
 cur = conn.cursor()
 cur.execute("CREATE TABLE t (k VARCHAR(40) PRIMARY KEY, v INT)")
@@ -47,9 +64,7 @@ try:
         import tique.connection as connection
 
         def conflicting(*args, **kwargs):
-            raise errors.from_monetdb(
-                "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
-            )
+            raise errors.from_monetdb(CONFLICT)
 
         connection.run_ddl = conflicting
         cur.execute("CREATE TABLE u (k INT PRIMARY KEY)")
@@ -63,9 +78,7 @@ try:
         import tique.bulk_load as bulk_load
 
         def conflicting(*args, **kwargs):
-            raise errors.from_monetdb(
-                "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
-            )
+            raise errors.from_monetdb(CONFLICT)
 
         bulk_load._cache_may_hide = conflicting
         conn.bulk_load("t", [("loaded", 2)])
@@ -76,34 +89,13 @@ try:
         storage.free_bytes = lambda directory: storage.min_free_bytes() + (room << 20)
         import tique.bulk_load as bulk_load
 
-        may_hide, tries = bulk_load._cache_may_hide, []
-
-        def conflicting_once(*args, **kwargs):
-            tries.append(1)
-            if len(tries) == 1:
-                raise errors.from_monetdb(
-                    "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
-                )
-            return may_hide(*args, **kwargs)
-
-        bulk_load._cache_may_hide = conflicting_once
+        refuse_once(bulk_load, "_cache_may_hide")
         conn.bulk_load("t", [("loaded", 2)])
     elif case.startswith("alter_add_column_refused_once_"):
         # ADD COLUMN ... DEFAULT writes a value for every row: its physical step refused once, then retried
         room = 0 if case.endswith("near_minimum") else 512  # within a small write's slack: at the minimum
         storage.free_bytes = lambda directory: storage.min_free_bytes() + (room << 20)
-        session, refused = conn._raw, []
-        real_execute = session.execute
-
-        def execute(sql, *args, **kwargs):
-            if "ADD COLUMN" in sql and not refused:
-                refused.append(sql)
-                raise errors.from_monetdb(
-                    "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
-                )
-            return real_execute(sql, *args, **kwargs)
-
-        session.execute = execute
+        refused = refuse_once(conn._raw, "execute", lambda sql, *rest: "ADD COLUMN" in sql)
         cur.execute("ALTER TABLE t ADD COLUMN w INT DEFAULT 7")
         assert refused, "the ALTER sent no ADD COLUMN"
     elif case.startswith("checkpoint_delete_refused_once_"):
@@ -112,17 +104,7 @@ try:
         from tique.database import Database
 
         raw = Database.get(url).connect_raw()
-        real_execute, refused = raw.execute, []
-
-        def execute(sql, *args, **kwargs):
-            if sql.startswith("DELETE FROM") and "__cache" in sql and not refused:
-                refused.append(sql)
-                raise errors.from_monetdb(
-                    "40000!COMMIT: transaction is aborted because of concurrency conflicts, will ROLLBACK instead"
-                )
-            return real_execute(sql, *args, **kwargs)
-
-        raw.execute = execute
+        refused = refuse_once(raw, "execute", lambda sql, *rest: sql.startswith("DELETE FROM") and "__cache" in sql)
         checkpointer = Checkpointer(raw)
         room = 0 if case.endswith("near_minimum") else 512  # a DELETE's log is small: its slack is too
         storage.free_bytes = lambda directory: storage.min_free_bytes() + (room << 20)
