@@ -342,8 +342,13 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     )
     alias = source_name(table)
     old_keys = [exp.alias_(column_ref(k, alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
+    # exp.Alias, not exp.alias_: alias_ would name a bare subquery (SET ts = (SELECT ...) of a TIME/TIMESTAMP
+    # column, left uncast by _checked) as a derived table, its name then printed inside the casts wrap_outputs adds
     new_values = [
-        exp.alias_(assignments[c].copy() if c in assignments else column_ref(c, alias), f"tq_new_{i}")
+        exp.Alias(
+            this=assignments[c].copy() if c in assignments else column_ref(c, alias),
+            alias=exp.to_identifier(f"tq_new_{i}"),
+        )
         for i, c in enumerate(info.stored_names)
     ]
     select = exp.select(*old_keys, *new_values).from_(table.copy())
