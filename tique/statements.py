@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique import deep
+from tique import ddl_parse, deep
 from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
@@ -302,6 +302,12 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             seen[at] = db.catalog.probed(conn, info) if info is not None else None
         return seen[at]
 
+    analyzed = ddl_parse.ANALYZE.match(sql)
+    if analyzed and analyzed.group(2):
+        info = lookup(*read_names(f"{analyzed.group(1)}.{analyzed.group(2)}"))
+        if info is not None and info.kind == "tx":  # its Storage and Cache are analyzed (ddl.py)
+            return DDL(exp.Command(this="ANALYZE", expression=exp.Literal.string(sql)), sql)
+
     copied = _COPY_INTO.match(sql)
     if copied:
         parts = read_names(copied.group(1))
@@ -326,7 +332,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     setting = str(tree.expression or "").strip().upper() if isinstance(tree, exp.Command) else ""
     if setting.startswith("SCHEMA") and str(tree.this).upper() == "SET":
         return PassThrough(Template.from_tree(tree), sets_schema=True)
-    if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
+    if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable, exp.Comment)) or (
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
     ):
         return DDL(tree, sql)
