@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique import ddl_parse, deep
+from tique import compound, ddl_parse, deep
 from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
@@ -302,6 +302,13 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             seen[at] = db.catalog.probed(conn, info) if info is not None else None
         return seen[at]
 
+    created = compound.COMPOUND.match(sql)
+    if created:  # MonetDB's own DDL, its body's semicolons and all (compound.py)
+        compound.check_one(sql)
+        db.catalog.refresh(conn)  # never pass a body over a table another process made tique's meanwhile
+        tique_tables = {(i.schema, i.name) for i in db.catalog.all() if i.kind != "plain"}
+        compound.refuse_tique_tables(sql, created.group(1), tique_tables, options.schema or db.default_schema)
+        return DDL(exp.Command(this="CREATE", expression=exp.Literal.string(sql)), sql)
     analyzed = ddl_parse.ANALYZE.match(sql)
     if analyzed and analyzed.group(2):
         info = lookup(*read_names(f"{analyzed.group(1)}.{analyzed.group(2)}"))
