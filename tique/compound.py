@@ -26,11 +26,12 @@ _NAME = re.compile(r"""[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")*\"""")
 _CLOSES = {"IF", "WHILE", "LOOP", "REPEAT", "FOR"}
 
 
-def _tokens(sql: str) -> list[tuple[int, str]]:
+def tokens(sql: str) -> list[tuple[int, str]]:
+    """The statement's tokens (position, text): strings, quoted names, comments, words, blanks, other characters."""
     return [(m.start(), m.group(0)) for m in _TOKEN.finditer(sql)]
 
 
-def _significant(text: str) -> bool:
+def significant(text: str) -> bool:
     return not (text.isspace() or text.startswith(("--", "#", "/*")))
 
 
@@ -38,8 +39,8 @@ def statement_end(sql: str) -> int:
     """Where the compound statement ``sql`` begins with ends (after its body's END or closing brace); anything
     after it but blanks, comments and semicolons is a second statement."""
     depth = braces = 0
-    tokens = [(at, text) for at, text in _tokens(sql) if _significant(text)]
-    for i, (at, text) in enumerate(tokens):
+    found = [(at, text) for at, text in tokens(sql) if significant(text)]
+    for i, (at, text) in enumerate(found):
         word = text.upper()
         if text == "{":
             braces += 1
@@ -50,7 +51,7 @@ def statement_end(sql: str) -> int:
         elif word in ("BEGIN", "CASE"):
             depth += 1
         elif word == "END":
-            following = tokens[i + 1][1].upper() if i + 1 < len(tokens) else ""
+            following = found[i + 1][1].upper() if i + 1 < len(found) else ""
             if following not in _CLOSES:
                 depth = max(depth - 1, 0)
         elif text == ";" and depth == 0:
@@ -61,19 +62,19 @@ def statement_end(sql: str) -> int:
 def check_one(sql: str) -> None:
     """A compound statement followed by another is refused, as any two statements in one execute()."""
     rest = sql[statement_end(sql) :]
-    if any(_significant(text) and text != ";" for _, text in _tokens(rest)):
+    if any(significant(text) and text != ";" for _, text in tokens(rest)):
         raise ProgrammingError("execute() takes one statement, got 2; send them one by one", "42000")
 
 
 def names_used(sql: str) -> Iterable[list[str]]:
     """Every name and dotted name of the statement outside strings and comments, as MonetDB stores them."""
-    tokens = [text for _, text in _tokens(sql) if _significant(text)]
-    for i, text in enumerate(tokens):
+    words = [text for _, text in tokens(sql) if significant(text)]
+    for i, text in enumerate(words):
         if not _NAME.fullmatch(text):
             continue
         yield read_names(text)
-        if i + 2 < len(tokens) and tokens[i + 1] == "." and _NAME.fullmatch(tokens[i + 2]):
-            yield read_names(f"{text}.{tokens[i + 2]}")
+        if i + 2 < len(words) and words[i + 1] == "." and _NAME.fullmatch(words[i + 2]):
+            yield read_names(f"{text}.{words[i + 2]}")
 
 
 def refuse_tique_tables(sql: str, kind: str, tique_tables: set[tuple[str, str]], schema: str) -> None:
