@@ -194,7 +194,7 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
             not_null = True
         elif isinstance(kind, exp.DefaultColumnConstraint):
-            default = ddl_parse.default_value(kind.this)
+            default = ddl_parse.default_value(kind.this, node.args.get("kind"))
             if isinstance(default, catalog.SequenceDefault):
                 raise NotSupportedError(
                     f"ALTER TABLE {info.name} ADD COLUMN {name!r} DEFAULT NEXT VALUE FOR is not supported by tique "
@@ -289,7 +289,11 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
     column = info.column(name)
     alter = f"ALTER TABLE {{table}} ALTER COLUMN {quote(name)} "
     if node.args.get("default") is not None or (node.args.get("drop") and node.args.get("allow_null") is None):
-        default = ddl_parse.default_value(node.args["default"]) if node.args.get("default") is not None else None
+        default = (
+            ddl_parse.default_value(node.args["default"], column.sql_type)
+            if node.args.get("default") is not None
+            else None
+        )
         changed = ColumnSpec(name, column.sql_type, column.not_null, default)
         new_sql = f"SET DEFAULT {catalog.default_sql(default)}" if default is not None else "DROP DEFAULT"
         tables = (info.storage, info.cache)

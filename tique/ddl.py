@@ -8,6 +8,7 @@ hashes. CREATE TABLE takes its id from the same counter and bumps the catalog ve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ from tique import alter, catalog, ddl_parse, ddl_views, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident, quote, table_key
+from tique.names import NAME, ident, quote, read_names, table_key
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.versioned import versioned
@@ -47,6 +48,13 @@ def run_ddl(
         return _drop_table(db, conn, tree, sql)
     if isinstance(tree, exp.Create) and kind == "INDEX":
         return _create_index(db, conn, tree, sql)
+    special = _SPECIAL_INDEX.match(sql) if isinstance(tree, exp.Command) else None
+    if special:
+        return _create_special_index(db, conn, special, sql)
+    if isinstance(tree, exp.Comment):
+        _refuse_comment(db, conn, tree)
+    if isinstance(tree, exp.Command) and str(tree.this).upper() == "ANALYZE":
+        return _analyze(db, conn, sql)
     if isinstance(tree, exp.Drop) and kind == "INDEX":
         return _drop_index(db, conn, tree, sql)
     if isinstance(tree, exp.Create) and kind == "VIEW" and uses_tique(db, conn, tree):
@@ -236,6 +244,58 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
     return Result(rowcount=-1, ddl_txids=tuple(ids))
 
 
+# MonetDB's CREATE ORDERED INDEX / CREATE IMPRINTS INDEX, which sqlglot reads as an opaque command
+_SPECIAL_INDEX = re.compile(
+    rf"\s*CREATE\s+(ORDERED|IMPRINTS)\s+INDEX\s+({NAME})\s+ON\s+({NAME}(?:\.{NAME})?)\s*\(([^()]*)\)\s*;?\s*$",
+    re.I,
+)
+
+
+def _create_special_index(db: Database, conn: RawConnection, found: re.Match[str], sql: str) -> Result:
+    """CREATE ORDERED / IMPRINTS INDEX on a tique table: on its Storage and Cache, as CREATE INDEX is."""
+    parts = read_names(found.group(3))
+    info = db.catalog.lookup(conn, parts[0] if len(parts) == 2 else db.default_schema, parts[-1])
+    if info is None or info.kind == "plain":
+        return conn.execute(sql)
+    if info.kind != "tx":
+        raise ProgrammingError(f"CREATE INDEX: {info.name!r} is a view; create the index on its tables", "42000")
+    cols = [read_names(c.strip())[0] for c in found.group(4).split(",") if c.strip()]
+    return _indexed(conn, info, read_names(found.group(2))[0], cols, f"{found.group(1).upper()} ")
+
+
+def _analyze(db: Database, conn: RawConnection, sql: str) -> Result:
+    """ANALYZE s.t [(columns)] [SAMPLE n] [MINMAX] of a tique table: its statistics are its Storage's and Cache's
+    (the view T has none: MonetDB says it is not persistent)."""
+    found = ddl_parse.ANALYZE.match(sql)
+    assert found is not None and found.group(2)
+    info = db.catalog.lookup(conn, *read_names(f"{found.group(1)}.{found.group(2)}"))
+    if info is None or info.kind != "tx":
+        return conn.execute(sql)
+    tail = f"{found.group(3) or ''}{found.group(4) or ''}"
+    for table in (info.storage, info.cache):
+        conn.execute(f"ANALYZE {table}{tail}")
+    return Result(rowcount=-1)
+
+
+def _refuse_comment(db: Database, conn: RawConnection, tree: exp.Comment) -> None:
+    """COMMENT ON a tique table or its columns: MonetDB sees only the table's view, which ALTER TABLE replaces
+    (and a replaced view loses its comments), so tique keeps no comments on its tables."""
+    target = tree.this
+    table = target if isinstance(target, exp.Table) else None
+    if isinstance(target, exp.Column) and target.args.get("table") is not None:
+        table = exp.Table(this=target.args["table"], db=target.args.get("db"))
+    if table is None:
+        return
+    info = db.catalog.lookup(conn, ident(table.args.get("db")) or db.default_schema, ident(table))
+    if info is not None and info.kind in ("tx", ddl_views.VIEW):
+        what = info.name if target is table else f"{info.name}.{ident(target)}"
+        raise NotSupportedError(
+            f"COMMENT ON {str(tree.args.get('kind') or '').upper()} {what} is not supported by tique: {info.name!r} is "
+            "a tique table, which keeps no comments; document it elsewhere (or comment on a plain table, created "
+            "with -- tique: plain)"
+        )
+
+
 def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str) -> Result:
     table = tree.find(exp.Table)
     assert table is not None
@@ -254,9 +314,20 @@ def _create_index(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
     )
     if not cols:
         raise NotSupportedError(f"cannot read the columns of {tree.sql(dialect=MonetDB)!r}")
+    return _indexed(conn, info, name, cols, "")
+
+
+def _indexed(conn: RawConnection, info: catalog.TableInfo, name: str, cols: list[str], kind: str) -> Result:
+    """The index ``name`` (``kind``: "", "ORDERED ", "IMPRINTS ") on the table's Storage and Cache."""
     column_list = ", ".join(quote(c) for c in cols)
     # index names are per schema: in tique_data, prefixed by the table's base name (two schemas may use one name)
     prefix = f"{info.data_base}__" if info.data_schema else ""
-    conn.execute(f"CREATE INDEX {quote(prefix + name)} ON {info.storage} ({column_list})")
-    conn.execute(f"CREATE INDEX {quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
+    conn.execute(f"CREATE {kind}INDEX {quote(prefix + name)} ON {info.storage} ({column_list})")
+    try:
+        conn.execute(f"CREATE {kind}INDEX {quote(prefix + name + '__cache')} ON {info.cache} ({column_list})")
+    except Exception:  # no half-made index: the Storage one goes too
+        conn.execute(
+            f"DROP INDEX {quote(catalog.DATA_SCHEMA if info.data_schema else info.schema)}.{quote(prefix + name)}"
+        )
+        raise
     return Result(rowcount=-1)

@@ -21,7 +21,7 @@ from tique.catalog import (
     TableInfo,
 )
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident
+from tique.names import NAME, ident
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.values import python_value, sql_type
 
@@ -40,17 +40,45 @@ def type_sql(kind: exp.DataType) -> str:
     return kind.sql(dialect=MonetDB)
 
 
-def default_value(node: exp.Expression) -> Any:
+# MonetDB's ANALYZE schema[.table [(columns)]] [SAMPLE n] [MINMAX]
+ANALYZE = re.compile(
+    rf"\s*ANALYZE\s+({NAME})(?:\s*\.\s*({NAME}))?(\s*\([^()]*\))?((?:\s+SAMPLE\s+\d+)?(?:\s+MINMAX)?)\s*;?\s*$",
+    re.I,
+)
+
+_TEMPORAL = ("DATE", "TIME", "TIMESTAMP")
+
+
+def default_value(node: exp.Expression, column_type: exp.DataType | str | None = None) -> Any:
+    """A column's DEFAULT as the catalog keeps it; ``column_type``: the column's type, when known."""
     for kind, text in _SQL_DEFAULTS.items():
         if type(node) is kind:
             return SqlDefault(text)
     if isinstance(node, exp.Anonymous) and node.name.lower() == _NEXT_VALUE_MARKER and node.expressions:
         return SequenceDefault("NEXT VALUE FOR " + str(node.expressions[0].this).replace("''", "'"))
+    written = node.sql(dialect=MonetDB)
+    typed = node.to.this.name if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType) else ""
+    if typed in _TEMPORAL and isinstance(node.this, exp.Literal) and node.this.is_string:
+        # DATE '2024-01-01' is a literal: kept as its text, which the column's type reads as the typed literal
+        # (tique converts a default's text per column, as DEFAULT '2024-01-01' is); only of the column's own type,
+        # since the text of another would be read as the column's (TIMESTAMP '... 10:00' for a DATE column)
+        written = f"{type_sql(node.to)} {node.this.sql(dialect=MonetDB)}"  # as the user wrote it, not as a CAST
+        column = type_sql(column_type) if isinstance(column_type, exp.DataType) else column_type
+        if column is not None and sql_type(column).base != sql_type(type_sql(node.to)).base:
+            raise NotSupportedError(
+                f"column DEFAULT {written} of a {column} column is not supported by tique: write the default as a "
+                f"literal of the column's type ({sql_type(column).base} '...')"
+            )
+        return python_value(node.this)
+    if isinstance(node, exp.HexString) and not node.args.get("is_integer"):
+        return str(node.this)  # X'00ff': a BLOB's default, kept as the hex text a BLOB column reads from a string
+    if isinstance(node, exp.HexString):
+        return int(str(node.this), 16)  # 0x41
     try:
         return python_value(node)
     except NotSupportedError:
         raise NotSupportedError(
-            f"column DEFAULT {node.sql()} is not supported by tique (only literal defaults, NEXT VALUE FOR a sequence, "
+            f"column DEFAULT {written} is not supported by tique (only literal defaults, NEXT VALUE FOR a sequence, "
             "and CURRENT_TIMESTAMP, CURRENT_DATE, CURRENT_TIME, LOCALTIMESTAMP, LOCALTIME are)"
         ) from None
 
@@ -89,7 +117,7 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
                 elif isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
                     not_null = True
                 elif isinstance(kind, exp.DefaultColumnConstraint):
-                    default = default_value(kind.this)
+                    default = default_value(kind.this, item.args.get("kind"))
                 elif isinstance(kind, (exp.AutoIncrementColumnConstraint, exp.GeneratedAsIdentityColumnConstraint)):
                     _check_identity(kind, col_name)
                     generated.append(col_name)

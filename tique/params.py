@@ -71,6 +71,7 @@ def scan(sql: str) -> Scan:
     i, n = 0, len(sql)
     state = ""  # "" | "'" | '"' | "--" | "/*"
     opened = 0  # where the current quote opened
+    raw = False  # the current string is a raw one
     while i < n:
         ch = sql[i]
         if ch == "%":
@@ -94,7 +95,7 @@ def scan(sql: str) -> Scan:
             i += 1
             continue
         if state in ("'", '"'):
-            if ch == "\\" and state == "'" and sql[i + 1 : i + 2] != "%":
+            if ch == "\\" and state == "'" and not raw and sql[i + 1 : i + 2] != "%":
                 i += 2
                 continue
             if ch == state and sql[i + 1 : i + 2] == state:  # a doubled quote stands for itself
@@ -111,6 +112,13 @@ def scan(sql: str) -> Scan:
                 i += 1
         elif ch in ("'", '"'):
             state, opened = ch, i
+            # MonetDB's raw strings (R'...') read no backslash escapes: R'a\' ends at its second quote
+            raw = (
+                ch == "'"
+                and i > 0
+                and sql[i - 1] in "rR"
+                and (i < 2 or not (sql[i - 2].isalnum() or sql[i - 2] == "_"))
+            )
         elif sql.startswith("--", i):
             state = "--"
         elif sql.startswith("/*", i):

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique import deep
+from tique import compound, ddl_parse, deep
 from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
@@ -256,6 +256,36 @@ def _with_sequences(plan: Plan) -> Plan:
     return replace(plan, template=Template(parts, plan.template.slots))
 
 
+# MonetDB's export: COPY <query> INTO {'file' | STDOUT} [...]
+_COPY_SELECT = re.compile(r"\s*COPY\s+(?=(?:\(\s*)*(?:SELECT|WITH)\b)", re.I)
+
+
+def _plan_export(
+    db: Database, conn: RawConnection, sql: str, start: int, with_params: bool, options: ReadOptions
+) -> Plan:
+    """COPY <query> INTO 'file' ...: the query planned as any read (over tique tables, the transaction's snapshot
+    with its own writes), the export's text put back around the rewritten query; over MonetDB's own tables, the
+    statement as written (sqlglot reads PostgreSQL's COPY, and printed it as COPY ... WITH)."""
+    into = None
+    depth = 0
+    found = [(at, text) for at, text in compound.tokens(sql) if at >= start and compound.significant(text)]
+    for i, (at, text) in enumerate(found):
+        depth += (text == "(") - (text == ")")
+        following = found[i + 1][1] if i + 1 < len(found) else ""
+        if depth == 0 and text.upper() == "INTO" and (following.startswith("'") or following.upper() == "STDOUT"):
+            into = at
+    if into is None:
+        raise ProgrammingError(
+            f"COPY <query> INTO: cannot find INTO 'file' or INTO STDOUT after the query in {sql.strip()[:80]!r}; "
+            "MonetDB exports with COPY SELECT ... INTO 'file' [USING DELIMITERS ...]",
+            "42000",
+        )
+    inner = _plan(db, conn, sql[start:into], with_params, options)
+    if isinstance(inner, PassThrough) and not with_params and not inner.sets_schema:
+        return PassThrough(Template((sql,), ()))
+    return _wrapped(inner, sql[:start], " " + sql[into:], "COPY ... INTO")
+
+
 _COPY_INTO = re.compile(
     rf"\s*COPY\s+(?:\d+\s+(?:OFFSET\s+\d+\s+)?RECORDS\s+)?(?:BINARY\s+)?INTO\s+({NAME}(?:\.{NAME})?)",
     re.I,
@@ -302,6 +332,23 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             seen[at] = db.catalog.probed(conn, info) if info is not None else None
         return seen[at]
 
+    created = compound.COMPOUND.match(sql)
+    if created:  # MonetDB's own DDL, its body's semicolons and all (compound.py)
+        compound.check_one(sql)
+        db.catalog.refresh(conn)  # never pass a body over a table another process made tique's meanwhile
+        tique_tables = {(i.schema, i.name) for i in db.catalog.all() if i.kind != "plain"}
+        compound.refuse_tique_tables(sql, created.group(1), tique_tables, options.schema or db.default_schema)
+        return DDL(exp.Command(this="CREATE", expression=exp.Literal.string(sql)), sql)
+    analyzed = ddl_parse.ANALYZE.match(sql)
+    if analyzed and analyzed.group(2):
+        info = lookup(*read_names(f"{analyzed.group(1)}.{analyzed.group(2)}"))
+        if info is not None and info.kind == "tx":  # its Storage and Cache are analyzed (ddl.py)
+            return DDL(exp.Command(this="ANALYZE", expression=exp.Literal.string(sql)), sql)
+
+    exported = _COPY_SELECT.match(sql)
+    if exported:
+        return _plan_export(db, conn, sql, exported.end(), with_params, options)
+
     copied = _COPY_INTO.match(sql)
     if copied:
         parts = read_names(copied.group(1))
@@ -326,7 +373,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     setting = str(tree.expression or "").strip().upper() if isinstance(tree, exp.Command) else ""
     if setting.startswith("SCHEMA") and str(tree.this).upper() == "SET":
         return PassThrough(Template.from_tree(tree), sets_schema=True)
-    if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)) or (
+    if isinstance(tree, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable, exp.Comment)) or (
         isinstance(tree, exp.Command) and str(tree.this).upper() in ("CREATE", "DROP", "ALTER", "TRUNCATE")
     ):
         return DDL(tree, sql)

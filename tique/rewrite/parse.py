@@ -71,9 +71,81 @@ def _parser_said(exc: Exception) -> str:
     return f"{first.get('description')} at line {first.get('line')}, column {first.get('col')} (near {near!r})"
 
 
+def _prefix(text: str, quote: int) -> str:
+    """The letter right before the quote at ``quote`` when it prefixes the literal (E'..', R'..'; "&" for U&'..'),
+    else ""."""
+    if quote >= 2 and text[quote - 2 : quote].upper() == "U&":
+        return "&"
+    if quote == 0 or not text[quote - 1].isalpha():
+        return ""
+    if quote >= 2 and (text[quote - 2].isalnum() or text[quote - 2] in "_\"'"):
+        return ""  # the end of a name (a column, CHAR'...'), not a prefix
+    return text[quote - 1].upper()
+
+
+def monetdb_quotes(text: str) -> str:
+    """String literals as MonetDB reads them, written so the PostgreSQL reader reads the same: MonetDB reads
+    backslash escapes in every '...' literal, so ``'It\\'s'`` (as pymonetdb quotes a value) is one literal, which
+    PostgreSQL's reader ends at the escaped quote; it becomes ``'It''s'`` (the other escapes stay, read later by
+    values.monetdb_string). E'...' is left as it is (the reader knows its escapes); a raw R'...' reads no escapes,
+    so it becomes a plain literal with each backslash written twice. Quoted names and comments are skipped."""
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i, n, pos = 0, len(text), 0
+    while i < n:
+        ch = text[i]
+        if ch == "'":
+            prefix = _prefix(text, i)
+            raw = prefix == "R"
+            if raw:
+                out.append(text[pos : i - 1])  # the R goes: the literal is rewritten as a plain one
+                out.append("'")
+            else:
+                out.append(text[pos : i + 1])
+            i += 1
+            while i < n:
+                c = text[i]
+                if c == "\\" and not raw and i + 1 < n:
+                    if text[i + 1] == "'" and prefix not in ("E", "&"):  # MonetDB reads U&'..' without escapes
+                        out.append("''")
+                    else:
+                        out.append(text[i : i + 2])
+                    i += 2
+                    continue
+                if c == "'" and text[i + 1 : i + 2] == "'":
+                    out.append("''")
+                    i += 2
+                    continue
+                if c == "'":
+                    break
+                out.append("\\\\" if raw and c == "\\" else c)
+                i += 1
+            pos = i  # the closing quote (or the end of an unclosed literal) is copied with what follows
+            i += 1
+            continue
+        if ch == '"':
+            end = text.find('"', i + 1)
+            while end > 0 and text[end + 1 : end + 2] == '"':
+                end = text.find('"', end + 2)
+            i = n if end < 0 else end + 1
+            continue
+        if text.startswith("--", i) or ch == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        i += 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def parse(sql: str, with_params: bool) -> list[exp.Expression]:
     """Parse one or more statements; parameters become slots (``pN`` positional, ``n_HEX`` named)."""
-    text = lift(number_placeholders(sql) if with_params else sql)
+    text = monetdb_quotes(lift(number_placeholders(sql) if with_params else sql))
     try:
         # a comment after the last ';' (``SELECT 1; -- note``) comes back as a statement of its own, an
         # exp.Semicolon holding the comment: it is no statement, to MonetDB nor to tique

@@ -320,10 +320,58 @@ _RETURNING = (
 )
 
 
+def _row_assignments(tree: exp.Update) -> None:
+    """``SET (a, b) = (SELECT x, y ...)`` as ``SET a = (SELECT tq_row.tq_c0 FROM (SELECT x, y ...) AS tq_row(tq_c0,
+    tq_c1)), b = (... tq_c1 ...)``: one scalar subquery per column over the whole row subquery, so the row count is
+    the same for every column (a per-column projection would not keep it under DISTINCT or GROUP BY): no row sets
+    NULLs, more than one is refused by the engine, as MonetDB does for the row assignment. Each copy reads the same
+    snapshot."""
+    items: list[exp.Expression] = []
+    for eq in tree.expressions:
+        target = eq.this if isinstance(eq, exp.EQ) else None
+        if isinstance(target, exp.Paren) and isinstance(target.this, exp.Column):
+            columns = [target.this]
+        elif isinstance(target, exp.Tuple) and all(isinstance(c, exp.Column) for c in target.expressions):
+            columns = list(target.expressions)
+        else:
+            items.append(eq)
+            continue
+        source = eq.expression
+        query = source.this if isinstance(source, exp.Subquery) else None
+        if not isinstance(query, exp.Query):
+            raise ProgrammingError(
+                f"UPDATE: cannot read assignment {eq.sql(dialect=MonetDB)}: MonetDB takes a subquery on the right of "
+                "SET (a, b) = ...; for values write SET a = x, b = y",
+                "42000",
+            )
+        outputs = query.selects
+        if any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and o.is_star) for o in outputs):
+            raise NotSupportedError(
+                f"UPDATE: SET ({', '.join(c.sql(dialect=MonetDB) for c in columns)}) = (SELECT * ...) is not supported "
+                "by tique: name the subquery's columns (SELECT x, y ...)"
+            )
+        if len(outputs) != len(columns):
+            raise ProgrammingError(
+                "UPDATE: The number of specified columns between the SET clause and the right side don't match "
+                f"({len(columns)} != {len(outputs)})",
+                "42000",
+            )
+        names = [f"tq_c{i}" for i in range(len(columns))]
+        for column, name in zip(columns, names):
+            row = exp.Subquery(
+                this=query.copy(),
+                alias=exp.TableAlias(this=exp.to_identifier("tq_row"), columns=[exp.to_identifier(n) for n in names]),
+            )
+            pick = exp.select(exp.column(name, "tq_row")).from_(row)
+            items.append(exp.EQ(this=column.copy(), expression=exp.Subquery(this=pick)))
+    tree.set("expressions", items)
+
+
 def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> UpdatePlan:
     info, table = _target(tree.this, lookup, "UPDATE")
     if tree.args.get("returning"):
         raise NotSupportedError(_RETURNING.format(verb="UPDATE", then="SELECT the updated rows after the UPDATE"))
+    _row_assignments(tree)
     held = key_update(tree, info)
     assignments: dict[str, exp.Expression] = {}
     numbers: tuple[tuple[str, str], ...] = ()
@@ -342,8 +390,13 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     )
     alias = source_name(table)
     old_keys = [exp.alias_(column_ref(k, alias), f"tq_old_{i}") for i, k in enumerate(info.key)]
+    # exp.Alias, not exp.alias_: alias_ would name a bare subquery (SET ts = (SELECT ...) of a TIME/TIMESTAMP
+    # column, left uncast by _checked) as a derived table, its name then printed inside the casts wrap_outputs adds
     new_values = [
-        exp.alias_(assignments[c].copy() if c in assignments else column_ref(c, alias), f"tq_new_{i}")
+        exp.Alias(
+            this=assignments[c].copy() if c in assignments else column_ref(c, alias),
+            alias=exp.to_identifier(f"tq_new_{i}"),
+        )
         for i, c in enumerate(info.stored_names)
     ]
     select = exp.select(*old_keys, *new_values).from_(table.copy())

@@ -1,0 +1,90 @@
+"""CREATE [OR REPLACE] FUNCTION / PROCEDURE / TRIGGER with a body of several statements (BEGIN ... ; ... END, or
+a LANGUAGE body in braces): one statement to MonetDB, though its body holds semicolons, which tique's parser
+takes for statement ends. Such DDL is MonetDB's own and goes to the engine as written - unless its text names a
+tique table: the body would run on MonetDB's view of the table (its latest committed state, read-only), outside
+the calling transaction's snapshot and writes, so tique refuses it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from tique.errors import NotSupportedError, ProgrammingError
+from tique.names import read_names
+
+COMPOUND = re.compile(
+    r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?(FUNCTION|PROCEDURE|TRIGGER|AGGREGATE|FILTER\s+FUNCTION|"
+    r"LOADER)\b",
+    re.I,
+)
+_TOKEN = re.compile(
+    r"""'(?:[^'\\]|\\.|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|\#[^\n]*|/\*.*?(?:\*/|$)|[A-Za-z_][A-Za-z0-9_]*|\s+|.""",
+    re.S,
+)
+_NAME = re.compile(r"""[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")*\"""")
+# after END, a word that closes a statement of the body (END IF), not a BEGIN or CASE
+_CLOSES = {"IF", "WHILE", "LOOP", "REPEAT", "FOR"}
+
+
+def tokens(sql: str) -> list[tuple[int, str]]:
+    """The statement's tokens (position, text): strings, quoted names, comments, words, blanks, other characters."""
+    return [(m.start(), m.group(0)) for m in _TOKEN.finditer(sql)]
+
+
+def significant(text: str) -> bool:
+    return not (text.isspace() or text.startswith(("--", "#", "/*")))
+
+
+def statement_end(sql: str) -> int:
+    """Where the compound statement ``sql`` begins with ends (after its body's END or closing brace); anything
+    after it but blanks, comments and semicolons is a second statement."""
+    depth = braces = 0
+    found = [(at, text) for at, text in tokens(sql) if significant(text)]
+    for i, (at, text) in enumerate(found):
+        word = text.upper()
+        if text == "{":
+            braces += 1
+        elif text == "}":
+            braces = max(braces - 1, 0)
+        elif braces:
+            continue
+        elif word in ("BEGIN", "CASE"):
+            depth += 1
+        elif word == "END":
+            following = found[i + 1][1].upper() if i + 1 < len(found) else ""
+            if following not in _CLOSES:
+                depth = max(depth - 1, 0)
+        elif text == ";" and depth == 0:
+            return at
+    return len(sql)
+
+
+def check_one(sql: str) -> None:
+    """A compound statement followed by another is refused, as any two statements in one execute()."""
+    rest = sql[statement_end(sql) :]
+    if any(significant(text) and text != ";" for _, text in tokens(rest)):
+        raise ProgrammingError("execute() takes one statement, got 2; send them one by one", "42000")
+
+
+def names_used(sql: str) -> Iterable[list[str]]:
+    """Every name and dotted name of the statement outside strings and comments, as MonetDB stores them."""
+    words = [text for _, text in tokens(sql) if significant(text)]
+    for i, text in enumerate(words):
+        if not _NAME.fullmatch(text):
+            continue
+        yield read_names(text)
+        if i + 2 < len(words) and words[i + 1] == "." and _NAME.fullmatch(words[i + 2]):
+            yield read_names(f"{text}.{words[i + 2]}")
+
+
+def refuse_tique_tables(sql: str, kind: str, tique_tables: set[tuple[str, str]], schema: str) -> None:
+    """``tique_tables``: (schema, name) of every tique table and view; ``schema``: where bare names resolve."""
+    for parts in names_used(sql):
+        at = (parts[0], parts[1]) if len(parts) == 2 else (schema, parts[0])
+        if at in tique_tables:
+            raise NotSupportedError(
+                f"CREATE {kind.upper()} naming tique's table {at[1]!r} is not supported by tique: its body would run "
+                f"on MonetDB's view {at[1]!r} (the latest committed state, read-only), bypassing the transaction's "
+                "snapshot isolation and its own writes. Run the body's statements from the application, in a tique "
+                "transaction"
+            )
