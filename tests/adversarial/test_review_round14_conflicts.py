@@ -45,7 +45,8 @@ CHILD = textwrap.dedent(
         tries.append(1)
         if len(tries) == 1:  # a commit appends to t's Cache while the load moves its rows: MonetDB's conflict
             other = Database.get(url).connect_raw()
-            other.execute(f"INSERT INTO {info.cache} (k, v, tq_txid, tq_seq, tq_deleted) VALUES (100, 100, -7, 0, false)")
+            cols = "(k, v, tq_txid, tq_seq, tq_deleted)"
+            other.execute(f"INSERT INTO {info.cache} {cols} VALUES (100, 100, -7, 0, false)")
             other.close()
         return real(raw, info)
 
@@ -82,7 +83,9 @@ def test_an_ordinary_conflict_of_a_small_load_above_the_minimum_does_not_stop_co
     assert out["later"] is None, out
 
 
-@pytest.mark.parametrize(("table", "key_type", "key"), [("conflict_log", "INT", 1), ("skeys", "VARCHAR(20)", "update failed")])
+@pytest.mark.parametrize(
+    ("table", "key_type", "key"), [("conflict_log", "INT", 1), ("skeys", "VARCHAR(20)", "update failed")]
+)
 def test_a_load_refused_for_a_key_is_no_concurrency_conflict(
     embedded_url: str, unique_name: Callable[[str], str], table: str, key_type: str, key: object
 ) -> None:

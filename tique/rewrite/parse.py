@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 
 import sqlglot
@@ -83,13 +84,16 @@ def _prefix(text: str, quote: int) -> str:
     return text[quote - 1].upper()
 
 
+_RAW_LITERAL = re.compile(r"(?<![\w\"'])[Rr]'")  # a raw literal's opening, which needs rewriting without a backslash
+
+
 def monetdb_quotes(text: str) -> str:
     """String literals as MonetDB reads them, written so the PostgreSQL reader reads the same: MonetDB reads
     backslash escapes in every '...' literal, so ``'It\\'s'`` (as pymonetdb quotes a value) is one literal, which
     PostgreSQL's reader ends at the escaped quote; it becomes ``'It''s'`` (the other escapes stay, read later by
     values.monetdb_string). E'...' is left as it is (the reader knows its escapes); a raw R'...' reads no escapes,
     so it becomes a plain literal with each backslash written twice. Quoted names and comments are skipped."""
-    if "\\" not in text:
+    if "\\" not in text and not _RAW_LITERAL.search(text):
         return text
     out: list[str] = []
     i, n, pos = 0, len(text), 0

@@ -333,6 +333,12 @@ def _row_assignments(tree: exp.Update) -> None:
             columns = [target.this]
         elif isinstance(target, exp.Tuple) and all(isinstance(c, exp.Column) for c in target.expressions):
             columns = list(target.expressions)
+            if any(c.table for c in columns):  # MonetDB's grammar takes bare names in a row target
+                raise ProgrammingError(
+                    f"UPDATE: syntax error in {target.sql(dialect=MonetDB)}: a row assignment names its columns "
+                    "without the table (SET (a, b) = ...)",
+                    "42000",
+                )
         else:
             items.append(eq)
             continue
@@ -340,7 +346,7 @@ def _row_assignments(tree: exp.Update) -> None:
         query = source.this if isinstance(source, exp.Subquery) else None
         if not isinstance(query, exp.Query):
             raise ProgrammingError(
-                f"UPDATE: cannot read assignment {eq.sql(dialect=MonetDB)}: MonetDB takes a subquery on the right of "
+                f"UPDATE: cannot read assignment {eq.sql(dialect=MonetDB)}: tique takes a subquery on the right of "
                 "SET (a, b) = ...; for values write SET a = x, b = y",
                 "42000",
             )
@@ -367,11 +373,24 @@ def _row_assignments(tree: exp.Update) -> None:
     tree.set("expressions", items)
 
 
+def _refuse_repeated_targets(tree: exp.Update, info: TableInfo) -> None:
+    """A column assigned twice (``SET v = 1, v = 2``, or in a row assignment): MonetDB refuses the statement; taking
+    the last value would write what MonetDB never would."""
+    seen: set[str] = set()
+    for eq in tree.expressions:
+        if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column):
+            name = info.column(ident(eq.this)).name
+            if name in seen:
+                raise ProgrammingError(f"UPDATE: Multiple assignments to same column '{name}'", "42000")
+            seen.add(name)
+
+
 def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> UpdatePlan:
     info, table = _target(tree.this, lookup, "UPDATE")
     if tree.args.get("returning"):
         raise NotSupportedError(_RETURNING.format(verb="UPDATE", then="SELECT the updated rows after the UPDATE"))
     _row_assignments(tree)
+    _refuse_repeated_targets(tree, info)
     held = key_update(tree, info)
     assignments: dict[str, exp.Expression] = {}
     numbers: tuple[tuple[str, str], ...] = ()
