@@ -44,7 +44,9 @@ class Cursor:
     def execute(self, operation: str, parameters: Params = None) -> Cursor:
         """Run one statement on the connection (Connection._execute) and keep its result."""
         self._check()
-        operation, parameters = bind(operation, parameters)
+        return self._run(*bind(operation, parameters))
+
+    def _run(self, operation: str, parameters: Params) -> Cursor:
         self._set(Result())
         self.lastrowid = None
         executed = self.connection._execute(operation, parameters)
@@ -58,14 +60,17 @@ class Cursor:
         the whole transaction, so a COMMIT keeps none of them. tique's rule that a failed statement leaves the
         transaction usable would otherwise commit the sets before the failing one - pandas' ``to_sql`` and
         SQLAlchemy code that commits after catching the error would keep half of a batch. A failure at the
-        first set that writes leaves the transaction usable, as for one failed statement."""
+        first set that writes leaves the transaction usable, as for one failed statement, and so does a set refused
+        before anything of it is sent (a wrong number of values), as pymonetdb's formatting refuses it."""
         total = 0
         wrote = False
         for at, params in enumerate(seq_of_parameters, start=1):
             txn = self.connection._txn
             before = txn.buffer.seq if txn is not None else 0
+            self._check()
+            bound = bind(operation, params)  # refused here: nothing of this set reached the transaction
             try:
-                self.execute(operation, params)
+                self._run(*bound)
             except BaseException as exc:
                 if wrote:
                     self.connection._fail_transaction(
