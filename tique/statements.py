@@ -25,6 +25,7 @@ from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.point import KeyRead, key_read
 from tique.rewrite.reads import PointKeys, ReadOptions, names_read, snapshot_reads
 from tique.rewrite.template import Template
+from tique.rewrite.values import monetdb_string
 from tique.rewrite.values_lists import values_as_unions
 from tique.rewrite.writes import (
     DeletePlan,
@@ -332,6 +333,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return DDL(tree, sql)
     tree = values_as_unions(tree)  # MonetDB misreads some VALUES tables (rewrite/values_lists.py)
     tree = _with_inside(tree, lookup)
+    if any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
+        _refuse_unreadable_strings(tree)
     try:
         if isinstance(tree, exp.Insert):
             return plan_insert(tree, lookup, options)
@@ -433,6 +436,15 @@ def _plan_copy(
     tree = parse(insert_sql, False)[0]
     assert isinstance(tree, exp.Insert)
     return CopyPlan(f"tmp.{staging}", create, copy, plan_insert(tree, lookup, options))
+
+
+def _refuse_unreadable_strings(tree: exp.Expression) -> None:
+    """A DataError for a string literal whose escapes make bytes that are not UTF-8 (values.monetdb_string): tique
+    reads the literals of a row it stores itself, but a literal in an expression (UPDATE SET s = '\\xe9' || s, a
+    WHERE) goes to the engine, which would store or compare a value it cannot read back consistently."""
+    for node in tree.find_all(exp.Literal):
+        if node.is_string and "\\" in node.this:
+            monetdb_string(node.this)
 
 
 def _tables_named(tree: exp.Expression) -> tuple[tuple[str | None, str], ...]:

@@ -52,23 +52,58 @@ _CONTROL = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "b": "\b", "a": "\a"}
 def monetdb_string(text: str) -> str:
     """The string MonetDB 11.41 reads from a string literal's text (between its quotes, '' already one quote): it
     reads backslash escapes in every string literal, unlike the SQL standard - \\n, \\t, \\r, \\f, \\b, \\a,
-    \\ooo (octal), \\xhh, \\uhhhh, \\Uhhhhhhhh; any other \\c is c - and a NUL ends the string (measured)."""
+    \\ooo (octal), \\xhh, \\uhhhh, \\Uhhhhhhhh; any other \\c is c - and a NUL ends the string (measured).
+
+    \\ooo and \\xhh are one *byte* each, not a code point: the literal is a sequence of bytes that MonetDB keeps
+    as UTF-8 text, so '\\xc3\\xa9' is 'é' (one character) and '\\xe9' alone is not text at all. \\u and \\U
+    are code points, written into the bytes as UTF-8. When the bytes are not valid UTF-8 (a lone \\xe9, an octal
+    past \\377, a \\u surrogate, a \\U past U+10FFFF, a byte escape followed by a \\u that does not continue
+    it) MonetDB stores them anyway and then reads them back inconsistently (length, octet_length and the value
+    itself vary between statements; measured; \\u0000 as well): tique refuses such a literal with a DataError
+    rather than store something else."""
     if "\\" not in text:
         return text
-
-    def one(m: re.Match[str]) -> str:
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPED.finditer(text):
+        out += text[pos : m.start()].encode("utf-8", "surrogatepass")
+        pos = m.end()
         octal, hexa, u4, u8, bad_u, other = m.groups()
-        if octal or hexa or u4 or u8:
-            return chr(int(octal, 8) if octal else int(hexa or u4 or u8, 16))
-        if bad_u:
+        if octal or hexa:
+            byte = int(octal, 8) if octal else int(hexa, 16)
+            if byte > 0xFF:
+                raise _not_utf8(text, f"\\{octal} is past \\377, not a byte")
+            out.append(byte)
+        elif u4 or u8:
+            point = int(u4 or u8, 16)
+            # MonetDB reads \\u0000 inconsistently too (not as the NUL that \\0 and \\x00 are; measured)
+            if point == 0 or point > 0x10FFFF or 0xD800 <= point <= 0xDFFF:
+                raise _not_utf8(text, f"\\{'u' if u4 else 'U'}{u4 or u8} is not a character MonetDB stores")
+            out += chr(point).encode("utf-8")
+        elif bad_u:
             raise ProgrammingError(
                 f"invalid \\{bad_u} escape in the string literal {text!r}: MonetDB reads \\u and 4 hex digits, "
                 "\\U and 8",
                 "42000",
             )
-        return _CONTROL.get(other, other)
+        else:
+            out += _CONTROL.get(other, other).encode("utf-8", "surrogatepass")
+    out += text[pos:].encode("utf-8", "surrogatepass")
+    # a NUL (written \\0 or \\x00) ends the string; the bytes after it are never read, valid or not
+    out = out.split(b"\0", 1)[0]
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _not_utf8(text, f"its bytes are not UTF-8 ({e.reason} at byte {e.start})") from None
 
-    return _ESCAPED.sub(one, text).split("\0", 1)[0]
+
+def _not_utf8(text: str, why: str) -> DataError:
+    return DataError(
+        f"the string literal {text!r} is not UTF-8 text: {why}. MonetDB reads \\xhh and \\ooo escapes as bytes "
+        "of UTF-8 text ('\\xc3\\xa9' is 'é') and stores invalid bytes as a value it cannot read back "
+        "consistently, so tique refuses it; write the character itself, or \\u/\\U with its code point",
+        "22021",
+    )
 
 
 # ---- column types ------------------------------------------------------------------------------------------

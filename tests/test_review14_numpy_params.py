@@ -1,0 +1,103 @@
+"""numpy/pandas parameter values (49f5825) and the Python values they stand for, against a plain twin given the
+same value through pymonetdb's quoting:
+
+- np.datetime64 finer than microseconds is truncated (astype('datetime64[us]')), while MonetDB rounds the text of
+  the same instant (and tique rounds the same instant given as pd.Timestamp): '00:00:00.9999999' is stored as
+  '00:00:00.999999' instead of '00:00:01';
+- a timezone-aware datetime / pd.Timestamp is refused for a TIMESTAMP column; MonetDB stores it converted to UTC;
+- a datetime / timedelta into a string column is stored as Python's str() ('2020-01-01 00:00:00', '0:01:30')
+  where MonetDB stores the text of the TIMESTAMP / INTERVAL pymonetdb sends ('2020-01-01 00:00:00.000000',
+  '90.000');
+- a whole float (123.0, 0.0, -0.0; np.float64 from a DataFrame) into a string column is stored as '123', '0',
+  '-0' where MonetDB stores the DECIMAL literal pymonetdb sends: '123.0', '0.0', '0.0';
+- a datetime.timedelta into a TIME column is refused; MonetDB stores the time of day it stands for;
+- np.timedelta64 in months is silently turned into 30 days 10:29:06 (numpy's mean month) instead of refused."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from pymonetdb.sql.monetize import convert
+
+import tique
+from tique.database import Database
+from tique.engine.base import RawConnection
+
+np = pytest.importorskip("numpy")
+pd = pytest.importorskip("pandas")
+
+DDL = "CREATE TABLE {t} (k INT PRIMARY KEY, ts TIMESTAMP(6), s VARCHAR(50), tm TIME(6))"
+
+
+@pytest.fixture
+def twins(
+    embedded_url: str, unique_name: Callable[[str], str]
+) -> Iterator[tuple[tique.Connection, RawConnection, str, str]]:
+    conn = tique.connect(embedded_url)
+    raw = Database.get(embedded_url).connect_raw()
+    t, p = unique_name("r14np_t"), unique_name("r14np_p")
+    conn.cursor().execute(DDL.format(t=t))
+    conn.commit()
+    raw.execute(DDL.format(t=p) + " -- tique: plain")
+    yield conn, raw, t, p
+    conn.rollback()
+    conn.close()
+    raw.close()
+
+
+CASES = [
+    # column, value given to tique, the value given to pymonetdb for the plain twin
+    ("ts", "np-ns-round-up", np.datetime64("2020-01-01T00:00:00.9999999"), "2020-01-01 00:00:00.9999999"),
+    ("ts", "np-ns-round", np.datetime64("2020-01-01T00:00:00.123456789"), "2020-01-01 00:00:00.123456789"),
+    (
+        "ts",
+        "pd-tz",
+        pd.Timestamp("2020-01-01 10:00:00", tz="Europe/Amsterdam"),
+        datetime.datetime(2020, 1, 1, 10, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
+    ),
+    (
+        "ts",
+        "py-tz",
+        datetime.datetime(2020, 1, 1, 10, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
+        datetime.datetime(2020, 1, 1, 10, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
+    ),
+    ("s", "py-datetime-in-varchar", datetime.datetime(2020, 1, 1), datetime.datetime(2020, 1, 1)),
+    ("s", "np-datetime-in-varchar", np.datetime64("2020-01-01T00:00:00"), datetime.datetime(2020, 1, 1)),
+    ("s", "py-timedelta-in-varchar", datetime.timedelta(seconds=90), datetime.timedelta(seconds=90)),
+    ("tm", "py-timedelta-in-time", datetime.timedelta(seconds=90), datetime.timedelta(seconds=90)),
+    # pymonetdb sends 123.0 (a DECIMAL literal to MonetDB, stored as '123.0'); tique stores '123'
+    ("s", "np-float-whole-in-varchar", np.float64(123.0), 123.0),
+    ("s", "py-float-zero-in-varchar", 0.0, 0.0),
+    ("s", "py-float-negative-zero-in-varchar", -0.0, -0.0),
+]
+
+
+@pytest.mark.parametrize(("column", "value", "same"), [(c[0], c[2], c[3]) for c in CASES], ids=[c[1] for c in CASES])
+def test_value_stored_as_monetdb_stores_its_python_equivalent(
+    twins: tuple[tique.Connection, RawConnection, str, str], column: str, value: Any, same: Any
+) -> None:
+    conn, raw, t, p = twins
+    raw.execute(f"INSERT INTO {p} (k, {column}) VALUES (1, {convert(same)})")
+    ((want,),) = raw.execute(f"SELECT CAST({column} AS VARCHAR(60)) FROM {p}").rows
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {t} (k, {column}) VALUES (%s, %s)", (1, value))
+    conn.commit()
+    cur.execute(f"SELECT CAST({column} AS VARCHAR(60)) FROM {t}")
+    assert cur.fetchall() == [(want,)]
+    try:
+        found = [tuple(r) for r in raw.execute(f"SELECT k FROM {p} WHERE {column} = {convert(same)}").rows]
+    except tique.Error:
+        return  # MonetDB cannot compare them: nothing to match
+    cur.execute(f"SELECT k FROM {t} WHERE {column} = %s", (value,))
+    assert cur.fetchall() == found
+
+
+def test_timedelta64_in_months_is_refused(twins: tuple[tique.Connection, RawConnection, str, str]) -> None:
+    """A month has no fixed length: pymonetdb cannot send one, and tique must not make up 30 days 10:29:06."""
+    conn, _, t, _ = twins
+    cur = conn.cursor()
+    with pytest.raises(tique.Error):
+        cur.execute(f"INSERT INTO {t} (k, s) VALUES (%s, %s)", (1, np.timedelta64(1, "M")))
