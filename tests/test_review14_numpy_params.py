@@ -81,6 +81,8 @@ def test_value_stored_as_monetdb_stores_its_python_equivalent(
     conn.commit()
     cur.execute(f"SELECT CAST({column} AS VARCHAR(60)) FROM {t}")
     assert cur.fetchall() == [(want,)]
+    if isinstance(same, float):
+        return  # the match is test_whole_float_matches_string_column (not fixed)
     try:
         found = [tuple(r) for r in raw.execute(f"SELECT k FROM {p} WHERE {column} = {convert(same)}").rows]
     except tique.Error:
@@ -127,3 +129,50 @@ def test_timedelta64_in_months_or_years_is_a_data_error(
     conn, _, t, _ = twins
     with pytest.raises(tique.DataError, match="no fixed length"):
         conn.cursor().execute(f"INSERT INTO {t} (k, s) VALUES (%s, %s)", (1, np.timedelta64(2, unit)))
+
+
+FLOATS = [123.0, 0.0, -0.0, 0.5, 1e-07, 1e16, 1234.5678]
+
+
+@pytest.mark.parametrize("number", FLOATS)
+def test_float_parameter_stored_in_string_column_by_update_and_as_key(
+    twins: tuple[tique.Connection, RawConnection, str, str], unique_name: Callable[[str], str], number: float
+) -> None:
+    """A float parameter into a VARCHAR column is pymonetdb's literal as MonetDB stores it (its repr, a DECIMAL
+    unless it has an exponent): by UPDATE as by INSERT, and as a key it is a duplicate of that text."""
+    conn, raw, t, p = twins
+    raw.execute(f"INSERT INTO {p} (k, s) VALUES (1, 'x')")
+    raw.execute(f"UPDATE {p} SET s = {convert(number)} WHERE k = 1")
+    ((want,),) = raw.execute(f"SELECT s FROM {p}").rows
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {t} (k, s) VALUES (1, 'x')")
+    cur.execute(f"UPDATE {t} SET s = %s WHERE k = %s", (number, 1))
+    cur.execute(f"SELECT s FROM {t} WHERE k = 1")
+    assert cur.fetchall() == [(want,)]
+    conn.commit()
+    keyed = unique_name("r14fk")
+    cur.execute(f"CREATE TABLE {keyed} (s VARCHAR(50) PRIMARY KEY)")
+    conn.commit()
+    cur.execute(f"INSERT INTO {keyed} VALUES (%s)", (number,))
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"INSERT INTO {keyed} VALUES (%s)", (want,))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: tique sends a float parameter as a DOUBLE literal (123.0e0, exact for DOUBLE columns), which "
+    "MonetDB compares with a string as '123'; pymonetdb sends the DECIMAL 123.0, which matches the stored '123.0'",
+)
+@pytest.mark.parametrize("number", [123.0, 0.0])
+def test_whole_float_matches_string_column(
+    twins: tuple[tique.Connection, RawConnection, str, str], number: float
+) -> None:
+    conn, raw, t, p = twins
+    raw.execute(f"INSERT INTO {p} (k, s) VALUES (1, {convert(number)})")
+    found = [tuple(r) for r in raw.execute(f"SELECT k FROM {p} WHERE s = {convert(number)}").rows]
+    assert found == [(1,)]
+    cur = conn.cursor()
+    cur.execute(f"INSERT INTO {t} (k, s) VALUES (%s, %s)", (1, number))
+    conn.commit()
+    cur.execute(f"SELECT k FROM {t} WHERE s = %s", (number,))
+    assert cur.fetchall() == found

@@ -303,12 +303,30 @@ def check_utf8(text: str, what: str) -> None:
         ) from None
 
 
+class ParameterFloat(float):
+    """A float given as a statement parameter (statements.bind_plan). pymonetdb sends a float as its repr, which
+    MonetDB reads as a DECIMAL literal unless it has an exponent, so into a string column it is stored as those
+    digits ('123.0', not the '123' of a DOUBLE; -0.0 as '0.0': a DECIMAL has no sign on zero). A float of the
+    statement's text (123e0) or read from the engine is a DOUBLE, printed as _as_text prints one."""
+
+    __slots__ = ()
+
+
+def parameter_text(value: float) -> str:
+    """The text MonetDB stores in a string column for pymonetdb's literal of the float parameter ``value``."""
+    return _as_text(ParameterFloat(value))
+
+
 def _as_text(value: Any) -> str:
     """A value that is not a string, as MonetDB converts it to one: TRUE is 'true', a DOUBLE the fewest digits
     that read back as it with at least 4 (C's %g: 100.0 is '100', 1e4 '1e+04'; checked against the engine on
     1229 doubles), a decimal in positional form."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, ParameterFloat):
+        text = repr(float(value))
+        if "e" not in text and math.isfinite(value):  # checked against the engine on 923 floats
+            return "0.0" if value == 0 else text
     if isinstance(value, float):
         digits = len(decimal.Decimal(repr(value)).normalize().as_tuple().digits)
         return format(value, f".{max(4, digits)}g")
