@@ -253,6 +253,7 @@ def _to_int(value: Any, kind: SqlType) -> int:
 
 def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
     assert kind.precision is not None
+    _not_boolean(value, kind)
     number = _decimal(value)
     if not number.is_finite():
         raise ValueError("not a finite number")
@@ -263,6 +264,7 @@ def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
 
 
 def _to_float(value: Any, kind: SqlType) -> float:
+    _not_boolean(value, kind)
     number = float(value.strip()) if isinstance(value, str) else float(value)
     if not math.isfinite(number):
         raise DataError(f"{number} cannot be stored: MonetDB has no NaN or infinity (NaN is its NULL)", "22003")
@@ -280,7 +282,21 @@ def _to_float(value: Any, kind: SqlType) -> float:
 _FLT_MAX = struct.unpack("<f", bytes.fromhex("ffff7f7f"))[0]
 
 
+def _not_boolean(value: Any, kind: SqlType) -> None:
+    """MonetDB 11.41 refuses a BOOLEAN for a DOUBLE, REAL or DECIMAL column ("types boolean(1,0) and double(53,0)
+    are not equal"; measured), though it converts one to an integer."""
+    if isinstance(value, bool):
+        raise TypeError(f"MonetDB does not convert a BOOLEAN to {kind.base} (its types are not equal): pass 1 or 0")
+
+
 def _to_bool(value: Any, kind: SqlType) -> bool:
+    # MonetDB refuses a DOUBLE or a DECIMAL with a fraction (0.0, 1e0) for a BOOLEAN column ("types decimal(2,1)
+    # and boolean(1,0) are not equal"; measured), but converts an integer; a Decimal is sent as an integer when
+    # it has no fraction digits (params.literal), as pymonetdb sends Decimal('1')
+    if isinstance(value, float) or (isinstance(value, decimal.Decimal) and "." in format(value, "f")):
+        raise TypeError(
+            "MonetDB does not convert a DOUBLE or DECIMAL to BOOLEAN (its types are not equal): pass True/False or 1/0"
+        )
     if isinstance(value, str):
         return {"true": True, "false": False, "1": True, "0": False}[value.strip().lower()]
     return bool(value)
