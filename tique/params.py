@@ -26,7 +26,7 @@ from typing import Any
 
 from pymonetdb.sql.monetize import convert
 
-from tique.errors import ProgrammingError
+from tique.errors import DataError, ProgrammingError
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 
@@ -216,9 +216,45 @@ def plain(value: Any) -> Any:
         if value.dtype.kind in "mM":  # datetime64/timedelta64: .item() of a nanosecond one is an int
             if value != value:  # NaT
                 return None
-            return value.astype(f"{'timedelta64' if value.dtype.kind == 'm' else 'datetime64'}[us]").item()
+            return _numpy_time(value)
         return value.item()
     return value
+
+
+# ticks of numpy's units finer than a microsecond in one microsecond
+_SUB_MICRO = {"ns": 10**3, "ps": 10**6, "fs": 10**9, "as": 10**12}
+
+
+def _numpy_time(value: Any) -> datetime.datetime | datetime.timedelta | datetime.date:
+    """A np.datetime64 / np.timedelta64 as the Python value it stands for, to the microsecond. A finer one is
+    rounded half up, as MonetDB rounds the text of the same instant ('00:00:00.9999999' is 00:00:01) and as
+    pd.Timestamp rounds: astype('datetime64[us]') truncated it. A timedelta in months or years has no length
+    (numpy makes a month 30 days 10:29:06, its mean), so it is refused."""
+    unit, count = _datetime_data(value.dtype)
+    is_delta = value.dtype.kind == "m"
+    if is_delta and unit in ("Y", "M"):
+        raise DataError(
+            f"{value!r} is in {'years' if unit == 'Y' else 'months'}, which have no fixed length (numpy would make "
+            "one month 30 days 10:29:06): pass days or a finer unit, or add the months to a date yourself",
+            "22008",
+        )
+    if unit in _SUB_MICRO:
+        per = _SUB_MICRO[unit]
+        ticks = int(value.astype("int64")) * count
+        micros = (ticks + per // 2) // per  # floor division: half up also before 1970 (a negative tick count)
+        delta = datetime.timedelta(microseconds=micros)
+        return delta if is_delta else _EPOCH + delta
+    return value.astype(f"{'timedelta64' if is_delta else 'datetime64'}[us]").item()
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _datetime_data(dtype: Any) -> tuple[str, int]:
+    import numpy  # only ever called with a numpy value: numpy is there
+
+    unit, count = numpy.datetime_data(dtype)
+    return str(unit), int(count)
 
 
 def check(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> Scan:

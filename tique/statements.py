@@ -16,7 +16,7 @@ from tique.engine.base import RawConnection
 from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, engine_syntax_error, syntax_error
 from tique.known_rows import Learned
 from tique.names import NAME, ident, quote, read_names
-from tique.params import Params, resolve, scan, value
+from tique.params import Params, literal, resolve, scan, value
 from tique.prepared import DEALLOCATE
 from tique.privileges import Access, access_statement
 from tique.rewrite.exact import NOTHING, Decode, exact_read
@@ -25,6 +25,7 @@ from tique.rewrite.parse import Unparsed, parse
 from tique.rewrite.point import KeyRead, key_read
 from tique.rewrite.reads import PointKeys, ReadOptions, names_read, snapshot_reads
 from tique.rewrite.template import Template
+from tique.rewrite.values import ParameterFloat, monetdb_string, parameter_text
 from tique.rewrite.values_lists import values_as_unions
 from tique.rewrite.writes import (
     DeletePlan,
@@ -107,7 +108,7 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
     if isinstance(plan, ReadPlan):
         rendered = resolve(plan.template.param_slots, parameters, probe=True)
         held = plan.key_read.held_slots if plan.key_read is not None else _pinned_slots(plan)
-        return Bound(rendered, {s: value(s, parameters) for s in held})
+        return Bound(rendered, {s: _bound(s, parameters) for s in held})
     if isinstance(plan, PassThrough):
         return Bound(resolve(plan.template.param_slots, parameters))
     if isinstance(plan, UpdatePlan):
@@ -115,15 +116,30 @@ def bind_plan(plan: Plan, parameters: Params) -> Bound:
             check_number(value(slot, parameters), plan.table.column(column).sql_type, column, plan.table.name)
         rendered = resolve(plan.select.param_slots, parameters, probe=True, keep=plan.stored_slots)
         held = plan.select.param_slots if plan.key_update is not None else _pinned_slots(plan)
-        return Bound(rendered, {s: value(s, parameters) for s in held})
+        values = {s: _bound(s, parameters) for s in held}
+        for slot in plan.text_slots:  # SET <string column> = <float>: the text pymonetdb's literal is stored as
+            given = value(slot, parameters)
+            if isinstance(given, float):
+                text = parameter_text(given)
+                rendered[slot] = literal(text)
+                if slot in values:
+                    values[slot] = text
+        return Bound(rendered, values)
     if isinstance(plan, DeletePlan):
         held = plan.row_read.held_slots if plan.row_read is not None else _pinned_slots(plan)
-        return Bound(resolve(plan.select.param_slots, parameters, probe=True), {s: value(s, parameters) for s in held})
+        return Bound(resolve(plan.select.param_slots, parameters, probe=True), {s: _bound(s, parameters) for s in held})
     if isinstance(plan, InsertPlan):
         slots = _insert_slots(plan)
         rendered = resolve(slots, parameters)  # also checks that every value can be quoted
-        return Bound(rendered, {s: value(s, parameters) for s in slots})
+        return Bound(rendered, {s: _bound(s, parameters) for s in slots})
     return Bound()
+
+
+def _bound(slot: str, parameters: Params) -> Any:
+    """A parameter's value as tique stores and compares it itself: a float marked as a parameter, which pymonetdb
+    would send as a DECIMAL literal (values.ParameterFloat: '123.0' in a string column)."""
+    given = value(slot, parameters)
+    return ParameterFloat(given) if type(given) is float else given
 
 
 def _pinned_slots(plan: ReadPlan | UpdatePlan | DeletePlan) -> tuple[str, ...]:
@@ -379,6 +395,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         return DDL(tree, sql)
     tree = values_as_unions(tree)  # MonetDB misreads some VALUES tables (rewrite/values_lists.py)
     tree = _with_inside(tree, lookup)
+    if any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
+        _refuse_unreadable_strings(tree)
     try:
         if isinstance(tree, exp.Insert):
             return plan_insert(tree, lookup, options)
@@ -480,6 +498,15 @@ def _plan_copy(
     tree = parse(insert_sql, False)[0]
     assert isinstance(tree, exp.Insert)
     return CopyPlan(f"tmp.{staging}", create, copy, plan_insert(tree, lookup, options))
+
+
+def _refuse_unreadable_strings(tree: exp.Expression) -> None:
+    """A DataError for a string literal whose escapes make bytes that are not UTF-8 (values.monetdb_string): tique
+    reads the literals of a row it stores itself, but a literal in an expression (UPDATE SET s = '\\xe9' || s, a
+    WHERE) goes to the engine, which would store or compare a value it cannot read back consistently."""
+    for node in tree.find_all(exp.Literal):
+        if node.is_string and "\\" in node.this:
+            monetdb_string(node.this)
 
 
 def _tables_named(tree: exp.Expression) -> tuple[tuple[str | None, str], ...]:

@@ -29,7 +29,7 @@ NEGATIVE_ZERO = "-0.0e0"  # tique.params.literal(-0.0): how a parameter's -0.0 r
 
 def negative_zero(values: Iterable[Any]) -> bool:
     """Is one of ``values`` a float -0.0?"""
-    return any(type(v) is float and v == 0.0 and math.copysign(1.0, v) < 0 for v in values)
+    return any(isinstance(v, float) and v == 0.0 and math.copysign(1.0, v) < 0 for v in values)
 
 
 @contextmanager

@@ -340,7 +340,8 @@ def natural(value: Any, sql_type_text: str) -> bool:
     if base == "DECIMAL":
         return kind is int or (kind is decimal.Decimal and value.is_finite())
     if base == "DOUBLE":
-        return kind is float and math.isfinite(value)  # NaN and infinity do not even parse in the engine
+        # isinstance: a float parameter is a values.ParameterFloat; NaN and infinity do not even parse in the engine
+        return isinstance(value, float) and math.isfinite(value)
     if base == "BOOLEAN":
         return kind is bool
     if base == "VARCHAR":

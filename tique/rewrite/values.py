@@ -52,23 +52,58 @@ _CONTROL = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "b": "\b", "a": "\a"}
 def monetdb_string(text: str) -> str:
     """The string MonetDB 11.41 reads from a string literal's text (between its quotes, '' already one quote): it
     reads backslash escapes in every string literal, unlike the SQL standard - \\n, \\t, \\r, \\f, \\b, \\a,
-    \\ooo (octal), \\xhh, \\uhhhh, \\Uhhhhhhhh; any other \\c is c - and a NUL ends the string (measured)."""
+    \\ooo (octal), \\xhh, \\uhhhh, \\Uhhhhhhhh; any other \\c is c - and a NUL ends the string (measured).
+
+    \\ooo and \\xhh are one *byte* each, not a code point: the literal is a sequence of bytes that MonetDB keeps
+    as UTF-8 text, so '\\xc3\\xa9' is 'é' (one character) and '\\xe9' alone is not text at all. \\u and \\U
+    are code points, written into the bytes as UTF-8. When the bytes are not valid UTF-8 (a lone \\xe9, an octal
+    past \\377, a \\u surrogate, a \\U past U+10FFFF, a byte escape followed by a \\u that does not continue
+    it) MonetDB stores them anyway and then reads them back inconsistently (length, octet_length and the value
+    itself vary between statements; measured; \\u0000 as well): tique refuses such a literal with a DataError
+    rather than store something else."""
     if "\\" not in text:
         return text
-
-    def one(m: re.Match[str]) -> str:
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPED.finditer(text):
+        out += text[pos : m.start()].encode("utf-8", "surrogatepass")
+        pos = m.end()
         octal, hexa, u4, u8, bad_u, other = m.groups()
-        if octal or hexa or u4 or u8:
-            return chr(int(octal, 8) if octal else int(hexa or u4 or u8, 16))
-        if bad_u:
+        if octal or hexa:
+            byte = int(octal, 8) if octal else int(hexa, 16)
+            if byte > 0xFF:
+                raise _not_utf8(text, f"\\{octal} is past \\377, not a byte")
+            out.append(byte)
+        elif u4 or u8:
+            point = int(u4 or u8, 16)
+            # MonetDB reads \\u0000 inconsistently too (not as the NUL that \\0 and \\x00 are; measured)
+            if point == 0 or point > 0x10FFFF or 0xD800 <= point <= 0xDFFF:
+                raise _not_utf8(text, f"\\{'u' if u4 else 'U'}{u4 or u8} is not a character MonetDB stores")
+            out += chr(point).encode("utf-8")
+        elif bad_u:
             raise ProgrammingError(
                 f"invalid \\{bad_u} escape in the string literal {text!r}: MonetDB reads \\u and 4 hex digits, "
                 "\\U and 8",
                 "42000",
             )
-        return _CONTROL.get(other, other)
+        else:
+            out += _CONTROL.get(other, other).encode("utf-8", "surrogatepass")
+    out += text[pos:].encode("utf-8", "surrogatepass")
+    # a NUL (written \\0 or \\x00) ends the string; the bytes after it are never read, valid or not
+    out = out.split(b"\0", 1)[0]
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _not_utf8(text, f"its bytes are not UTF-8 ({e.reason} at byte {e.start})") from None
 
-    return _ESCAPED.sub(one, text).split("\0", 1)[0]
+
+def _not_utf8(text: str, why: str) -> DataError:
+    return DataError(
+        f"the string literal {text!r} is not UTF-8 text: {why}. MonetDB reads \\xhh and \\ooo escapes as bytes "
+        "of UTF-8 text ('\\xc3\\xa9' is 'é') and stores invalid bytes as a value it cannot read back "
+        "consistently, so tique refuses it; write the character itself, or \\u/\\U with its code point",
+        "22021",
+    )
 
 
 # ---- column types ------------------------------------------------------------------------------------------
@@ -218,6 +253,7 @@ def _to_int(value: Any, kind: SqlType) -> int:
 
 def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
     assert kind.precision is not None
+    _not_boolean(value, kind)
     number = _decimal(value)
     if not number.is_finite():
         raise ValueError("not a finite number")
@@ -228,6 +264,7 @@ def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
 
 
 def _to_float(value: Any, kind: SqlType) -> float:
+    _not_boolean(value, kind)
     number = float(value.strip()) if isinstance(value, str) else float(value)
     if not math.isfinite(number):
         raise DataError(f"{number} cannot be stored: MonetDB has no NaN or infinity (NaN is its NULL)", "22003")
@@ -245,7 +282,21 @@ def _to_float(value: Any, kind: SqlType) -> float:
 _FLT_MAX = struct.unpack("<f", bytes.fromhex("ffff7f7f"))[0]
 
 
+def _not_boolean(value: Any, kind: SqlType) -> None:
+    """MonetDB 11.41 refuses a BOOLEAN for a DOUBLE, REAL or DECIMAL column ("types boolean(1,0) and double(53,0)
+    are not equal"; measured), though it converts one to an integer."""
+    if isinstance(value, bool):
+        raise TypeError(f"MonetDB does not convert a BOOLEAN to {kind.base} (its types are not equal): pass 1 or 0")
+
+
 def _to_bool(value: Any, kind: SqlType) -> bool:
+    # MonetDB refuses a DOUBLE or a DECIMAL with a fraction (0.0, 1e0) for a BOOLEAN column ("types decimal(2,1)
+    # and boolean(1,0) are not equal"; measured), but converts an integer; a Decimal is sent as an integer when
+    # it has no fraction digits (params.literal), as pymonetdb sends Decimal('1')
+    if isinstance(value, float) or (isinstance(value, decimal.Decimal) and "." in format(value, "f")):
+        raise TypeError(
+            "MonetDB does not convert a DOUBLE or DECIMAL to BOOLEAN (its types are not equal): pass True/False or 1/0"
+        )
     if isinstance(value, str):
         return {"true": True, "false": False, "1": True, "0": False}[value.strip().lower()]
     return bool(value)
@@ -268,12 +319,30 @@ def check_utf8(text: str, what: str) -> None:
         ) from None
 
 
+class ParameterFloat(float):
+    """A float given as a statement parameter (statements.bind_plan). pymonetdb sends a float as its repr, which
+    MonetDB reads as a DECIMAL literal unless it has an exponent, so into a string column it is stored as those
+    digits ('123.0', not the '123' of a DOUBLE; -0.0 as '0.0': a DECIMAL has no sign on zero). A float of the
+    statement's text (123e0) or read from the engine is a DOUBLE, printed as _as_text prints one."""
+
+    __slots__ = ()
+
+
+def parameter_text(value: float) -> str:
+    """The text MonetDB stores in a string column for pymonetdb's literal of the float parameter ``value``."""
+    return _as_text(ParameterFloat(value))
+
+
 def _as_text(value: Any) -> str:
     """A value that is not a string, as MonetDB converts it to one: TRUE is 'true', a DOUBLE the fewest digits
     that read back as it with at least 4 (C's %g: 100.0 is '100', 1e4 '1e+04'; checked against the engine on
     1229 doubles), a decimal in positional form."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, ParameterFloat):
+        text = repr(float(value))
+        if "e" not in text and math.isfinite(value):  # checked against the engine on 923 floats
+            return "0.0" if value == 0 else text
     if isinstance(value, float):
         digits = len(decimal.Decimal(repr(value)).normalize().as_tuple().digits)
         return format(value, f".{max(4, digits)}g")

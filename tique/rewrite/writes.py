@@ -63,6 +63,9 @@ class UpdatePlan:
     assigned: tuple[str, ...] = ()  # the columns SET names
     key_update: KeyUpdate | None = None  # one row by its whole key: computed on a row the transaction holds
     numbers: tuple[tuple[str, str], ...] = ()  # (parameter, DECIMAL column) of SET c = %s: checked in the client
+    # parameters of SET c = %s of a string column: a float among them is sent as the text MonetDB stores for
+    # pymonetdb's literal of it (values.ParameterFloat), not as the DOUBLE that tique's literal is
+    text_slots: frozenset[str] = frozenset()
     # the row a key_update changes, read whole when not held: its versions ranked by the client, or Storage alone
     row_read: KeyRead | None = None
 
@@ -394,6 +397,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
     held = key_update(tree, info)
     assignments: dict[str, exp.Expression] = {}
     numbers: tuple[tuple[str, str], ...] = ()
+    texts: set[str] = set()
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise ProgrammingError(f"UPDATE: cannot read assignment {eq.sql()}")
@@ -404,6 +408,12 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         assignments[name] = _checked(eq.expression, column.sql_type)
         if parse_type(column.sql_type).base == "DECIMAL":
             numbers += _checked_in_client(eq.expression, column.sql_type, name, info)
+        if parse_type(column.sql_type).base == "VARCHAR":
+            bare = eq.expression
+            while isinstance(bare, exp.Paren):
+                bare = bare.this
+            if isinstance(bare, exp.Placeholder) and (slot := slot_name(bare)):
+                texts.add(slot)
     stored = frozenset(
         slot for value in assignments.values() for node in value.find_all(exp.Placeholder) if (slot := slot_name(node))
     )
@@ -443,7 +453,8 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         tuple(assignments),
         held,
         numbers,
-        _row_read(tree, table, info, options) if held is not None else None,
+        text_slots=frozenset(texts),
+        row_read=_row_read(tree, table, info, options) if held is not None else None,
     )
 
 
