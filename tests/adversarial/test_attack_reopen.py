@@ -399,7 +399,12 @@ def _open_only(directory: str) -> None:
     started = time.monotonic()
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        conn = tique.connect(f"monetdbe://{directory}")
+        try:
+            conn = tique.connect(f"monetdbe://{directory}")
+        except Exception:
+            for warning in said:  # a process that repaired, then lost the open to another, says so
+                print(f"warning: {warning.message}", file=sys.stderr, flush=True)
+            raise
     took = time.monotonic() - started
     cur = conn.cursor()
     cur.execute("SELECT k, s, c, b FROM t ORDER BY k")
@@ -698,7 +703,8 @@ def test_a_database_open_in_another_process_is_not_touched(damaged_base: Any, tm
 
 def test_two_processes_starting_at_once_on_a_damaged_directory(damaged_base: Any, tmp_path: Path) -> None:
     """Both start tique on the same damaged directory at once: the loser of the lock says it is locked (or opens
-    after the winner), the winner repaired and reads every row; the directory opens again afterwards."""
+    after the winner), the directory is repaired exactly once, and the one that opens reads every row; the
+    directory opens again afterwards."""
     from tests.adversarial.test_heap_repair import _record_more
 
     _, rows, _ = damaged_base
@@ -726,7 +732,11 @@ def test_two_processes_starting_at_once_on_a_damaged_directory(damaged_base: Any
             assert said["rows"] == rows
         for error in failed:
             assert "locked by another process" in error[0], error
-        assert sum(any("repaired" in w for w in said["warnings"]) for said in ok) == 1, ok
+        # repaired once, under the directory's lock, by whichever process took it first: that one may then lose
+        # the kernel's open to the other, which finds nothing to repair
+        repairs = sum(any("repaired" in w for w in said["warnings"]) for said in ok)
+        repairs += sum("tique repaired" in err for (_, err), p in zip(results, procs) if p.returncode != 0)
+        assert repairs == 1, (ok, failed)
         again = _child("open", str(directory))
         assert again.returncode == 0, again.stderr[-2000:]
     print(f"\n[two at once] {dict(outcomes)}")
