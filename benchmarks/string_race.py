@@ -10,7 +10,10 @@ any read returned other values. The query forms compared:
 - ``blob``: a BLOB column, plain;
 - ``guarded``: ``plain``, with the writer's statements and the reader's kept apart by tique's AppendGuard
   (tique/append_guard.py: reads and appends of a table wait for each other);
-- ``tique``: the rows read through tique (a writer committing, the checkpointer every 20 ms).
+- ``tique``: the rows read through tique (a writer committing, the checkpointer every 20 ms);
+- ``mapi``: ``plain`` by two MAPI sessions of a served kernel (as ``tique serve`` serves its clients);
+- ``mapi_turns``: ``mapi``, each statement taking its turn in tique's C module (tique/turns.py), as tique's MAPI
+  clients do.
 
     python -m benchmarks.string_race --rounds 12 --seconds 6 --out benchmarks/results_scale/string_race
 
@@ -29,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-FORMS = ("plain", "copy", "castcopy", "blob", "guarded", "tique")
+FORMS = ("plain", "copy", "castcopy", "blob", "guarded", "tique", "mapi", "mapi_turns")
 QUERIES = {
     "plain": "SELECT id, name FROM tt WHERE id < 10",
     "copy": "SELECT id, name || '' FROM tt WHERE id < 10",
@@ -105,6 +108,49 @@ def _tique_round(directory: str, seconds: float) -> dict[str, object]:
     return result
 
 
+def _mapi_round(directory: str, form: str, seconds: float) -> dict[str, object]:
+    from benchmarks.common import free_port
+    from tique.engine.server import ServerEngine
+    from tique.engine.url import parse_url
+
+    port = free_port()
+    log = Path(directory).with_suffix(".log")
+    with open(log, "wb") as out:  # a process of its own, as tique serve runs (in the same one, the race is rarer)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tique.cli", "serve", directory, "--port", str(port), "--password", "monetdb"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while b"ready on" not in log.read_bytes():
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"tique serve did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.05)
+        engine = ServerEngine(parse_url(f"monetdb://monetdb:monetdb@127.0.0.1:{port}/{Path(directory).name}"))
+        engine.turns.enabled = form == "mapi_turns"
+        writer, reader = engine.connect(), engine.connect()
+        writer.execute("CREATE TABLE tt (id INT, name VARCHAR(128))")
+        writer.execute("INSERT INTO tt VALUES (1, 'a'), (2, 'b')")
+        want = {(1, "a"), (2, "b")}
+
+        def write(i: int) -> None:
+            with engine.turns.appending(["tt"]):
+                writer.execute(f"INSERT INTO tt VALUES ({i + 10}, 'n{i} {'p' * (i % 50)}')")
+
+        def read() -> set[tuple[object, ...]]:
+            rows = engine.turns.reading(["tt"], lambda: reader.execute(QUERIES["plain"]).rows)
+            return {tuple(row) for row in rows}
+
+        result = _race(write, read, want, seconds)
+        writer.close()
+        reader.close()
+        return result
+    finally:
+        server.terminate()
+        server.wait(60)
+
+
 def _race(write, read, want: set[tuple[object, ...]], seconds: float) -> dict[str, object]:  # type: ignore[no-untyped-def]
     stop = threading.Event()
     counts = {"writes": 0, "reads": 0, "bad": 0, "errors": 0}
@@ -148,7 +194,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         form, directory = args.child
-        result = _tique_round(directory, args.seconds) if form == "tique" else _raw_round(directory, form, args.seconds)
+        if form == "tique":
+            result = _tique_round(directory, args.seconds)
+        elif form.startswith("mapi"):
+            result = _mapi_round(directory, form, args.seconds)
+        else:
+            result = _raw_round(directory, form, args.seconds)
         print(json.dumps(result))
         return
     forms = args.forms.split(",")

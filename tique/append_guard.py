@@ -15,7 +15,8 @@ Turns go in the order requests came, so neither a stream of reads nor a stream o
 The first form of this guard ran a read again when an append had overlapped it, and held appends back after two
 such runs: at TPC-C scale 1.0 with 4 clients a quarter of the reads ran again, CPU that waiting does not spend.
 
-Appends by other processes (MAPI clients of ``tique serve``) are not seen: over MAPI the engine's race stays.
+Appends by other processes (MAPI clients of ``tique serve``) are not seen here: they take their turns in the C
+module (tique/turns.py), and so does this guard in ``tique serve``'s process (``kernel``).
 A table's Storage and Cache are guarded apart (``storage_of``, ``cache_of``): a read by keys no Cache row has
 reads Storage alone, which commits do not append to. A table without string columns needs no guard.
 """
@@ -25,7 +26,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from tique.turns import KernelTurns
 
 T = TypeVar("T")
 
@@ -59,13 +63,14 @@ def reading_part(conn: Any, table: _Table, part: Callable[[str], str], sql: str)
 class _Request:
     """A read or an append, waiting or running, of some tables, by one thread."""
 
-    __slots__ = ("appends", "names", "running", "thread")
+    __slots__ = ("appends", "names", "running", "thread", "ticket")
 
     def __init__(self, appends: bool, names: Iterable[str]) -> None:
         self.appends = appends
         self.names = frozenset(names)
         self.thread = threading.get_ident()
         self.running = False
+        self.ticket = 0  # its turn in the C module, when the kernel serves MAPI clients
 
     def conflicts(self, other: _Request) -> bool:
         return self.appends != other.appends and not self.names.isdisjoint(other.names)
@@ -87,6 +92,8 @@ class AppendGuard:
         self.reads = 0  # guarded reads, for tests and benchmarks (benchmarks/tpcc reports them)
         self.read_waits = 0  # reads that waited for an append
         self.append_waits = 0  # appends that waited for a read
+        # tique serve: the kernel's MAPI clients take turns in the C module, and so must this process (turns.py)
+        self.kernel: KernelTurns | None = None
 
     @contextmanager
     def appending(self, tables: Iterable[str]) -> Iterator[None]:
@@ -125,6 +132,8 @@ class AppendGuard:
                     self.read_waits += 1
                 self._changed.wait_for(lambda: not blocked())
             request.running = True
+        if self.kernel is not None:
+            request.ticket = self.kernel.take(request.appends, request.names)
 
     def _blocked(self, request: _Request) -> bool:
         """An earlier conflicting request, or a running one (a nested request may run before earlier ones)."""
@@ -141,6 +150,9 @@ class AppendGuard:
 
     def _leave(self, request: _Request) -> None:
         """Ends ``request``, entered or not."""
+        if request.ticket and self.kernel is not None:
+            self.kernel.end(request.ticket)
+            request.ticket = 0
         with self._changed:
             if any(r is request for r in self._active):
                 self._active.remove(request)

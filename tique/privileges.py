@@ -47,6 +47,8 @@ PUBLIC_FUNCTIONS = (
     "catalog_version",
     "wrote",
     "last_write",
+    "turn",
+    "turn_end",
     "next_cts_for",
     "publish",
     "record_cts",

@@ -167,6 +167,7 @@ class Server:
             EngineURL(kind="embedded", path=self.directory), mapi_port=0, mapi_usock=kernel_socket
         )
         self.conn = self.engine.connect()
+        _kernel_turns(self.conn)
         try:  # bound now (a port in use fails before the set-up's work); accepting only once the set-up is done
             self.gate = Gate(host, port, kernel_socket, guard or LoginGuard())
         except OSError as exc:
@@ -203,6 +204,17 @@ class Server:
     def wait(self) -> None:
         while not self._stopped.wait(0.5):
             pass
+
+
+def _kernel_turns(conn: object) -> None:
+    """This process's reads and appends (its checkpointer) take turns in the C module, as the MAPI clients' do
+    (tique/turns.py): the kernel now serves them."""
+    from tique.engine import udf
+    from tique.turns import KernelTurns
+
+    guard = getattr(conn, "append_guard", None)
+    if guard is not None and udf._module is not None:
+        guard.kernel = KernelTurns(udf._module)
 
 
 def serve(

@@ -20,6 +20,7 @@ from tique.errors import (
     from_monetdb,
     login_refused,
 )
+from tique.turns import TURN_END_ALIAS, EngineTurns, folded, new_owner, turn_end_sql
 
 _ASCII_RUNS = re.compile("([\x00-\x7f]+)")
 
@@ -46,6 +47,9 @@ class ServerEngine:
     def __init__(self, url: EngineURL, *, connect_timeout: float = 10.0) -> None:
         self.url = url
         self.connect_timeout = connect_timeout
+        # reads of string columns and appends take turns in the server's C module (tique/turns.py); off when the
+        # server has no tique module (a plain MonetDB server)
+        self.turns = EngineTurns()
 
     def describe(self) -> str:
         return self.url.redacted()
@@ -69,6 +73,7 @@ class ServerConnection:
         self.engine = engine
         url = engine.url
         self._lock = threading.Lock()
+        self.owner = new_owner()  # this session's turns in the C module (tique/turns.py)
         try:
             self._conn: Any = pymonetdb.connect(
                 database=url.database,
@@ -100,6 +105,11 @@ class ServerConnection:
     def closed(self) -> bool:
         return self._conn is None
 
+    @property
+    def append_guard(self) -> EngineTurns | None:
+        """The engine's turns (tique/turns.py), as an embedded connection gives its kernel's append guard."""
+        return self.engine.turns if self.engine.turns.enabled else None
+
     def execute(self, sql: str) -> Result:
         import pymonetdb
 
@@ -107,13 +117,20 @@ class ServerConnection:
             if self._conn is None:
                 raise InterfaceError("connection is closed", "08003")
             cur = self._cursor
+            preparing = sql.lstrip()[:7].upper() == "PREPARE"
+            turn = None if preparing else self.engine.turns.pending()
             try:
-                cur.execute(sql)
-                prepared = cur.lastrowid if sql.lstrip()[:7].upper() == "PREPARE" else None
+                if turn is None:
+                    cur.execute(sql)
+                else:
+                    self._execute_in_turn(cur, sql, *turn)
+                prepared = cur.lastrowid if preparing else None
                 if cur.description is None:
                     return Result(rowcount=cur.rowcount, prepared_id=prepared)
                 rows = cur.fetchall()
             except pymonetdb.DatabaseError as exc:
+                if turn is not None:
+                    self._end_turn(cur)
                 raise from_monetdb(str(exc)) from None
             except ValueError as exc:
                 # pymonetdb converts a reply after reading it whole: the session is in step, the value is not
@@ -130,6 +147,32 @@ class ServerConnection:
             columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
             rows = _reals(columns, rows)
             return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
+
+    def _execute_in_turn(self, cur: Any, sql: str, appends: bool, mask: int) -> None:
+        """Run ``sql`` in one request with its turn (tique/turns.py); the cursor is left on its result, or with no
+        result when it gives none. A server without tique's module runs it without, from now on."""
+        import pymonetdb
+
+        try:
+            cur.execute(folded(sql, appends, mask, self.owner))
+        except pymonetdb.DatabaseError as exc:
+            if "'turn'" not in str(exc) or "no such" not in str(exc).lower():
+                raise
+            self.engine.turns.enabled = False
+            cur.execute(sql)
+            return
+        cur.nextset()  # past the turn's own result
+        if cur.description is not None and [d.name for d in cur.description] == [TURN_END_ALIAS]:
+            cur.description = None  # the statement gave no result: this is the turn's end
+            cur.rowcount = -1
+
+    def _end_turn(self, cur: Any) -> None:
+        """The statement failed, so the server skipped the turn's end that followed it: end it now (a turn whose
+        client is gone lapses)."""
+        try:
+            cur.execute(turn_end_sql(self.owner))
+        except Exception:
+            pass
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
         if sum(len(sql) for sql in statements) <= ONE_TEXT_LIMIT:

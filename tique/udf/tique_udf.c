@@ -85,6 +85,20 @@
  * DECIDING for the lease returns at once (TQ004, "state deciding"); the driver writes the outcome its owner
  * decided (verdict) if none is recorded, advances it, and waits again.
  *
+ * Turns, so a read of a table's strings never runs beside an append to that table (MonetDB 11.41 may move a
+ * string heap while another statement reads it: the read returns '' or another row's string; tique/turns.py):
+ *
+ *   turn(appends, mask, owner, lease_ms)  wait, then run: a read (appends 0) waits for the appends that came
+ *                          before it and share a bit of its tables' mask, an append for such reads; reads do
+ *                          not wait for reads, nor appends for appends. First come, first served, so a request
+ *                          waits only for earlier ones (no cycle). An owner's request made while it holds
+ *                          another (a thread of the process that opened the kernel, nested) waits only for
+ *                          other owners' running ones. lease_ms > 0 (a MAPI client, whose statements run one at
+ *                          a time): the owner's earlier requests are over (a give lost with its statement's
+ *                          error), and the request lapses after lease_ms if its client never gives it back.
+ *                          Returns the request's ticket.
+ *   turn_end(owner, ticket) the request ends (ticket 0: every request of owner)
+ *
  * Functions return NULL on success and a MonetDB exception string otherwise; "40001!" marks errors after
  * which a retry is safe, "HYT00!" timeouts, and tique's own codes (tique/errors.py, README "Errors") its own
  * conditions: "TQ003!" a lease that ran out (retry is safe), "TQ004!" a wait for a commit stuck deciding.
@@ -103,7 +117,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#define TIQUE_UDF_ABI 13
+#define TIQUE_UDF_ABI 14
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -1209,6 +1223,132 @@ TQlast_write(tq_lng *ret, const tq_lng *after, const tq_lng *table)
 	return NULL;
 }
 
+/* turns (see the header); a request's tables are bits of a 64-bit mask: a false conflict only waits */
+#define TURNS 1024
+typedef struct {
+	tq_lng ticket;
+	tq_lng owner;
+	tq_lng mask;
+	int appends;
+	int running;
+	int64_t until_ms; /* 0: no lease (an owner in the kernel's own process) */
+} turn_t;
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_changed;
+static turn_t turns[TURNS]; /* waiting or running, in the order they came */
+static int turns_used = 0;
+static tq_lng last_ticket = 0;
+
+static void
+turn_remove(int i)
+{
+	memmove(&turns[i], &turns[i + 1], (size_t) (turns_used - i - 1) * sizeof(turn_t));
+	turns_used--;
+}
+
+static bool
+turn_conflicts(const turn_t *a, const turn_t *b)
+{
+	return a->appends != b->appends && (a->mask & b->mask) != 0 && a->owner != b->owner;
+}
+
+/* an earlier conflicting request, or a running one; nested: only other owners' running ones */
+static bool
+turn_blocked(tq_lng ticket, bool nested)
+{
+	int me = -1;
+	for (int i = 0; i < turns_used; i++)
+		if (turns[i].ticket == ticket)
+			me = i;
+	if (me < 0)
+		return false;
+	for (int i = 0; i < turns_used; i++) {
+		if (i == me || !turn_conflicts(&turns[i], &turns[me]))
+			continue;
+		if (turns[i].running || (!nested && i < me))
+			return true;
+	}
+	return false;
+}
+
+static bool
+turn_expire(int64_t now)
+{
+	bool gone = false;
+	for (int i = 0; i < turns_used;)
+		if (turns[i].until_ms != 0 && turns[i].until_ms < now) {
+			turn_remove(i);
+			gone = true;
+		} else {
+			i++;
+		}
+	return gone;
+}
+
+char *
+tique_turn(tq_lng *ret, const int *appends, const tq_lng *mask, const tq_lng *owner, const int *lease)
+{
+	const char *fcn = "tique.turn";
+	if (*appends == INT_NIL || *mask == LNG_NIL || *owner == LNG_NIL || *lease == INT_NIL || *lease < 0)
+		return createException(TQ_MAL, fcn, "42000!tique: turn needs appends, a mask, an owner, a lease >= 0");
+	pthread_mutex_lock(&turn_lock);
+	bool nested = false;
+	for (int i = 0; i < turns_used;)
+		if (turns[i].owner == *owner && *lease > 0) {
+			turn_remove(i); /* a MAPI client runs one statement at a time: its earlier request is over */
+		} else {
+			nested |= turns[i].owner == *owner;
+			i++;
+		}
+	int64_t now = now_ms();
+	if (turn_expire(now))
+		pthread_cond_broadcast(&turn_changed);
+	if (turns_used == TURNS) {
+		pthread_mutex_unlock(&turn_lock);
+		return createException(TQ_MAL, fcn, "40001!tique: too many statements waiting for their turn; retry");
+	}
+	turn_t *t = &turns[turns_used++];
+	*t = (turn_t){.ticket = ++last_ticket, .owner = *owner, .mask = *mask, .appends = *appends != 0};
+	t->until_ms = *lease > 0 ? now + *lease : 0;
+	tq_lng ticket = t->ticket;
+	while (turn_blocked(ticket, nested)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += 1; /* wake now and then: a lapsed request of a dead client ends only when someone looks */
+		pthread_cond_timedwait(&turn_changed, &turn_lock, &ts);
+		if (turn_expire(now_ms()))
+			pthread_cond_broadcast(&turn_changed);
+	}
+	for (int i = 0; i < turns_used; i++)
+		if (turns[i].ticket == ticket) {
+			turns[i].running = 1;
+			if (turns[i].until_ms != 0)
+				turns[i].until_ms = now_ms() + *lease; /* the lease counts from the start of the statement */
+		}
+	pthread_mutex_unlock(&turn_lock);
+	*ret = ticket; /* 0 never: tickets start at 1 */
+	return NULL;
+}
+
+char *
+tique_turn_end(int *ret, const tq_lng *owner, const tq_lng *ticket)
+{
+	int ended = 0;
+	pthread_mutex_lock(&turn_lock);
+	for (int i = 0; i < turns_used;)
+		if (turns[i].owner == *owner && (*ticket == 0 || turns[i].ticket == *ticket)) {
+			turn_remove(i);
+			ended++;
+		} else {
+			i++;
+		}
+	if (ended)
+		pthread_cond_broadcast(&turn_changed);
+	pthread_mutex_unlock(&turn_lock);
+	*ret = ended;
+	return NULL;
+}
+
 static char *
 TQabi(int *ret)
 {
@@ -1264,6 +1404,8 @@ static mel_func tique_functions[] = {
 	FN("await_published", TQawait_published, 1, 3, LNG, LNG, INT),
 	FN("wrote", TQwrote, 1, 3, LNG, LNG, LNG),
 	FN("last_write", TQlast_write, 1, 3, LNG, LNG, LNG),
+	FN("turn", tique_turn, 1, 5, LNG, INT, LNG, LNG, INT),
+	FN("turn_end", tique_turn_end, 1, 3, INT, LNG, LNG),
 	{.mod = ""},
 };
 
@@ -1278,6 +1420,7 @@ tique_udf_init(void)
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&changed, &attr);
+	pthread_cond_init(&turn_changed, &attr);
 	pthread_condattr_destroy(&attr);
 	mal_module("tique", NULL, tique_functions);
 }
