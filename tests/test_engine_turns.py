@@ -174,3 +174,21 @@ def test_the_servers_own_process_takes_the_same_turns(embedded_url: str) -> None
         end(raw, 71)
     finally:
         raw.close()
+
+
+def test_a_statement_failing_inside_a_transaction_ends_its_turn_after_the_rollback(
+    served: ServeProcess, raws: Callable[[], RawConnection]
+) -> None:
+    """The engine refuses every statement of an aborted transaction but ROLLBACK, the turn's end too: it is
+    owed until then (found by CI: refused bulk loads over MAPI left turns that held readers for the lease)."""
+    conn, other = raws(), raws()
+    turns = conn.engine.turns  # type: ignore[attr-defined]
+    conn.execute("CREATE TABLE turn_abort (k INT, s VARCHAR(10))")
+    conn.execute("START TRANSACTION")
+    with pytest.raises(tique.DatabaseError):
+        turns.reading(["t"], lambda: conn.execute("SELECT s, 1 / (k - k) FROM turn_abort UNION ALL SELECT 'x', 1 / 0"))
+    with turns.appending(["t"]):
+        conn.execute("ROLLBACK")  # a ROLLBACK goes without a turn, even inside one: a turn would be refused first
+    assert Call(lambda: take(other, 1, EVERY_TABLE, owner=81)).done(5), "the failed statement kept its turn"
+    end(other, 81)
+    assert conn.execute("SELECT COUNT(*) FROM turn_abort").scalar() == 0

@@ -61,6 +61,14 @@ class ServerEngine:
         """Server connections are closed by their owners; nothing is shared here."""
 
 
+# Statements that neither read nor append rows: sent without a turn. A ROLLBACK must never carry one: in a
+# transaction a failure aborted, the engine refuses every other statement, and the request would stop before it.
+_TRANSACTION_CONTROL = re.compile(
+    r"\s*(START\s+TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|PREPARE|DEALLOCATE)\b[^;]*;?\s*$", re.I
+)
+# MonetDB's words for a function it does not know: a server without tique's C module
+_MODULE_MISSING = re.compile(r"no such (operator|function) '?(tique'?\.'?)?turn'?\(", re.I)
+
 # Statements sent together by execute_atomically up to this many characters go as one text (one round trip)
 ONE_TEXT_LIMIT = 1 << 20
 
@@ -74,6 +82,7 @@ class ServerConnection:
         url = engine.url
         self._lock = threading.Lock()
         self.owner = new_owner()  # this session's turns in the C module (tique/turns.py)
+        self._turn_owed = False  # a failed statement's turn not ended yet (_end_turn)
         try:
             self._conn: Any = pymonetdb.connect(
                 database=url.database,
@@ -100,6 +109,9 @@ class ServerConnection:
             raise ConnectionException(f"cannot connect to {engine.describe()}: {str(exc).strip()}", "08001") from None
         self._cursor = self._conn.cursor()
         self._cursor.arraysize = 10000
+        # every row in the statement's reply: rows fetched later (pymonetdb asks for more than 100 with Xexport) would
+        # be read after the statement's turn ended (tique/turns.py)
+        self._conn.replysize = -1
 
     @property
     def closed(self) -> bool:
@@ -111,42 +123,47 @@ class ServerConnection:
         return self.engine.turns if self.engine.turns.enabled else None
 
     def execute(self, sql: str) -> Result:
-        import pymonetdb
-
         with self._lock:
             if self._conn is None:
                 raise InterfaceError("connection is closed", "08003")
-            cur = self._cursor
-            preparing = sql.lstrip()[:7].upper() == "PREPARE"
-            turn = None if preparing else self.engine.turns.pending()
-            try:
-                if turn is None:
-                    cur.execute(sql)
-                else:
-                    self._execute_in_turn(cur, sql, *turn)
-                prepared = cur.lastrowid if preparing else None
-                if cur.description is None:
-                    return Result(rowcount=cur.rowcount, prepared_id=prepared)
-                rows = cur.fetchall()
-            except pymonetdb.DatabaseError as exc:
-                if turn is not None:
-                    self._end_turn(cur)
-                raise from_monetdb(str(exc)) from None
-            except ValueError as exc:
-                # pymonetdb converts a reply after reading it whole: the session is in step, the value is not
-                # representable in Python (a year past 9999, a TIME of 24:00...)
-                raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
-            except (OSError, EOFError) as exc:
-                self._abandon()
-                raise ConnectionFailure(f"lost the connection to {self.engine.describe()}: {exc}") from None
-            except BaseException:
-                # interrupted (KeyboardInterrupt) mid-exchange: the statement's reply may still come, and would
-                # answer the next statement; drop the connection, so the next one fails as a lost connection
-                self._abandon()
-                raise
-            columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
-            rows = _reals(columns, rows)
-            return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
+            result = self._execute(self._cursor, sql)
+            if self._turn_owed:
+                self._end_turn(self._cursor)
+            return result
+
+    def _execute(self, cur: Any, sql: str) -> Result:
+        import pymonetdb
+
+        preparing = sql.lstrip()[:7].upper() == "PREPARE"
+        turn = None if _TRANSACTION_CONTROL.match(sql) else self.engine.turns.pending()
+        try:
+            if turn is None:
+                cur.execute(sql)
+            else:
+                self._execute_in_turn(cur, sql, *turn)
+            prepared = cur.lastrowid if preparing else None
+            if cur.description is None:
+                return Result(rowcount=cur.rowcount, prepared_id=prepared)
+            rows = cur.fetchall()
+        except pymonetdb.DatabaseError as exc:
+            if turn is not None:
+                self._end_turn(cur)
+            raise from_monetdb(str(exc)) from None
+        except ValueError as exc:
+            # pymonetdb converts a reply after reading it whole: the session is in step, the value is not
+            # representable in Python (a year past 9999, a TIME of 24:00...)
+            raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
+        except (OSError, EOFError) as exc:
+            self._abandon()
+            raise ConnectionFailure(f"lost the connection to {self.engine.describe()}: {exc}") from None
+        except BaseException:
+            # interrupted (KeyboardInterrupt) mid-exchange: the statement's reply may still come, and would
+            # answer the next statement; drop the connection, so the next one fails as a lost connection
+            self._abandon()
+            raise
+        columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
+        rows = _reals(columns, rows)
+        return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
     def _execute_in_turn(self, cur: Any, sql: str, appends: bool, mask: int) -> None:
         """Run ``sql`` in one request with its turn (tique/turns.py); the cursor is left on its result, or with no
@@ -156,7 +173,7 @@ class ServerConnection:
         try:
             cur.execute(folded(sql, appends, mask, self.owner))
         except pymonetdb.DatabaseError as exc:
-            if "'turn'" not in str(exc) or "no such" not in str(exc).lower():
+            if not _MODULE_MISSING.search(str(exc)):
                 raise
             self.engine.turns.enabled = False
             cur.execute(sql)
@@ -167,12 +184,14 @@ class ServerConnection:
             cur.rowcount = -1
 
     def _end_turn(self, cur: Any) -> None:
-        """The statement failed, so the server skipped the turn's end that followed it: end it now (a turn whose
-        client is gone lapses)."""
+        """The statement failed, so the server skipped the turn's end that followed it: end it now. Inside a
+        transaction the failure aborted, the engine refuses it until the ROLLBACK: it is owed until a statement of
+        the session succeeds (a turn whose client is gone lapses)."""
         try:
             cur.execute(turn_end_sql(self.owner))
+            self._turn_owed = False
         except Exception:
-            pass
+            self._turn_owed = True
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
         if sum(len(sql) for sql in statements) <= ONE_TEXT_LIMIT:
