@@ -64,6 +64,9 @@ class Client:
         self.known: dict[str, dict[Any, Row]] = {t: {} for t in KEYED}
         self.absent: dict[str, set[Any]] = {t: set() for t in KEYED}
         self.counters_seen = [0] * COUNTERS
+        # ops of the last commit if it returned before it was visible (an earlier commit was stuck): the next
+        # transaction of this connection waits for it, a new connection's does not (its keys are unknown then)
+        self.unseen: list[Any] = []
         self.scratch = f"scratch_c{client}"
 
     # -- log and control ---------------------------------------------------------------------------------
@@ -105,6 +108,9 @@ class Client:
         return self.conn
 
     def drop_connection(self) -> None:
+        if self.unseen:
+            self.forget(self.unseen)
+            self.unseen = []
         if self.conn is not None:
             try:
                 self.conn.close()
@@ -171,6 +177,8 @@ class Client:
         if exc is None:
             self.record("ok", tx=tx)
             self.learn(ops)
+            last = self.conn.last_commit if self.conn is not None else None
+            self.unseen = ops if last is not None and not last.visible else []
         elif isinstance(exc, SerializationFailure):
             self.record("abort", tx=tx, err=str(exc)[:300])
         elif isinstance(exc, CommitOutcomeUnknown):
@@ -352,6 +360,7 @@ class Client:
         except Exception as exc:
             self.read_failed(exc)
             return
+        self.unseen = []  # this transaction's begin waited until the last commit was visible
         self.record("check", violations=found)
 
     def read_failed(self, exc: BaseException) -> None:
