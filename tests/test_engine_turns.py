@@ -192,3 +192,12 @@ def test_a_statement_failing_inside_a_transaction_ends_its_turn_after_the_rollba
     assert Call(lambda: take(other, 1, EVERY_TABLE, owner=81)).done(5), "the failed statement kept its turn"
     end(other, 81)
     assert conn.execute("SELECT COUNT(*) FROM turn_abort").scalar() == 0
+
+
+def test_a_session_cannot_take_a_turn_that_never_lapses(raws: Callable[[], RawConnection]) -> None:
+    """Only the kernel's own process takes turns without a lease (C tique_turn_local): over SQL a lease of 0 (or
+    an owner of 0) is refused, and a longer lease than 60 s is cut to 60 s."""
+    conn = raws()
+    for lease, owner in ((0, 91), (60_000, 0)):
+        with pytest.raises(tique.DatabaseError, match="lease > 0"):
+            take(conn, 0, 1, owner=owner, lease_ms=lease)

@@ -113,7 +113,7 @@ class KernelTurns:
     nested (waits only for other owners' running requests)."""
 
     def __init__(self, module: Any) -> None:
-        self._take = module.tique_turn
+        self._take = module.tique_turn_local  # requests that never lapse (the SQL function's always do)
         self._end = module.tique_turn_end
         self._take.restype = ctypes.c_void_p  # NULL, or a MonetDB exception string (never for these arguments)
         self._end.restype = ctypes.c_void_p
@@ -125,7 +125,6 @@ class KernelTurns:
             ctypes.byref(ctypes.c_int(int(appends))),
             ctypes.byref(ctypes.c_int64(mask_of(names))),
             ctypes.byref(ctypes.c_int64(threading.get_ident())),
-            ctypes.byref(ctypes.c_int(0)),
         )
         return ticket.value
 

@@ -91,12 +91,14 @@
  *   turn(appends, mask, owner, lease_ms)  wait, then run: a read (appends 0) waits for the appends that came
  *                          before it and share a bit of its tables' mask, an append for such reads; reads do
  *                          not wait for reads, nor appends for appends. First come, first served, so a request
- *                          waits only for earlier ones (no cycle). An owner's request made while it holds
- *                          another (a thread of the process that opened the kernel, nested) waits only for
- *                          other owners' running ones. lease_ms > 0 (a MAPI client, whose statements run one at
- *                          a time): the owner's earlier requests are over (a give lost with its statement's
- *                          error), and the request lapses after lease_ms if its client never gives it back.
+ *                          waits only for earlier ones (no cycle). A MAPI client's statements run one at a
+ *                          time, so its earlier requests are over (a give lost with its statement's error); a
+ *                          request lapses lease_ms (1 to TURN_LEASE_MAX_MS) after its statement began if its
+ *                          client never gives it back, so no session keeps the others waiting longer.
  *                          Returns the request's ticket.
+ *   tique_turn_local(...)  C only, for the process that opened the kernel: the owner is a thread, its requests
+ *                          never lapse, and one it makes while it holds another (nested) waits only for other
+ *                          owners' running ones.
  *   turn_end(owner, ticket) the request ends (ticket 0: every request of owner)
  *
  * Functions return NULL on success and a MonetDB exception string otherwise; "40001!" marks errors after
@@ -1225,6 +1227,7 @@ TQlast_write(tq_lng *ret, const tq_lng *after, const tq_lng *table)
 
 /* turns (see the header); a request's tables are bits of a 64-bit mask: a false conflict only waits */
 #define TURNS 1024
+#define TURN_LEASE_MAX_MS 60000 /* tique/turns.py TURN_LEASE_MS */
 typedef struct {
 	tq_lng ticket;
 	tq_lng owner;
@@ -1285,19 +1288,18 @@ turn_expire(int64_t now)
 	return gone;
 }
 
-char *
-tique_turn(tq_lng *ret, const int *appends, const tq_lng *mask, const tq_lng *owner, const int *lease)
+/* lapse_ms 0: an owner in the kernel's own process (tique_turn_local), whose requests never lapse */
+static char *
+turn_take(tq_lng *ret, bool appends, tq_lng mask, tq_lng owner, int lapse_ms)
 {
 	const char *fcn = "tique.turn";
-	if (*appends == INT_NIL || *mask == LNG_NIL || *owner == LNG_NIL || *lease == INT_NIL || *lease < 0)
-		return createException(TQ_MAL, fcn, "42000!tique: turn needs appends, a mask, an owner, a lease >= 0");
 	pthread_mutex_lock(&turn_lock);
 	bool nested = false;
 	for (int i = 0; i < turns_used;)
-		if (turns[i].owner == *owner && *lease > 0) {
+		if (turns[i].owner == owner && lapse_ms > 0) {
 			turn_remove(i); /* a MAPI client runs one statement at a time: its earlier request is over */
 		} else {
-			nested |= turns[i].owner == *owner;
+			nested |= turns[i].owner == owner;
 			i++;
 		}
 	int64_t now = now_ms();
@@ -1308,8 +1310,8 @@ tique_turn(tq_lng *ret, const int *appends, const tq_lng *mask, const tq_lng *ow
 		return createException(TQ_MAL, fcn, "40001!tique: too many statements waiting for their turn; retry");
 	}
 	turn_t *t = &turns[turns_used++];
-	*t = (turn_t){.ticket = ++last_ticket, .owner = *owner, .mask = *mask, .appends = *appends != 0};
-	t->until_ms = *lease > 0 ? now + *lease : 0;
+	*t = (turn_t){.ticket = ++last_ticket, .owner = owner, .mask = mask, .appends = appends};
+	t->until_ms = lapse_ms > 0 ? now + lapse_ms : 0;
 	tq_lng ticket = t->ticket;
 	while (turn_blocked(ticket, nested)) {
 		struct timespec ts;
@@ -1323,11 +1325,27 @@ tique_turn(tq_lng *ret, const int *appends, const tq_lng *mask, const tq_lng *ow
 		if (turns[i].ticket == ticket) {
 			turns[i].running = 1;
 			if (turns[i].until_ms != 0)
-				turns[i].until_ms = now_ms() + *lease; /* the lease counts from the start of the statement */
+				turns[i].until_ms = now_ms() + lapse_ms; /* the lease counts from the start of the statement */
 		}
 	pthread_mutex_unlock(&turn_lock);
 	*ret = ticket; /* 0 never: tickets start at 1 */
 	return NULL;
+}
+
+/* the SQL function: a MAPI client's request, which lapses (at most TURN_LEASE_MAX_MS after its statement began) */
+char *
+tique_turn(tq_lng *ret, const int *appends, const tq_lng *mask, const tq_lng *owner, const int *lease)
+{
+	if (*appends == INT_NIL || *mask == LNG_NIL || *owner == LNG_NIL || *owner == 0 || *lease == INT_NIL || *lease <= 0)
+		return createException(TQ_MAL, "tique.turn", "42000!tique: turn needs appends, a mask, an owner, a lease > 0");
+	return turn_take(ret, *appends != 0, *mask, *owner, *lease > TURN_LEASE_MAX_MS ? TURN_LEASE_MAX_MS : *lease);
+}
+
+/* C only, for the process that opened the kernel (tique/turns.py KernelTurns): the owner is a thread */
+char *
+tique_turn_local(tq_lng *ret, const int *appends, const tq_lng *mask, const tq_lng *owner)
+{
+	return turn_take(ret, *appends != 0, *mask, *owner, 0);
 }
 
 char *
