@@ -44,6 +44,23 @@ def test_tpcc_runs_on_every_system_and_stays_consistent(tmp_path: Path) -> None:
     assert out.with_suffix(".md").read_text().count("|") > 20 and out.with_suffix(".png").stat().st_size > 0
 
 
+def test_clients_as_processes_of_their_own_where_the_system_has_a_server(tmp_path: Path) -> None:
+    """--client-processes: tique-mapi's clients run as processes, each counted back; embedded tique keeps threads."""
+    out = tmp_path / "tpcc.json"
+    proc = bench("tpcc", "--systems", "tique-mapi,tique", "--warehouses", "1", "--scale", "0.01", "--clients", "2",
+                 "--duration", SECONDS, "--warmup", "3", "--client-processes", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert not data["skipped"], data["skipped"]
+    runs = data["systems"]
+    assert runs["tique-mapi"]["client_processes"] and not runs["tique"]["client_processes"]
+    for name, m in runs.items():
+        assert m["tpmC"] > 0 and m["errors"] == 0, (name, m["error_samples"])
+        assert m["consistency"]["all_ok"], (name, m["consistency"])
+        assert sum(m["committed"].values()) == sum(t["n"] for t in m["latency_ms"].values())  # every process's
+    assert "2 processes | tique-mapi" in out.with_suffix(".md").read_text()
+
+
 def test_contention_and_a_missing_server_is_skipped_with_its_reason(tmp_path: Path) -> None:
     out = tmp_path / "contention.json"
     proc = bench("contention", "--systems", "postgres,tique", "--warehouses", "2", "--scale", "0.01",

@@ -36,6 +36,11 @@ def parse(argv: list[str], command: str) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=60)
     p.add_argument("--warmup", type=float, default=10)
     p.add_argument("--out", default=f"results/{command}.json")
+    p.add_argument(
+        "--client-processes",
+        action="store_true",
+        help="tpcc: each client a process of its own (systems with a server: tique-mapi, *-mapi, postgres)",
+    )
     p.add_argument("--formulation", choices=sorted(FORMULATIONS), default="standard",
                    help="the transactions' SQL, the same for every system: one row per SELECT (standard) or "
                    "NewOrder's items, stock rows and Delivery's districts in one SELECT each (batched)")  # fmt: skip
@@ -103,7 +108,7 @@ def run_workers(command: str, args: argparse.Namespace, extra: dict[str, Any]) -
 
 def main(argv: list[str], command: str = "tpcc") -> int:
     args = parse(argv, command)
-    extra: dict[str, Any] = {"formulation": args.formulation}
+    extra: dict[str, Any] = {"formulation": args.formulation, "client_processes": args.client_processes}
     if command == "contention":
         counts = args.warehouse_counts or ",".join(
             str(k) for k in sorted({max(1, args.warehouses // 2**i) for i in range(8)}, reverse=True)
@@ -151,8 +156,9 @@ def markdown(payload: dict[str, Any], command: str) -> str:
         for name, m in systems.items():
             lat = m["latency_ms"]
             cons = m.get("consistency", payload.get("consistency", {}).get(name, {}))
+            clients = f"{k} processes" if m.get("client_processes") else k
             lines.append(
-                f"| {k} | {name} | {m['tpmC']:.0f} | {m['tps']:.1f} | {m['abort_rate']:.1%} | {m['errors']} | "
+                f"| {clients} | {name} | {m['tpmC']:.0f} | {m['tps']:.1f} | {m['abort_rate']:.1%} | {m['errors']} | "
                 + " | ".join(
                     f"{lat[t]['p50']:.1f} / {lat[t]['p95']:.1f} / {lat[t]['p99']:.1f}" for t in ("NewOrder", "Payment")
                 )

@@ -17,11 +17,12 @@ from benchmarks.tpcc.systems import System
 
 
 def run(name: str, system: System, size: Scale, spec: dict[str, Any]) -> dict[str, Any]:
-    form = spec.get("formulation", "standard")
+    form, processes = spec.get("formulation", "standard"), bool(spec.get("client_processes"))
     if name == "tpcc":
         runs = {}
         for n in spec["clients"]:
-            metrics = run_clients(system, size, n, spec["duration"], spec["warmup"], formulation=form)
+            metrics = run_clients(system, size, n, spec["duration"], spec["warmup"], formulation=form,
+                                  processes=processes)  # fmt: skip
             metrics["consistency"] = consistency(system)
             runs[str(n)] = metrics
         return {"runs": runs}

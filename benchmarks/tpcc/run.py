@@ -1,7 +1,8 @@
 """Running TPC-C clients against one system, and the worker process that runs one system end to end.
 
 Every system runs in its own worker process (an embedded database allows one per process, and a fresh
-process keeps the systems from sharing a Python heap or GIL); clients are threads in it. A transaction that
+process keeps the systems from sharing a Python heap or GIL); clients are threads in it, or, for a system with a
+server and ``processes=True``, processes of their own (as a deployed application's are). A transaction that
 loses a conflict is retried, as applications do: its latency runs from its first attempt to its commit, and
 every failed attempt counts toward the abort rate (aborted attempts / all attempts).
 """
@@ -9,6 +10,7 @@ every failed attempt counts toward the abort rate (aborted attempts / all attemp
 from __future__ import annotations
 
 import json
+import multiprocessing
 import random
 import sys
 import threading
@@ -37,6 +39,22 @@ class Stats:
         self.errors = 0
         self.error_samples: list[str] = []
         self.gave_up = 0
+
+    def counts(self) -> dict[str, Any]:
+        """Everything but the lock: what a client process sends back."""
+        return {k: v for k, v in vars(self).items() if k != "lock"}
+
+    def add(self, counts: dict[str, Any]) -> None:
+        """Add a client process's counts to these."""
+        for name, value in counts.items():
+            mine = getattr(self, name)
+            if isinstance(mine, dict):
+                for key, part in value.items():
+                    mine[key] += part
+            elif isinstance(mine, list):
+                mine.extend(value[: 5 - len(mine)] if name == "error_samples" else value)
+            else:
+                setattr(self, name, mine + value)
 
 
 def client(
@@ -110,6 +128,63 @@ def client(
             pass
 
 
+def _client_process(
+    out: Any, ready: Any, go: Any, window: Any, system: System, job: tuple[Any, ...], formulation: str
+) -> None:
+    """One client in a process of its own. Its imports take seconds on a busy machine, so it measures in the
+    window the parent sets once every process is up (between the ``ready`` and ``go`` barriers: time.monotonic is
+    the machine's clock, the same in every process); its counts go to ``out``."""
+    stats = Stats()
+    size, home_w, seed, warehouses = job
+    try:
+        ready.wait(600)
+        go.wait(600)
+        client(system, size, home_w, seed, window[0], window[1], stats, warehouses, formulation=formulation)
+    except Exception as exc:  # it could not start or connect: say so in the results rather than in a lost stderr
+        stats.errors += 1
+        stats.error_samples.append(f"client process: {type(exc).__name__}: {str(exc)[:300]}")
+    out.put(stats.counts())
+
+
+def _run_threads(
+    system: System, jobs: list[tuple[Any, ...]], duration: float, warmup: float, formulation: str
+) -> Stats:
+    stats = Stats()
+    t0 = time.monotonic()
+    window = (t0 + warmup, t0 + warmup + duration)
+    threads = [threading.Thread(target=client, args=(system, *job[:3], *window, stats, job[3]),
+                                kwargs={"formulation": formulation}) for job in jobs]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(duration + warmup + 600)
+    return stats
+
+
+def _run_processes(
+    system: System, jobs: list[tuple[Any, ...]], duration: float, warmup: float, formulation: str
+) -> Stats:
+    remote = system.remote()
+    assert remote is not None
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process whose threads hold locks
+    out, window = ctx.Queue(), ctx.Array("d", 2)
+    ready, go = ctx.Barrier(len(jobs) + 1), ctx.Barrier(len(jobs) + 1)
+    procs = [ctx.Process(target=_client_process, args=(out, ready, go, window, remote, job, formulation))
+             for job in jobs]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    ready.wait(600)
+    t0 = time.monotonic()
+    window[0], window[1] = t0 + warmup, t0 + warmup + duration
+    go.wait(600)
+    stats = Stats()
+    for _ in procs:  # read before joining: a full pipe keeps a process from ending
+        stats.add(out.get(timeout=duration + warmup + 600))
+    for proc in procs:
+        proc.join(600)
+    return stats
+
+
 def _rollback(conn: Any) -> None:
     try:
         conn.rollback()
@@ -126,28 +201,20 @@ def run_clients(
     warehouses: list[int] | None = None,
     seed: int = 1,
     formulation: str = "standard",
+    processes: bool = False,
 ) -> dict[str, Any]:
     """N clients for warm-up + duration seconds; metrics over the measured window only. ``formulation``: which
-    SQL the transactions send (benchmarks/tpcc/txns.py FORMULATIONS), the same for every system."""
-    stats = Stats()
-    t0 = time.monotonic()
-    measure_from, until = t0 + warmup, t0 + warmup + duration
+    SQL the transactions send (benchmarks/tpcc/txns.py FORMULATIONS), the same for every system. ``processes``:
+    each client in a process of its own where the system has a server (an embedded one keeps threads, and the
+    result says which ran); the warm-up starts once every process is up."""
+    processes = processes and system.remote() is not None
     allowed = warehouses or list(range(1, size.warehouses + 1))
-    threads = [
-        threading.Thread(
-            target=client,
-            args=(system, size, allowed[i % len(allowed)], seed * 1000 + i, measure_from, until, stats, warehouses),
-            kwargs={"formulation": formulation},
-        )
-        for i in range(clients)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(duration + warmup + 600)
+    jobs = [(size, allowed[i % len(allowed)], seed * 1000 + i, warehouses) for i in range(clients)]
+    stats = (_run_processes if processes else _run_threads)(system, jobs, duration, warmup, formulation)
     total = sum(stats.committed.values())
     return {
         "clients": clients,
+        "client_processes": processes,
         "formulation": formulation,
         "duration_s": duration,
         "warmup_s": warmup,

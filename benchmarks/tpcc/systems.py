@@ -14,6 +14,10 @@
   the default pipeline, as tique's analytical statements do.
 - ``postgres``: PostgreSQL from Debian on a loopback port, REPEATABLE READ (its snapshot isolation), default
   durability settings; initdb'd into a temporary directory and stopped afterwards.
+
+A system with a server (``tique-mapi``, ``*-mapi``, ``postgres``) also gives ``remote()``: a picklable ``Remote``
+that connects and classifies errors from another process, for clients that run as processes of their own (as the
+processes of a deployed application do), each with its own Python interpreter and GIL.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import threading
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +95,11 @@ class System:
         return None
 
     def is_conflict(self, exc: BaseException) -> bool:
-        text = str(exc).lower()
-        return any(
-            m in text
-            for m in ("concurrency conflict", "conflict with another transaction", "could not serialize", "40001")
-        )
+        return _is_conflict(exc)
+
+    def remote(self) -> Remote | None:
+        """How a client in another process reaches this system (None: only from this process, e.g. embedded)."""
+        return None
 
     def stop(self) -> None: ...
 
@@ -104,6 +109,65 @@ class System:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, **getattr(self, "settings", {})}
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(m in text for m in CONFLICT_MESSAGES)
+
+
+def _monetdb_conflict(exc: BaseException) -> bool:
+    # MonetDB reports a write-write conflict inside a transaction as a bare "Update failed" (the store
+    # refused the update of a row another transaction changed) as well as at COMMIT
+    return "update failed" in str(exc).lower() or _is_conflict(exc)
+
+
+def _postgres_conflict(exc: BaseException) -> bool:
+    return getattr(exc, "sqlstate", None) in ("40001", "40P01") or _is_conflict(exc)
+
+
+def _pymonetdb_connect(port: int, pipeline: str | None) -> Any:
+    import pymonetdb
+
+    conn = pymonetdb.connect("tpcc", hostname="127.0.0.1", port=port, username="monetdb", password="monetdb")
+    if pipeline:
+        conn.cursor().execute(f"SET optimizer = '{pipeline}'")
+        conn.commit()
+    return conn
+
+
+def _postgres_connect(port: int) -> Any:
+    import psycopg
+
+    conn = psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres")
+    conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    return conn
+
+
+@dataclass(frozen=True)
+class Remote(System):
+    """A served system as a client process sees it: ``connect()`` and ``is_conflict()``, nothing else.
+    ``kind``: the client library (tique, pymonetdb, psycopg); ``params``: what it connects with."""
+
+    name: str = ""
+    kind: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def connect(self) -> Any:
+        if self.kind == "tique":
+            import tique
+
+            return tique.connect(self.params["url"], **self.params["settings"])
+        if self.kind == "pymonetdb":
+            return _pymonetdb_connect(self.params["port"], self.params["pipeline"])
+        return _postgres_connect(self.params["port"])
+
+    def is_conflict(self, exc: BaseException) -> bool:
+        if self.kind == "pymonetdb":
+            return _monetdb_conflict(exc)
+        if self.kind == "psycopg":
+            return _postgres_conflict(exc)
+        return _is_conflict(exc)
 
 
 def _copy_sql(table: str, path: Path) -> str:
@@ -184,6 +248,9 @@ class Tique(System):
         import tique
 
         return tique.connect(self.url, **{**self.settings, "worker_limit": workers, "analytical_slots": self._slots})
+
+    def remote(self) -> Remote | None:
+        return Remote(self.name, "tique", {"url": self.url, "settings": self.settings}) if self.mapi else None
 
     def analytical_gate(self, slots: int | None) -> AbstractContextManager[Any]:
         self._slots = slots  # tique's own setting: analytical reads wait their turn inside the driver
@@ -307,25 +374,20 @@ class Monetdb(System):
         raw.close()
 
     def is_conflict(self, exc: BaseException) -> bool:
-        # MonetDB reports a write-write conflict inside a transaction as a bare "Update failed" (the store
-        # refused the update of a row another transaction changed) as well as at COMMIT
-        return "update failed" in str(exc).lower() or super().is_conflict(exc)
+        return _monetdb_conflict(exc)
+
+    def remote(self) -> Remote | None:
+        if self._serve is None:
+            return None
+        return Remote(self.name, "pymonetdb", {"port": self._serve.port, "pipeline": self.pipeline})
 
     def connect(self) -> Any:
         return self._connect(self.pipeline)
 
     def _connect(self, pipeline: str | None) -> Any:
         if self.mapi:
-            import pymonetdb
-
             assert self._serve is not None
-            conn = pymonetdb.connect(
-                "tpcc", hostname="127.0.0.1", port=self._serve.port, username="monetdb", password="monetdb"
-            )
-            if pipeline:
-                conn.cursor().execute(f"SET optimizer = '{pipeline}'")
-                conn.commit()
-            return conn
+            return _pymonetdb_connect(self._serve.port, pipeline)
         raw = self._engine.connect()
         if pipeline:
             raw.execute(f"SET optimizer = '{pipeline}'")  # outside a transaction: the session keeps it
@@ -389,11 +451,10 @@ class Postgres(System):
             raise SystemUnavailable(f"PostgreSQL did not start on port {self.port}: {done.stderr.strip()} {log}")
 
     def connect(self) -> Any:
-        import psycopg
+        return _postgres_connect(self.port)
 
-        conn = psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres")
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        return conn
+    def remote(self) -> Remote | None:
+        return Remote(self.name, "psycopg", {"port": self.port})
 
     def connect_analytical(self, workers: int | None) -> Any:
         conn = self.connect()
@@ -421,7 +482,7 @@ class Postgres(System):
         conn.close()
 
     def is_conflict(self, exc: BaseException) -> bool:
-        return getattr(exc, "sqlstate", None) in ("40001", "40P01") or super().is_conflict(exc)
+        return _postgres_conflict(exc)
 
     def stop(self) -> None:
         data = self._tmp / "data"
