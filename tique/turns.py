@@ -9,9 +9,11 @@ tique/udf/tique_udf.c), with the same rule as the process's guard: a read waits 
 that came before it, an append for such reads, first come first served.
 
 A MAPI client's turn goes in the same request as its statement: ``SELECT tique.turn(...); <statement>; SELECT
-tique.turn_end(...)`` - no extra round trip, and a client killed after sending it still ends the turn (the server
-runs the whole request). When the statement fails, the server skips the rest of the request: the client ends the
-turn itself, and should it be gone as well, the turn lapses after TURN_LEASE_MS. ``tique serve``'s own
+tique.turn_end(...)`` - no extra round trip. When the statement fails, the server skips the rest of the request:
+the client ends the turn itself. A client gone mid-request (killed, or its socket closed while the reply was being
+written: the server then skips the rest of the request too) leaves its turn to lapse TURN_LEASE_MS after its
+statement started; until then the appends (or reads) that wait for it wait. Only running requests lapse: a waiting
+one's server thread will run it. ``tique serve``'s own
 process (its checkpointer) takes the same turns by calling the C functions directly (``KernelTurns``).
 
 A request's tables are the bits of a 64-bit mask (a name's hash picks its bit): two tables sharing a bit only
@@ -23,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -33,7 +36,9 @@ T = TypeVar("T")
 # A MAPI client's turn lapses this long after its statement started if nobody ends it (the client died and its
 # statement failed): a read that runs longer may then meet an append again.
 TURN_LEASE_MS = 60_000
-TURN_END_ALIAS = "tq_turn_end"  # names the last result of a request holding a turn
+# names the last result of a request holding a turn: a name no statement of a user's carries (a user's column named
+# tq_turn_end was taken for the turn's end and its rows dropped)
+TURN_END_ALIAS = f"tq_turn_end_{secrets.token_hex(8)}"
 
 
 def mask_of(names: Iterable[str]) -> int:

@@ -66,8 +66,9 @@ class ServerEngine:
 _TRANSACTION_CONTROL = re.compile(
     r"\s*(START\s+TRANSACTION|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|PREPARE|DEALLOCATE)\b[^;]*;?\s*$", re.I
 )
-# MonetDB's words for a function it does not know: a server without tique's C module
-_MODULE_MISSING = re.compile(r"no such (operator|function) '?(tique'?\.'?)?turn'?\(", re.I)
+# MonetDB's words for tique.turn unknown: a server without tique's C module ("no such operator 'tique'.'turn'(").
+# The schema is required: a user's own unknown function named turn switched turns off for the whole process
+_MODULE_MISSING = re.compile(r"no such (operator|function) '?tique'?\.'?turn'?\(", re.I)
 
 # Statements sent together by execute_atomically up to this many characters go as one text (one round trip)
 ONE_TEXT_LIMIT = 1 << 20

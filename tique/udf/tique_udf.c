@@ -118,6 +118,10 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #define TIQUE_UDF_ABI 14
 
@@ -1235,6 +1239,7 @@ typedef struct {
 	int appends;
 	int running;
 	int64_t until_ms; /* 0: no lease (an owner in the kernel's own process) */
+	long tid;	  /* the server thread that took it (a MAPI session's), 0: none */
 } turn_t;
 static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t turn_changed;
@@ -1274,12 +1279,32 @@ turn_blocked(tq_lng ticket, bool nested)
 	return false;
 }
 
+/* Is the server thread tid of this process still there? A MAPI session's thread ends with its session: a client
+ * killed while its reply was being written never runs the turn's end that followed its statement. (A thread id
+ * reused meanwhile only leaves the turn to its lease.) */
 static bool
-turn_expire(int64_t now)
+thread_alive(long tid)
+{
+#ifdef __linux__
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%ld", tid);
+	return tid == 0 || access(path, F_OK) == 0;
+#else
+	(void) tid;
+	return true;
+#endif
+}
+
+/* Only running requests lapse: a waiting one has its server thread in turn_take, which will run it. (Expiring
+ * waiting ones let a request queued longer than its lease run beside the append it waited for.) threads: also
+ * end running requests whose session thread is gone (looked at by waiters, once a second) */
+static bool
+turn_expire(int64_t now, bool threads)
 {
 	bool gone = false;
 	for (int i = 0; i < turns_used;)
-		if (turns[i].until_ms != 0 && turns[i].until_ms < now) {
+		if (turns[i].running && turns[i].until_ms != 0 &&
+		    (turns[i].until_ms < now || (threads && !thread_alive(turns[i].tid)))) {
 			turn_remove(i);
 			gone = true;
 		} else {
@@ -1303,7 +1328,7 @@ turn_take(tq_lng *ret, bool appends, tq_lng mask, tq_lng owner, int lapse_ms)
 			i++;
 		}
 	int64_t now = now_ms();
-	if (turn_expire(now))
+	if (turn_expire(now, false))
 		pthread_cond_broadcast(&turn_changed);
 	if (turns_used == TURNS) {
 		pthread_mutex_unlock(&turn_lock);
@@ -1312,22 +1337,29 @@ turn_take(tq_lng *ret, bool appends, tq_lng mask, tq_lng owner, int lapse_ms)
 	turn_t *t = &turns[turns_used++];
 	*t = (turn_t){.ticket = ++last_ticket, .owner = owner, .mask = mask, .appends = appends};
 	t->until_ms = lapse_ms > 0 ? now + lapse_ms : 0;
+#ifdef __linux__
+	t->tid = lapse_ms > 0 ? (long) syscall(SYS_gettid) : 0;
+#endif
 	tq_lng ticket = t->ticket;
 	while (turn_blocked(ticket, nested)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += 1; /* wake now and then: a lapsed request of a dead client ends only when someone looks */
-		pthread_cond_timedwait(&turn_changed, &turn_lock, &ts);
-		if (turn_expire(now_ms()))
+		int waited = pthread_cond_timedwait(&turn_changed, &turn_lock, &ts);
+		if (turn_expire(now_ms(), waited == ETIMEDOUT)) /* a second of nothing: look for gone sessions too */
 			pthread_cond_broadcast(&turn_changed);
 	}
+	bool found = false;
 	for (int i = 0; i < turns_used; i++)
 		if (turns[i].ticket == ticket) {
+			found = true;
 			turns[i].running = 1;
 			if (turns[i].until_ms != 0)
 				turns[i].until_ms = now_ms() + lapse_ms; /* the lease counts from the start of the statement */
 		}
 	pthread_mutex_unlock(&turn_lock);
+	if (!found) /* ended while it waited (turn_end of its owner): it must not run without a turn */
+		return createException(TQ_MAL, fcn, "40001!tique: the statement's turn was ended while it waited; retry");
 	*ret = ticket; /* 0 never: tickets start at 1 */
 	return NULL;
 }
