@@ -162,6 +162,22 @@ LONGEST_FILES = (
 
 
 @pytest.hookimpl(optionalhook=True)
+# sessions of the module's server, each a raw engine connection (closed at the end of the test)
+@pytest.fixture
+def raws(served: ServeProcess) -> Iterator[Callable[[], RawConnection]]:
+    engine = open_engine(served.url)
+    opened: list[RawConnection] = []
+
+    def new() -> RawConnection:
+        conn = engine.connect()
+        opened.append(conn)
+        return conn
+
+    yield new
+    for conn in opened:
+        conn.close()
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """--dist loadfile, with the files of LONGEST_FILES handed out first (then xdist's order)."""
     if config.getoption("dist") != "loadfile":

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ import pytest
 import tique
 from tests.conftest import ServeProcess
 from tique.database import Database
-from tique.engine import open_engine, udf
+from tique.engine import udf
 from tique.engine.base import RawConnection
 from tique.turns import KernelTurns, mask_of
 
@@ -41,21 +41,6 @@ class Call:
 
     def done(self, within: float = 10.0) -> bool:
         return self.finished.wait(within)
-
-
-@pytest.fixture
-def raws(served: ServeProcess) -> Iterator[Callable[[], RawConnection]]:
-    engine = open_engine(served.url)
-    opened: list[RawConnection] = []
-
-    def new() -> RawConnection:
-        conn = engine.connect()
-        opened.append(conn)
-        return conn
-
-    yield new
-    for conn in opened:
-        conn.close()
 
 
 def take(conn: RawConnection, appends: int, mask: int, owner: int, lease_ms: int = 60_000) -> int:

@@ -13,64 +13,19 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import tique
 from tests.conftest import ServeProcess
-from tique.engine import open_engine
+from tests.test_engine_turns import Call, end, take
 from tique.engine.base import RawConnection
 from tique.turns import TURN_LEASE_MS
 
 EVERY_TABLE = (1 << 63) - 1
-
-
-class Call:
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.at: float | None = None
-        self.finished = threading.Event()
-        threading.Thread(target=self._run, args=(fn,), daemon=True).start()
-
-    def _run(self, fn: Callable[[], Any]) -> None:
-        try:
-            self.result = fn()
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            self.at = time.monotonic()
-            self.finished.set()
-
-    def done(self, within: float = 10.0) -> bool:
-        return self.finished.wait(within)
-
-
-@pytest.fixture
-def raws(served: ServeProcess) -> Iterator[Callable[[], RawConnection]]:
-    engine = open_engine(served.url)
-    opened: list[RawConnection] = []
-
-    def new() -> RawConnection:
-        conn = engine.connect()
-        opened.append(conn)
-        return conn
-
-    yield new
-    for conn in opened:
-        conn.close()
-
-
-def take(conn: RawConnection, appends: int, mask: int, owner: int, lease_ms: int = TURN_LEASE_MS) -> int:
-    return int(conn.execute(f"SELECT tique.turn({appends}, {mask}, {owner}, {lease_ms})").scalar())
-
-
-def end(conn: RawConnection, owner: int) -> int:
-    return int(conn.execute(f"SELECT tique.turn_end({owner}, 0)").scalar())
 
 
 def test_a_select_whose_column_is_named_tq_turn_end_keeps_its_result(served: ServeProcess) -> None:
