@@ -11,9 +11,9 @@ that came before it, an append for such reads, first come first served.
 A MAPI client's turn goes in the same request as its statement: ``SELECT tique.turn(...); <statement>; SELECT
 tique.turn_end(...)`` - no extra round trip. When the statement fails, the server skips the rest of the request:
 the client ends the turn itself. A client gone mid-request (killed, or its socket closed while the reply was being
-written: the server then skips the rest of the request too) leaves its turn to lapse TURN_LEASE_MS after its
-statement started; until then the appends (or reads) that wait for it wait. Only running requests lapse: a waiting
-one's server thread will run it. ``tique serve``'s own
+written: the server then skips the rest of the request too) ends no turn: a request waiting for it ends it within
+about a second once the session's server thread is gone, and any running request lapses TURN_LEASE_MS after its
+statement started. Only running requests lapse: a waiting one's server thread will run it. ``tique serve``'s own
 process (its checkpointer) takes the same turns by calling the C functions directly (``KernelTurns``).
 
 A request's tables are the bits of a 64-bit mask (a name's hash picks its bit): two tables sharing a bit only
@@ -33,8 +33,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-# A MAPI client's turn lapses this long after its statement started if nobody ends it (the client died and its
-# statement failed): a read that runs longer may then meet an append again.
+# A MAPI client's turn lapses this long after its statement started if nobody ends it (its client and session are
+# gone, or the session is stuck): a read that runs longer may then meet an append again.
 TURN_LEASE_MS = 60_000
 # names the last result of a request holding a turn: a name no statement of a user's carries (a user's column named
 # tq_turn_end was taken for the turn's end and its rows dropped)
