@@ -97,6 +97,19 @@ def test_a_clients_next_turn_ends_its_earlier_one(raws: Callable[[], RawConnecti
     end(conn, 41)
 
 
+def test_a_clients_next_turn_lets_who_waited_for_its_earlier_one_run_at_once(
+    raws: Callable[[], RawConnection],
+) -> None:
+    conn, writer = raws(), raws()
+    take(conn, 0, 1, owner=43)  # its end was lost with a failed statement
+    append = Call(lambda: take(writer, 1, 1, owner=44))
+    assert not append.done(0.1)
+    take(conn, 0, 2, owner=43)  # ends the first: the append must not sleep on until its waits time out (1 s)
+    assert append.done(0.5) and append.error is None, "a waiter was not woken when its blocker ended"
+    end(writer, 44)
+    end(conn, 43)
+
+
 def test_a_tique_read_over_mapi_waits_for_an_append_and_reads_right(
     served: ServeProcess, raws: Callable[[], RawConnection]
 ) -> None:

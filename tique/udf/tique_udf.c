@@ -1319,16 +1319,17 @@ turn_take(tq_lng *ret, bool appends, tq_lng mask, tq_lng owner, int lapse_ms)
 {
 	const char *fcn = "tique.turn";
 	pthread_mutex_lock(&turn_lock);
-	bool nested = false;
+	bool nested = false, ended = false;
 	for (int i = 0; i < turns_used;)
 		if (turns[i].owner == owner && lapse_ms > 0) {
 			turn_remove(i); /* a MAPI client runs one statement at a time: its earlier request is over */
+			ended = true;
 		} else {
 			nested |= turns[i].owner == owner;
 			i++;
 		}
 	int64_t now = now_ms();
-	if (turn_expire(now, false))
+	if (turn_expire(now, false) || ended) /* who waited for them runs now, not at its next timed wake */
 		pthread_cond_broadcast(&turn_changed);
 	if (turns_used == TURNS) {
 		pthread_mutex_unlock(&turn_lock);
