@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 import tique
+from tique.engine.server import ServerConnection
 from tique.prepared import PreparingConnection
 
 Connect = Callable[..., tique.Connection]
@@ -62,7 +63,10 @@ def test_a_wrong_id_count_falls_back_to_text(connect: Connect, table: str) -> No
     conn = connect()
     session = conn._raw
     read(conn, table, 1)
-    session._next_id += 5  # as if a PREPARE had been miscounted
+    if isinstance(session.raw, ServerConnection):
+        session.raw._prepares += 5  # over MAPI the session's server connection counts the ids for both
+    else:
+        session._next_id += 5  # as if a PREPARE had been miscounted
     assert read(conn, table, 2) == [("v2", 20)]  # prepares with the wrong id; its EXEC finds nothing
     assert read(conn, table, 3) == [("v3", 30)]
     assert not session.enabled  # and the session runs statements as text from then on
@@ -75,3 +79,19 @@ def test_a_connection_with_a_worker_limit_runs_its_queries(connect: Connect, tab
     assert cur.fetchall() == [(20, sum(i * 10 for i in range(20)))]
     with pytest.raises(Exception, match="greater than"):
         connect(worker_limit=0)  # refused by the settings model, before reaching the engine
+
+
+def test_a_sessions_own_ddl_drops_its_prepared_statements_and_they_come_back(connect: Connect, table: str) -> None:
+    """MonetDB drops every prepared statement of a session after its own DDL, with no error (measured on 11.41):
+    without noticing, the session's next EXEC found nothing and it stopped preparing for good."""
+    conn = connect()
+    session = conn._raw
+    for k in range(3):
+        read(conn, table, k)
+    assert session._ids
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table}_ddl (k INT PRIMARY KEY)")
+    conn.commit()
+    for k in range(3, 8):
+        assert read(conn, table, k) == [(f"v{k}", k * 10)]
+    assert session._ids and session.enabled, "the session stopped preparing after its own DDL"

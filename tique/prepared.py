@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from tique.append_guard import AppendGuard
-from tique.engine.base import RawConnection, Result
+from tique.engine.base import RawConnection, Result, drops_prepared
 from tique.errors import Error, connection_lost, prepared_statement_missing, value_not_converted
 from tique.rewrite.template import SLOT_PREFIX, Template
 from tique.zero_signs import NEGATIVE_ZERO, zero_signs_kept
@@ -115,6 +115,8 @@ class PreparingConnection:
             self._ids.clear()  # MonetDB drops the session's prepared statements when its optimizer changes
             named = SET_OPTIMIZER.match(sql)
             self.pipeline = named.group(1) if named else ""  # "": not known
+        elif drops_prepared(sql):
+            self._ids.clear()  # a DDL of the session's own: they are gone, and come back at their next uses
         return result
 
     def execute_atomically(self, statements: Sequence[str]) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -99,13 +100,32 @@ def mask_of_union(masks: Iterable[int]) -> int:
     return out
 
 
-def folded(sql: str, appends: bool, mask: int, owner: int) -> str:
-    """``sql`` with its turn taken before and ended after, in one request."""
+def folded(sql: str, appends: bool, mask: int, owner: int, prepared: tuple[int, int] | None = None) -> str:
+    """``sql`` with its turn taken before and ended after, in one request. ``prepared``: the session's ids of
+    PREPARE_TURN and PREPARE_TURN_END, which skip MonetDB's parser and optimizer (0.7-0.8 ms a request against
+    1.0-1.1 as text, measured over MAPI around a prepared point read of 0.5 ms)."""
     body = sql.strip().rstrip(";")
-    return (
-        f"SELECT tique.turn({int(appends)}, {mask}, {owner}, {TURN_LEASE_MS});\n{body};\n"
-        f"SELECT tique.turn_end({owner}, 0) AS {TURN_END_ALIAS}"
-    )
+    if prepared is not None:
+        take, end = f"EXEC {prepared[0]}", f"EXEC {prepared[1]}({owner})"
+    else:
+        take, end = "SELECT tique.turn", f"SELECT tique.turn_end({owner}, 0) AS {TURN_END_ALIAS}"
+    take += f"({int(appends)}, {mask}, {owner}, {TURN_LEASE_MS})"
+    opening, sep, rest = body.partition(";")
+    if sep and _OPENS_TRANSACTION.match(opening):
+        # Inside the transaction: after a failed turn MonetDB refuses the rest of an autocommit request only up to a
+        # START TRANSACTION, which it runs, and the transaction after it, whole. There a failed turn aborts the
+        # transaction, so that its COMMIT rolls back: its writes never run without their turn
+        return f"{opening};\n{take};\n{rest.lstrip()};\n{end}"
+    return f"{take};\n{body};\n{end}"
+
+
+_OPENS_TRANSACTION = re.compile(r"\s*START\s+TRANSACTION\s*$", re.I)
+
+
+# The turn's statements as a session prepares them (folded's ``prepared``): the types of their parameters cast, as
+# MonetDB cannot tell the type of a bare one passed to a C function
+PREPARE_TURN = "PREPARE SELECT tique.turn(CAST(? AS INT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INT))"
+PREPARE_TURN_END = f"PREPARE SELECT tique.turn_end(CAST(? AS BIGINT), 0) AS {TURN_END_ALIAS}"
 
 
 def turn_end_sql(owner: int) -> str:

@@ -12,6 +12,22 @@ from tique.errors import SerializationFailure, lost_to_concurrency
 
 T = TypeVar("T")
 
+# Statements after which MonetDB may have dropped every prepared statement of the session without an error,
+# measured on 11.41: its own CREATE, DROP, ALTER, COMMENT, GRANT and SET (of the optimizer, the schema), and
+# DEALLOCATE ALL; not other sessions' DDL, nor TRUNCATE, ANALYZE, CALL or COPY.
+_DROPPING_HEADS = ("CREATE", "DROP", "ALTER", "GRANT", "REVOKE", "COMMENT", "DEALLOCATE", "SET")
+
+
+def drops_prepared(sql: str) -> bool:
+    """Does a statement of ``sql`` (it may hold several) begin with one of _DROPPING_HEADS? Only statement heads
+    are looked at, as a search of the whole text cost 0.35 ms for a 3 kB flush (a ';' inside a string literal only
+    makes a false match, which costs preparing again)."""
+    for part in sql.split(";"):
+        head = part.lstrip()[:10].upper()
+        if head.startswith(_DROPPING_HEADS):
+            return True
+    return False
+
 
 @dataclass(frozen=True)
 class Column:
