@@ -16,7 +16,6 @@ from tests.conftest import ServeProcess
 from tique.database import Database
 from tique.engine import udf
 from tique.engine.base import RawConnection
-from tique.engine.server import ServerConnection
 from tique.turns import KernelTurns, mask_of
 
 EVERY_TABLE = (1 << 63) - 1  # a mask that shares a bit with every table's
@@ -202,71 +201,6 @@ def test_a_session_cannot_take_a_turn_that_never_lapses(raws: Callable[[], RawCo
             take(conn, 0, 1, owner=owner, lease_ms=lease)
 
 
-def _server_of(conn: tique.Connection) -> ServerConnection:
-    server = conn._raw.raw
-    assert isinstance(server, ServerConnection)
-    return server
-
-
-def test_turns_go_as_prepared_statements_and_come_back_after_whatever_drops_them(served: ServeProcess) -> None:
-    """The turn's statements are prepared per session (0.3 ms less per request); MonetDB drops a session's prepared
-    statements at any error, a DEALLOCATE and a change of optimizer: each time, reads and writes keep their turns
-    and their answers, and tique's own prepared statements keep theirs (one count of ids for both)."""
-    with tique.connect(served.url) as conn:
-        cur = conn.cursor()
-        cur.execute("CREATE TABLE turn_prep (k INT PRIMARY KEY, s VARCHAR(20))")
-        conn.commit()
-        server = _server_of(conn)
-        for k in range(12):
-            cur.execute("INSERT INTO turn_prep VALUES (%s, %s)", (k, f"s{k}"))
-            conn.commit()
-            cur.execute("SELECT s FROM turn_prep WHERE k = %s", (k,))
-            assert cur.fetchall() == [(f"s{k}",)]
-            conn.commit()
-            assert server._turn_ids is not None and server._prepare_turns
-            if k % 4 == 1:
-                with pytest.raises(tique.ProgrammingError):
-                    cur.execute("SELECT no_such_column FROM sys.tables")
-                conn.rollback()
-            elif k % 4 == 2:
-                cur.execute("DEALLOCATE ALL")
-            elif k % 4 == 3:
-                cur.execute("SET optimizer = 'minimal_fast'")
-                cur.execute("SET optimizer = 'default_pipe'")
-        assert conn._raw.enabled, "tique's own prepared statements lost count of the session's ids"
-        cur.execute("SELECT COUNT(*), MIN(s), MAX(s) FROM turn_prep")
-        assert cur.fetchall() == [(12, "s0", "s9")]
-
-
-def test_a_turn_statement_gone_unseen_runs_the_request_once_with_its_turn_as_text(
-    served: ServeProcess, raws: Callable[[], RawConnection]
-) -> None:
-    with tique.connect(served.url) as conn:
-        cur = conn.cursor()
-        cur.execute("CREATE TABLE turn_gone (k INT PRIMARY KEY, s VARCHAR(20))")
-        conn.commit()
-        cur.execute("SELECT s FROM turn_gone WHERE k = 1")
-        conn.commit()
-        server = _server_of(conn)
-        assert server._turn_ids is not None
-        server._turn_ids = (server._turn_ids[0] + 50, server._turn_ids[1] + 50)  # as if dropped unseen
-        cur.execute("INSERT INTO turn_gone VALUES (1, 'one'), (2, 'two')")
-        conn.commit()  # the flush's request: its first EXEC finds nothing, so none of it ran: sent again as text
-        assert server._turn_misses == 1 and server._turn_ids is None
-        cur.execute("SELECT k, s FROM turn_gone ORDER BY k")
-        assert cur.fetchall() == [(1, "one"), (2, "two")]
-        conn.commit()
-        holder = raws()
-        take(holder, 1, EVERY_TABLE, owner=101)
-        waiting = Call(lambda: cur.execute("SELECT s FROM turn_gone WHERE k = 2"))
-        assert not waiting.done(0.5), "a read of strings ran beside an append to its table: the text turn was lost"
-        end(holder, 101)
-        assert waiting.done() and waiting.error is None
-        assert cur.fetchall() == [("two",)]
-    raw = raws()
-    assert raw.execute('SELECT COUNT(*) FROM tique_data."sys__turn_gone__cache"').scalar() == 2
-
-
 def test_a_flush_whose_turn_is_refused_writes_nothing(served: ServeProcess, raws: Callable[[], RawConnection]) -> None:
     """A flush goes as one request, START TRANSACTION ... COMMIT, with its turn. After a failed statement MonetDB
     refuses the rest of an autocommit request only up to a START TRANSACTION, then runs that transaction whole:
@@ -276,7 +210,7 @@ def test_a_flush_whose_turn_is_refused_writes_nothing(served: ServeProcess, raws
         cur = conn.cursor()
         cur.execute("CREATE TABLE turn_refused (k INT PRIMARY KEY, s VARCHAR(20))")
         conn.commit()
-        server = _server_of(conn)
+        server = conn._raw.raw
         holder, other = raws(), raws()
         take(holder, 0, EVERY_TABLE, owner=111)
         cur.execute("INSERT INTO turn_refused VALUES (1, 'one')")
@@ -293,29 +227,3 @@ def test_a_flush_whose_turn_is_refused_writes_nothing(served: ServeProcess, raws
         cur.execute("SELECT k, s FROM turn_refused")
         assert cur.fetchall() == [(2, "two")]
         conn.commit()
-
-
-def test_bulk_loads_in_a_row_keep_their_turns_inside_their_transaction(served: ServeProcess, tmp_path: Any) -> None:
-    """A bulk load moves its rows inside a transaction of the session's own, statement by statement: there a turn
-    goes as text, since a prepared one gone unseen (MonetDB drops them at the session's own DDL: the load's
-    temporary table) would fail the whole load (found by the TPC-C load over MAPI)."""
-    source = tmp_path / "rows.csv"
-    source.write_text("".join(f"{k},s{k}\n" for k in range(50)))
-    with tique.connect(served.url) as conn:
-        cur = conn.cursor()
-        server = _server_of(conn)
-
-        def gone_unseen(sql: str, seconds: float, error: Exception | None) -> None:
-            if sql.strip().upper() == "START TRANSACTION":  # the load's move begins: its turn's statements vanish
-                server._turn_statements(server._cursor)
-                assert server._turn_ids is not None
-                server._turn_ids = (server._turn_ids[0] + 50, server._turn_ids[1] + 50)
-
-        conn.statement_hooks.append(gone_unseen)
-        for n in range(3):
-            cur.execute(f"CREATE TABLE turn_load{n} (k INT PRIMARY KEY, s VARCHAR(20))")
-            conn.commit()
-            assert conn.bulk_load_csv(f"turn_load{n}", source) == 50
-            cur.execute(f"SELECT COUNT(*), MAX(s) FROM turn_load{n}")
-            assert cur.fetchall() == [(50, "s9")]
-            conn.commit()

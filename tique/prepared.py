@@ -3,9 +3,10 @@ once and from then on sent as ``EXEC id(values)``, which skips MonetDB's SQL par
 a point snapshot read: 1.26 ms rendered, 0.53 ms as EXEC (0.36 ms for the bare table read).
 
 MonetDB's rules, measured on 11.41: statement ids count up per session from 0, a failed PREPARE uses one too,
-and *any* error on the session drops every prepared statement (ids keep counting). So every statement of the
-session goes through this wrapper: an error forgets all ids; over MAPI the server says each id, embedded it is
-counted. A DEALLOCATE (a user's, or tique's after asking MonetDB's verdict on a statement) forgets the ids it
+and *any* error on the session drops every prepared statement (ids keep counting), as does the session's own DDL
+or SET, with no error (engine/base.py drops_prepared). So every statement of the
+session goes through this wrapper: an error forgets all ids, and the ids are counted (pymonetdb does not tell
+them). A DEALLOCATE (a user's, or tique's after asking MonetDB's verdict on a statement) forgets the ids it
 drops, which are prepared again at their next use: ids keep counting through it. Should the count ever be
 wrong, an EXEC finds no statement: preparing stops on this session and the statement runs as text, so a user
 never sees the difference.

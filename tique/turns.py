@@ -9,12 +9,14 @@ tique/udf/tique_udf.c), with the same rule as the process's guard: a read waits 
 that came before it, an append for such reads, first come first served.
 
 A MAPI client's turn goes in the same request as its statement: ``SELECT tique.turn(...); <statement>; SELECT
-tique.turn_end(...)`` - no extra round trip. When the statement fails, the server skips the rest of the request:
-the client ends the turn itself. A client gone mid-request (killed, or its socket closed while the reply was being
-written: the server then skips the rest of the request too) ends no turn: a request waiting for it ends it within
-about a second once the session's server thread is gone, and any running request lapses TURN_LEASE_MS after its
-statement started. Only running requests lapse: a waiting one's server thread will run it. ``tique serve``'s own
-process (its checkpointer) takes the same turns by calling the C functions directly (``KernelTurns``).
+tique.turn_end(...)`` - no extra round trip. When the statement fails, the server refuses the rest of the request:
+the client ends the turn itself. (It refuses it only up to a START TRANSACTION: a turn of a text that opens its own
+transaction is taken inside it, see ``folded``.) A client gone mid-request (killed, or its socket closed while the
+reply was being written: the server then skips the rest of the request too) ends no turn: a request waiting for it
+ends it within about a second once the session's server thread is gone, and any running request lapses
+TURN_LEASE_MS after its statement started. Only running requests lapse: a waiting one's server thread will run
+it. ``tique serve``'s own process (its checkpointer) takes the same turns by calling the C functions directly
+(``KernelTurns``).
 
 A request's tables are the bits of a 64-bit mask (a name's hash picks its bit): two tables sharing a bit only
 wait for each other in vain.
@@ -100,16 +102,14 @@ def mask_of_union(masks: Iterable[int]) -> int:
     return out
 
 
-def folded(sql: str, appends: bool, mask: int, owner: int, prepared: tuple[int, int] | None = None) -> str:
-    """``sql`` with its turn taken before and ended after, in one request. ``prepared``: the session's ids of
-    PREPARE_TURN and PREPARE_TURN_END, which skip MonetDB's parser and optimizer (0.7-0.8 ms a request against
-    1.0-1.1 as text, measured over MAPI around a prepared point read of 0.5 ms)."""
+_OPENS_TRANSACTION = re.compile(r"\s*START\s+TRANSACTION\s*$", re.I)
+
+
+def folded(sql: str, appends: bool, mask: int, owner: int) -> str:
+    """``sql`` with its turn taken before and ended after, in one request."""
     body = sql.strip().rstrip(";")
-    if prepared is not None:
-        take, end = f"EXEC {prepared[0]}", f"EXEC {prepared[1]}({owner})"
-    else:
-        take, end = "SELECT tique.turn", f"SELECT tique.turn_end({owner}, 0) AS {TURN_END_ALIAS}"
-    take += f"({int(appends)}, {mask}, {owner}, {TURN_LEASE_MS})"
+    take = f"SELECT tique.turn({int(appends)}, {mask}, {owner}, {TURN_LEASE_MS})"
+    end = f"SELECT tique.turn_end({owner}, 0) AS {TURN_END_ALIAS}"
     opening, sep, rest = body.partition(";")
     if sep and _OPENS_TRANSACTION.match(opening):
         # Inside the transaction: after a failed turn MonetDB refuses the rest of an autocommit request only up to a
@@ -117,15 +117,6 @@ def folded(sql: str, appends: bool, mask: int, owner: int, prepared: tuple[int, 
         # transaction, so that its COMMIT rolls back: its writes never run without their turn
         return f"{opening};\n{take};\n{rest.lstrip()};\n{end}"
     return f"{take};\n{body};\n{end}"
-
-
-_OPENS_TRANSACTION = re.compile(r"\s*START\s+TRANSACTION\s*$", re.I)
-
-
-# The turn's statements as a session prepares them (folded's ``prepared``): the types of their parameters cast, as
-# MonetDB cannot tell the type of a bare one passed to a C function
-PREPARE_TURN = "PREPARE SELECT tique.turn(CAST(? AS INT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS INT))"
-PREPARE_TURN_END = f"PREPARE SELECT tique.turn_end(CAST(? AS BIGINT), 0) AS {TURN_END_ALIAS}"
 
 
 def turn_end_sql(owner: int) -> str:

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from tique.engine.base import Column, Result, drops_prepared, in_one_transaction
+from tique.engine.base import Column, Result, in_one_transaction
 from tique.engine.url import EngineURL
 from tique.errors import (
     ConnectionException,
@@ -20,15 +20,7 @@ from tique.errors import (
     from_monetdb,
     login_refused,
 )
-from tique.turns import (
-    PREPARE_TURN,
-    PREPARE_TURN_END,
-    TURN_END_ALIAS,
-    EngineTurns,
-    folded,
-    new_owner,
-    turn_end_sql,
-)
+from tique.turns import TURN_END_ALIAS, EngineTurns, folded, new_owner, turn_end_sql
 
 _ASCII_RUNS = re.compile("([\x00-\x7f]+)")
 
@@ -77,12 +69,6 @@ _TRANSACTION_CONTROL = re.compile(
 # MonetDB's words for tique.turn unknown: a server without tique's C module ("no such operator 'tique'.'turn'(").
 # The schema is required: a user's own unknown function named turn switched turns off for the whole process
 _MODULE_MISSING = re.compile(r"no such (operator|function) '?tique'?\.'?turn'?\(", re.I)
-# A statement that opens or ends a transaction of the engine (tique/engine/base.py in_one_transaction). Inside one,
-# a turn goes as text: a prepared statement gone unseen would fail the transaction rather than one request
-_OPENS = re.compile(r"\s*(START\s+TRANSACTION|BEGIN)\b[^;]*;?\s*$", re.I)
-_ENDS = re.compile(r"\s*(COMMIT|ROLLBACK)(\s+WORK)?\s*;?\s*$", re.I)
-# Prepared turn statements gone unseen this many times on a session: it sends its turns as text from then on
-TURN_MISSES = 3
 
 # Statements sent together by execute_atomically up to this many characters go as one text (one round trip)
 ONE_TEXT_LIMIT = 1 << 20
@@ -98,14 +84,6 @@ class ServerConnection:
         self._lock = threading.Lock()
         self.owner = new_owner()  # this session's turns in the C module (tique/turns.py)
         self._turn_owed = False  # a failed statement's turn not ended yet (_end_turn)
-        # The id the session's next PREPARE gets. MonetDB counts them per session from 0, a failed PREPARE too, and
-        # pymonetdb does not tell them: counted here, where every statement of the session passes, so that the
-        # turn's own prepared statements (_turn_statements) and tique's (tique/prepared.py) never take each other's
-        self._prepares = 0
-        self._turn_ids: tuple[int, int] | None = None  # the session's prepared turn statements (take, end)
-        self._turn_misses = 0  # times they were gone unseen (_execute_in_turn)
-        self._prepare_turns = True  # False once they could not be prepared or kept going missing: turns as text
-        self._in_transaction = False  # inside a transaction opened by a statement of its own
         try:
             self._conn: Any = pymonetdb.connect(
                 database=url.database,
@@ -158,24 +136,17 @@ class ServerConnection:
         import pymonetdb
 
         preparing = sql.lstrip()[:7].upper() == "PREPARE"
-        if drops_prepared(sql):
-            self._turn_ids = None
-        if _OPENS.match(sql) or _ENDS.match(sql):
-            self._in_transaction = _OPENS.match(sql) is not None
         turn = None if _TRANSACTION_CONTROL.match(sql) else self.engine.turns.pending()
-        prepared = None
         try:
-            if turn is not None:
-                self._execute_in_turn(cur, sql, *turn)
-            elif preparing:
-                prepared = self._prepare(cur, sql)
-            else:
+            if turn is None:
                 cur.execute(sql)
+            else:
+                self._execute_in_turn(cur, sql, *turn)
+            prepared = cur.lastrowid if preparing else None
             if cur.description is None:
                 return Result(rowcount=cur.rowcount, prepared_id=prepared)
             rows = cur.fetchall()
         except pymonetdb.DatabaseError as exc:
-            self._turn_ids = None  # an error drops every prepared statement of the session
             if turn is not None:
                 self._end_turn(cur)
             raise from_monetdb(str(exc)) from None
@@ -195,55 +166,19 @@ class ServerConnection:
         rows = _reals(columns, rows)
         return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
 
-    def _prepare(self, cur: Any, sql: str) -> int:
-        """Run a PREPARE; the id it got (counted: a failed one uses one too)."""
-        sid, self._prepares = self._prepares, self._prepares + 1
-        cur.execute(sql)
-        told = cur.lastrowid  # a pymonetdb that reads the id from the reply
-        if told is not None:
-            sid, self._prepares = told, told + 1
-        return sid
-
-    def _turn_statements(self, cur: Any) -> tuple[int, int] | None:
-        """The session's prepared turn statements, prepared before their first use and again after MonetDB dropped
-        them; None: the turn goes as text. A server without tique's module turns turns off."""
-        import pymonetdb
-
-        if self._turn_ids is None and self._prepare_turns:
-            try:
-                self._turn_ids = (self._prepare(cur, PREPARE_TURN), self._prepare(cur, PREPARE_TURN_END))
-            except pymonetdb.DatabaseError as exc:
-                self._prepare_turns = False
-                if _MODULE_MISSING.search(str(exc)):
-                    self.engine.turns.enabled = False
-        return self._turn_ids
-
     def _execute_in_turn(self, cur: Any, sql: str, appends: bool, mask: int) -> None:
         """Run ``sql`` in one request with its turn (tique/turns.py); the cursor is left on its result, or with no
         result when it gives none. A server without tique's module runs it without, from now on."""
         import pymonetdb
 
-        ids = None if self._in_transaction else self._turn_statements(cur)
-        if not self.engine.turns.enabled:
+        try:
+            cur.execute(folded(sql, appends, mask, self.owner))
+        except pymonetdb.DatabaseError as exc:
+            if not _MODULE_MISSING.search(str(exc)):
+                raise
+            self.engine.turns.enabled = False
             cur.execute(sql)
             return
-        try:
-            cur.execute(folded(sql, appends, mask, self.owner, ids))
-        except pymonetdb.DatabaseError as exc:
-            self._turn_ids = None
-            if ids is not None and f"PREPARED Statement missing '{ids[0]}'" in str(exc):
-                # the turn's statement was gone (dropped in a way not seen here). Outside a transaction of the
-                # session's own, nothing of the request ran (a START TRANSACTION in it comes before the turn, and
-                # its transaction is rolled back): it runs again with its turn as text
-                self._turn_misses += 1
-                self._prepare_turns = self._turn_misses < TURN_MISSES
-                cur.execute(folded(sql, appends, mask, self.owner))
-            elif _MODULE_MISSING.search(str(exc)):
-                self.engine.turns.enabled = False
-                cur.execute(sql)
-                return
-            else:
-                raise
         cur.nextset()  # past the turn's own result
         if cur.description is not None and [d.name for d in cur.description] == [TURN_END_ALIAS]:
             cur.description = None  # the statement gave no result: this is the turn's end
@@ -257,7 +192,6 @@ class ServerConnection:
             cur.execute(turn_end_sql(self.owner))
             self._turn_owed = False
         except Exception:
-            self._turn_ids = None  # an error drops every prepared statement of the session
             self._turn_owed = True
 
     def execute_atomically(self, statements: Sequence[str]) -> None:
