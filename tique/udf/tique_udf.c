@@ -1342,12 +1342,19 @@ turn_take(tq_lng *ret, bool appends, tq_lng mask, tq_lng owner, int lapse_ms)
 	t->tid = lapse_ms > 0 ? (long) syscall(SYS_gettid) : 0;
 #endif
 	tq_lng ticket = t->ticket;
+	int64_t looked = now; /* when this waiter last looked for gone sessions */
 	while (turn_blocked(ticket, nested)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += 1; /* wake now and then: a lapsed request of a dead client ends only when someone looks */
-		int waited = pthread_cond_timedwait(&turn_changed, &turn_lock, &ts);
-		if (turn_expire(now_ms(), waited == ETIMEDOUT)) /* a second of nothing: look for gone sessions too */
+		pthread_cond_timedwait(&turn_changed, &turn_lock, &ts);
+		/* Once a second of waiting, however often other requests' ends woke it meanwhile (they may come more
+		 * often than that, on other tables): look for running requests whose session is gone too */
+		int64_t at = now_ms();
+		bool threads = at - looked >= 1000;
+		if (threads)
+			looked = at;
+		if (turn_expire(at, threads))
 			pthread_cond_broadcast(&turn_changed);
 	}
 	bool found = false;
