@@ -129,6 +129,8 @@ class PreparingConnection:
             self._ids.clear()  # an error anywhere in the batch: MonetDB dropped them all, as in execute
             self._tell(";\n".join(statements), started, exc)
             raise
+        if any(drops_prepared(sql) for sql in statements):
+            self._ids.clear()  # DDL among them (DROP TABLE's, CREATE VIEW's)
         self._tell(";\n".join(statements), started, None)
 
     def _deallocated(self, sql: str) -> None:

@@ -22,11 +22,18 @@ def drops_prepared(sql: str) -> bool:
     """Does a statement of ``sql`` (it may hold several) begin with one of _DROPPING_HEADS? Only statement heads
     are looked at, as a search of the whole text cost 0.35 ms for a 3 kB flush (a ';' inside a string literal only
     makes a false match, which costs preparing again)."""
-    for part in sql.split(";"):
-        head = part.lstrip()[:10].upper()
-        if head.startswith(_DROPPING_HEADS):
-            return True
-    return False
+    return any(_head(part).startswith(_DROPPING_HEADS) for part in sql.split(";"))
+
+
+def _head(statement: str) -> str:
+    """The first word of a statement, upper case, past the comments before it (``/* ... */``, ``-- ...``)."""
+    text = statement.lstrip()
+    while text.startswith(("/*", "--")):
+        end = text.find("*/", 2) + 2 if text.startswith("/*") else text.find("\n") + 1
+        if end <= 1:
+            return ""  # a comment to the end
+        text = text[end:].lstrip()
+    return text[:10].upper()
 
 
 @dataclass(frozen=True)
