@@ -24,7 +24,11 @@ use - measured: with quiet meaning "two begins in a row", TPC-C's Payment read w
 between two writes and the mix got 6% slower. A quiet table that
 keeps missing (WHOLE_AFTER reads found no shared row since it was last written) is read whole, once, if it fits:
 then every key, and every absent one, is answered here until the next write (TPC-C's 100,000 items are read at
-random: rows read one by one would take most of a run to cover them).
+random: rows read one by one would take most of a run to cover them). It is read a part (WHOLE_PART rows, in key
+order) per transaction: read at once, one transaction of each process waited for all of it (TPC-C's item over
+MAPI: 1.1-1.5 s alone, about 3 s under load, the NewOrder p99 of a run with clients as processes). The parts are
+kept until the last one comes, as long as the table's rows cover each part's snapshot: no commit wrote the table
+between them.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from tique.known_rows import MISSING, Key, Row
 TRACKED = 32  # tables whose marks a begin reads (the most recently read by key)
 QUIET_S = 1.0  # seconds with no write seen before a table's rows are shared
 WHOLE_AFTER = 512  # misses of a quiet table, since its last write, before it is read whole
+WHOLE_PART = 10_000  # rows of a quiet table read whole by one transaction
 
 
 @dataclass
@@ -52,7 +57,8 @@ class _Table:
     misses: int = 0
     whole: bool = False  # every row of the table is in ``rows``: a key not there has none
     too_big: bool = False  # read whole once, it did not fit: never again (tables seldom shrink)
-    reading: bool = False  # a transaction of the process is reading it whole: the others need not
+    reading: bool = False  # a transaction of the process is reading a part of it whole: the others need not
+    parts: list[tuple[Key, Row]] = field(default_factory=list)  # the parts of a whole read so far, in key order
     rows: OrderedDict[Key, Row | None] = field(default_factory=OrderedDict)
 
 
@@ -134,10 +140,11 @@ class SharedRows:
             self.hits += 1
             return row
 
-    def wants_whole(self, info: TableInfo, sts: int, version: int) -> bool:
-        """Should a transaction at ``sts`` read the quiet table ``info`` whole (it keeps missing)? Yes to one
-        transaction at a time, which must call ``end_whole`` after: the client threads of a process all miss at
-        once: in a 4-client TPC-C run all four read item whole, 5.6-9.1 s each, where one read alone took 2.6 s."""
+    def wants_whole(self, info: TableInfo, sts: int, version: int) -> int | None:
+        """Should a transaction at ``sts`` read a part of the quiet table ``info`` whole (it keeps missing)? The
+        offset of the part it should read, in key order, or None. Yes to one transaction at a time, which must call
+        ``end_whole`` after: the client threads of a process all miss at once: in a 4-client TPC-C run all four
+        read item whole, 5.6-9.1 s each, where one read alone took 2.6 s."""
         with self._lock:
             table = self._tables.get(info.table_id)
             wanted = (
@@ -148,9 +155,10 @@ class SharedRows:
                 and table.misses >= WHOLE_AFTER
                 and self.quiet(info, sts, version)
             )
-            if wanted:
-                table.reading = True  # type: ignore[union-attr]
-            return wanted
+            if not wanted:
+                return None
+            table.reading = True  # type: ignore[union-attr]
+            return len(table.parts)  # type: ignore[union-attr]
 
     def end_whole(self, info: TableInfo) -> None:
         """The read ``wants_whole`` asked for is over (kept by ``put_whole``, refused or failed)."""
@@ -158,6 +166,25 @@ class SharedRows:
             table = self._tables.get(info.table_id)
             if table is not None:
                 table.reading = False
+
+    def put_part(
+        self, info: TableInfo, offset: int, found: Sequence[tuple[Key, Row]], last: bool, sts: int, version: int
+    ) -> None:
+        """The part of a whole read ``wants_whole`` asked for: rows ``offset`` on, in key order, at snapshot
+        ``sts`` (``last``: the table has no more). Kept while every part's snapshot is covered by the table's rows
+        (a write seen in between drops them: ``_forget``); the whole of them is kept by ``put_whole``."""
+        with self._lock:
+            table = self._tables.get(info.table_id)
+            if table is None or not self.shares(info, sts, version) or offset != len(table.parts):
+                return
+            table.parts.extend(found)
+            if len(table.parts) > self.max_rows:
+                table.too_big, table.parts, table.misses = True, [], 0
+                return
+            if not last:
+                return
+            whole, table.parts = table.parts, []
+        self.put_whole(info, whole, sts, version)
 
     def put_whole(self, info: TableInfo, found: Sequence[tuple[Key, Row]], sts: int, version: int) -> None:
         """Every row of ``info`` at snapshot ``sts``; kept only if they fit (a table that does not is not read
@@ -200,6 +227,7 @@ class SharedRows:
     @staticmethod
     def _forget(table: _Table) -> None:
         table.rows.clear()
+        table.parts = []
         table.whole = False
         table.misses = 0
         table.written_at = time.monotonic()

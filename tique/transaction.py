@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from tique import commit as commit_protocol
-from tique import privileges
+from tique import privileges, shared_rows
 from tique.append_guard import cache_of, storage_of
 from tique.cache_keys import eligible
 from tique.catalog import TableInfo, schema_hash
@@ -74,6 +74,7 @@ class Transaction:
         self.committed_cts: int | None = None  # set at the commit point: the committed outcome is recorded
         self.priority = False  # a retry holding reservations (see reserve)
         self.privileges: dict[tuple[str, str], int] = {}  # an ordinary user's privilege bits per table written
+        self.parts_read: set[int] = set()  # tables this transaction read a part of whole (_read_every): one each
         self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
         self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
@@ -369,14 +370,21 @@ class Transaction:
         return info.qualified not in self.buffer.writes
 
     def _read_every(self, plan: ReadPlan, read: KeyRead) -> bool:
-        """Read a quiet table that keeps missing whole, for every transaction of the process (shared_rows.py);
-        False when it does not want it."""
+        """Read the next part of a quiet table that keeps missing whole, for every transaction of the process
+        (shared_rows.py); False when it does not want it."""
         info, shared, version = read.table, self.db.shared_rows, self.lease.catalog_seen
-        if version is None or not shared.wants_whole(info, self.sts, version):
+        if version is None or info.table_id in self.parts_read:
             return False
+        offset = shared.wants_whole(info, self.sts, version)
+        if offset is None:
+            return False
+        self.parts_read.add(info.table_id)
         try:
-            result = decode(self.run(read.every, {}, plan.reads, ()), read.every_decode)
-            shared.put_whole(info, [(row_key(info, tuple(r)), tuple(r)) for r in result.rows], self.sts, version)
+            part = self.run(read.every_part(offset, shared_rows.WHOLE_PART), {}, plan.reads, ())
+            rows = [tuple(r) for r in decode(part, read.every_decode).rows]
+            found = [(row_key(info, r), r) for r in rows]
+            last = len(rows) < shared_rows.WHOLE_PART
+            shared.put_part(info, offset, found, last, self.sts, version)  # type: ignore[arg-type]
         finally:
             shared.end_whole(info)
         return True

@@ -30,7 +30,6 @@ from tique.rewrite.reads import ReadOptions, key_predicates, snapshot_reads, whe
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import STS, TXID, Template, slot_name
 from tique.rewrite.values import DECIMALS, int_bound, python_value, sql_type
-from tique.settings import SHARED_ROWS_PER_TABLE
 
 # An operand: ("s", parameter slot) or ("v", a literal's Python value)
 Item = tuple[str, Any]
@@ -57,7 +56,7 @@ class KeyRead:
     # as ``versions``, for keys no Cache row has (tique/cache_keys.py): their Storage rows alone, one per key, with
     # no version columns (nothing to rank)
     stored: Template | None = None
-    # ``full`` and ``every`` before they become snapshots: made when first used (most plans never use them, and
+    # ``full`` and ``every_part`` before they become snapshots: made when first used (most plans never use them, and
     # each costs milliseconds to print; an UPDATE's or DELETE's plan carries a KeyRead too)
     full_tree: exp.Select | None = field(default=None, repr=False, compare=False)
     every_tree: exp.Select | None = field(default=None, repr=False, compare=False)
@@ -69,13 +68,16 @@ class KeyRead:
         assert self.full_tree is not None
         return Template.from_tree(snapshot_reads(self.full_tree.copy(), self._lookup, self.options).tree)
 
-    @cached_property
-    def every(self) -> Template:
-        """Every stored column of every row, read exactly (a quiet table read whole: shared_rows.py); only read by a
-        transaction that wrote none of it."""
+    def every_part(self, offset: int, rows: int) -> Template:
+        """Every stored column of ``rows`` rows from ``offset`` on, in key order, read exactly: a quiet table read
+        whole a part per transaction (shared_rows.py), so that no one transaction waits for all of it; only read by
+        a transaction that wrote none of the table."""
         assert self.every_tree is not None
+        tree = self.every_tree.copy()
+        source = source_name(tree.find(exp.From).this)  # type: ignore[union-attr]
+        tree = tree.order_by(*[column_ref(c, source) for c in self.table.key]).limit(rows).offset(offset)
         options = replace(self.options, own=frozenset())
-        return Template.from_tree(snapshot_reads(self.every_tree.copy(), self._lookup, options).tree)
+        return Template.from_tree(snapshot_reads(tree, self._lookup, options).tree)
 
     @cached_property
     def held_slots(self) -> tuple[str, ...]:
@@ -214,7 +216,6 @@ def key_read(select: exp.Expression, lookup: Lookup, options: ReadOptions) -> Ke
     every = exp.select(*[column_ref(c, source_name(table)) for c in names]).from_(table.copy())
     full = every.copy()
     full.set("where", select.args["where"].copy())
-    every.set("limit", exp.Limit(expression=exp.Literal.number(SHARED_ROWS_PER_TABLE + 1)))  # more: not kept
     types = [info.column(c).sql_type for c in names]
     decode, every_decode = wrap_outputs(full, types), wrap_outputs(every, types)
     versions = _versions(full, info, options)
