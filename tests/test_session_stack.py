@@ -265,6 +265,42 @@ def test_a_kernel_started_on_a_thread_that_ends_serves_a_thread_per_transaction(
     assert done.stdout.strip() == f"[] [(120, {sum(range(120))})]"
 
 
+# A garbage collection runs a connection's __del__ wherever it happens, also inside _open, which holds the
+# process's _state_lock: closing the session there waited for the thread's own lock for good (a CI run hung in the
+# test above). The session is closed at the next open or close instead.
+COLLECTED_INSIDE_OPEN = """
+import os, sys, threading
+from tique.database import Database
+from tique.engine import embedded
+engine = Database.get(sys.argv[1]).engine
+keep, conn = engine.connect(), engine.connect()
+count = embedded._open_count
+done = threading.Event()
+def collected_inside_open():
+    with embedded._state_lock:
+        conn.__del__()
+    done.set()
+threading.Thread(target=collected_inside_open, daemon=True).start()
+if not done.wait(10):
+    print("deadlocked", flush=True)
+    os._exit(3)
+deferred = embedded._open_count == count
+engine.connect().close()
+print(deferred, embedded._open_count == count - 1, flush=True)
+"""
+
+
+def test_a_connection_collected_inside_an_open_is_closed_after_it(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTED_INSIDE_OPEN, f"monetdbe://{tmp_path / 'db'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.stdout.strip() == "True True", (done.stdout, done.stderr[-2000:])
+
+
 def test_a_stack_that_cannot_be_mapped_refuses_the_connection_cleanly(
     embedded_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,6 +37,10 @@ _state_lock = threading.Lock()
 _open_path: str | None = None  # the database this process has open ("" for memory), None if none
 _open_count = 0
 _connections: weakref.WeakSet[EmbeddedConnection] = weakref.WeakSet()
+# Sessions of connections collected while _state_lock was taken: a garbage collection runs a __del__ wherever it
+# happens, also inside _open, which holds the lock, and closing there waited for the thread's own lock for good
+# (found as a hang of a CI run). Closed at the next connection's open or close, or at exit.
+_orphans: list[tuple[Any, KernelCalls]] = []
 # the keys that may have Cache rows, for the kernel open now (cache_keys.py); None while it listens to MAPI clients
 _cache_keys: CacheKeys | None = None
 _append_guard: AppendGuard | None = None  # this kernel's appends and reads kept apart (append_guard.py)
@@ -350,6 +354,7 @@ class EmbeddedConnection:
     """One session on the embedded kernel, autocommit. Not for concurrent use by several threads."""
 
     def __init__(self, engine: EmbeddedEngine) -> None:
+        _close_orphans()
         self.engine = engine
         self._kernel = kernel_calls()
         try:
@@ -409,16 +414,40 @@ class EmbeddedConnection:
             if self._handle is None:
                 return
             handle, self._handle = self._handle, None
-            kernel = self._kernel
-            try:
-                kernel.around(lambda: _close_handle(handle, kernel))
-            finally:  # interrupted (Ctrl-C) as well: the session is closed by now (or closing on its worker)
-                kernel.close()
-                _closed_one()
+            _close_session_of(handle, self._kernel)
+        _close_orphans()
 
     def __del__(self) -> None:  # a forgotten connection must not keep the kernel open at exit
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle is None:
+            return
+        if not _state_lock.acquire(blocking=False):  # maybe taken by this very thread, inside _open: later
+            _orphans.append((handle, self._kernel))
+            return
+        _state_lock.release()
         try:
-            self.close()
+            _close_session_of(handle, self._kernel)
+        except Exception:
+            pass
+
+
+def _close_session_of(handle: Any, kernel: KernelCalls) -> None:
+    try:
+        kernel.around(lambda: _close_handle(handle, kernel))
+    finally:  # interrupted (Ctrl-C) as well: the session is closed by now (or closing on its worker)
+        kernel.close()
+        _closed_one()
+
+
+def _close_orphans() -> None:
+    """Close the sessions of connections collected while _state_lock was taken (EmbeddedConnection.__del__)."""
+    while _orphans:
+        try:
+            handle, kernel = _orphans.pop()
+        except IndexError:  # another thread took the last one
+            return
+        try:
+            _close_session_of(handle, kernel)
         except Exception:
             pass
 
@@ -431,3 +460,4 @@ def _close_all() -> None:
             conn.close()
         except Exception:
             pass
+    _close_orphans()
