@@ -219,6 +219,12 @@ def test_two_threads_share_one_session_under_its_lock(embedded_engine: Engine) -
         conn.close()
 
 
+def run_script(script: str, tmp_path: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``script`` in a new Python process, given a database under ``tmp_path`` and ``args``."""
+    command = [sys.executable, "-c", script, f"monetdbe://{tmp_path / 'db'}", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
 # A new process: the kernel started by a thread that ends (the one thread the kernel keeps a record for), then
 # a transaction per short-lived thread through tique.connect (the commit protocol's sequencer waits inside the
 # kernel), and sessions still open at exit for atexit to close.
@@ -254,13 +260,7 @@ print(errors, cur.fetchall(), flush=True)
 
 
 def test_a_kernel_started_on_a_thread_that_ends_serves_a_thread_per_transaction(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", KERNEL_ON_A_THREAD_THAT_ENDS, f"monetdbe://{tmp_path / 'db'}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    done = run_script(KERNEL_ON_A_THREAD_THAT_ENDS, tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"[] [(120, {sum(range(120))})]"
 
@@ -291,13 +291,7 @@ print(deferred, embedded._open_count == count - 1, flush=True)
 
 
 def test_a_connection_collected_inside_an_open_is_closed_after_it(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", COLLECTED_INSIDE_OPEN, f"monetdbe://{tmp_path / 'db'}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    done = run_script(COLLECTED_INSIDE_OPEN, tmp_path, timeout=120)
     assert done.stdout.strip() == "True True", (done.stdout, done.stderr[-2000:])
 
 
@@ -356,12 +350,6 @@ def test_a_deep_statement_from_another_thread_is_refused_not_a_crash(tmp_path: P
     # MonetDB 11.41 checks the stack only for threads it has a record of, and not on every recursive path: a
     # statement deep enough overflows whatever stack it runs on. Sessions' stacks are larger than a thread's so
     # that the kernel's own check comes first for statements like this one.
-    done = subprocess.run(
-        [sys.executable, "-c", DEEP, f"monetdbe://{tmp_path / 'db'}", str(DEEP_TERMS)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    done = run_script(DEEP, tmp_path, str(DEEP_TERMS), timeout=300)
     assert done.returncode == 0, f"the process died ({done.returncode}): {done.stderr[-2000:]}"
     assert "too complex" in done.stdout, done.stdout

@@ -161,7 +161,7 @@ class SharedRows:
             return len(table.parts)  # type: ignore[union-attr]
 
     def end_whole(self, info: TableInfo) -> None:
-        """The read ``wants_whole`` asked for is over (kept by ``put_whole``, refused or failed)."""
+        """The read ``wants_whole`` asked for is over (kept by ``put_part``, refused or failed)."""
         with self._lock:
             table = self._tables.get(info.table_id)
             if table is not None:

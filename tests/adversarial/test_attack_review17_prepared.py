@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 import tique
 
 Connect = Callable[..., tique.Connection]
@@ -26,52 +28,26 @@ def _table(conn: tique.Connection, name: str) -> None:
     conn.bulk_load(name, [(i, f"v{i}") for i in range(20)])
 
 
-def test_a_view_created_over_a_tique_table_keeps_the_session_preparing(
-    connect: Connect, unique_name: Callable[[str], str]
-) -> None:
-    """CREATE VIEW over a tique table goes through execute_atomically (ddl_views.create_view), which
-    PreparingConnection does not look at with drops_prepared."""
-    name = unique_name("r17v")
-    conn = connect()
-    _table(conn, name)
-    _prepared_reads(conn, name, range(3))
-    session = conn._raw
-    assert session._ids and session.enabled
-    conn.cursor().execute(f"CREATE VIEW {name}_v AS SELECT k, v FROM {name}")
-    conn.commit()
-    _prepared_reads(conn, name, range(3, 8))
-    assert session.enabled, "the session stopped preparing after its own CREATE VIEW (execute_atomically)"
+# Each is the session's own DDL: a CREATE VIEW over a tique table and a DROP TABLE of one go through
+# execute_atomically (ddl_views.create_view, catalog.unregister); a comment before a DDL hid it from a look at
+# statement heads
+OWN_DDL = {
+    "create view": "CREATE VIEW {name}_v AS SELECT k, v FROM {name}",
+    "leading comment": "/* schema change */ CREATE SCHEMA {name}_s",
+    "drop table": "DROP TABLE {name}_x",
+}
 
 
-def test_a_ddl_text_with_a_leading_comment_keeps_the_session_preparing(
-    connect: Connect, unique_name: Callable[[str], str]
-) -> None:
-    """drops_prepared looks at statement heads only: a comment before the DDL hides it."""
-    name = unique_name("r17c")
-    conn = connect()
-    _table(conn, name)
-    _prepared_reads(conn, name, range(3))
-    session = conn._raw
-    assert session._ids and session.enabled
-    conn.cursor().execute(f"/* schema change */ CREATE SCHEMA {name}_s")
-    conn.commit()
-    _prepared_reads(conn, name, range(3, 8))
-    assert session.enabled, "the session stopped preparing after its own DDL that began with a comment"
-
-
-def test_dropping_a_tique_table_keeps_the_session_preparing(
-    connect: Connect, unique_name: Callable[[str], str]
-) -> None:
-    """DROP TABLE of a tique table runs its physical drops through execute_atomically (catalog.unregister), which
-    PreparingConnection does not look at with drops_prepared."""
-    name = unique_name("r17d")
+@pytest.mark.parametrize("ddl", OWN_DDL.values(), ids=OWN_DDL.keys())
+def test_the_sessions_own_ddl_keeps_it_preparing(connect: Connect, unique_name: Callable[[str], str], ddl: str) -> None:
+    name = unique_name("r17")
     conn = connect()
     _table(conn, name)
     _table(conn, f"{name}_x")
     _prepared_reads(conn, name, range(3))
     session = conn._raw
     assert session._ids and session.enabled
-    conn.cursor().execute(f"DROP TABLE {name}_x")
+    conn.cursor().execute(ddl.format(name=name))
     conn.commit()
     _prepared_reads(conn, name, range(3, 8))
-    assert session.enabled, "the session stopped preparing after its own DROP TABLE (execute_atomically)"
+    assert session.enabled, f"the session stopped preparing after its own {ddl.split()[0]} statement"

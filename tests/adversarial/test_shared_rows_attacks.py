@@ -85,17 +85,17 @@ def test_a_column_dropped_and_added_again_is_read_as_the_engine_has_it(
     reader.commit()
 
 
-def count_whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sizes of the parts of whole-table reads from now on (one entry per part; a small table is one part)."""
-    wholes: list[int] = []
+def record_parts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(offset, rows) of each part of a whole read from now on."""
+    parts: list[tuple[int, int]] = []
     put_part = SharedRows.put_part
 
-    def counted(self: SharedRows, info: Any, offset: int, found: Any, last: bool, sts: int, version: int) -> None:
-        wholes.append(len(found))
+    def recorded(self: SharedRows, info: Any, offset: int, found: Any, last: bool, sts: int, version: int) -> None:
+        parts.append((offset, len(found)))
         put_part(self, info, offset, found, last, sts, version)
 
-    monkeypatch.setattr(SharedRows, "put_part", counted)
-    return wholes
+    monkeypatch.setattr(SharedRows, "put_part", recorded)
+    return parts
 
 
 def test_a_table_too_big_to_keep_is_read_whole_once(
@@ -108,7 +108,7 @@ def test_a_table_too_big_to_keep_is_read_whole_once(
     at the real limit) is thrown away, so it must not be repeated every WHOLE_AFTER misses."""
     monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
     monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", 5)
-    wholes = count_whole_reads(monkeypatch)
+    parts = record_parts(monkeypatch)
     table = unique_name("sr_big")
     setup(connect, table, rows=30)
     reader = connect()
@@ -117,7 +117,7 @@ def test_a_table_too_big_to_keep_is_read_whole_once(
         for k in range(2, 30):
             assert read(reader, table, k) == (f"n{k}", Decimal(f"{k}.50"))
         reader.commit()
-    assert wholes == [29], f"the table that did not fit was read whole {len(wholes)} times: {wholes}"
+    assert parts == [(0, 29)], f"the table that did not fit was read whole {len(parts)} times: {parts}"
 
 
 def test_sharing_resumes_after_a_column_is_added(
@@ -303,7 +303,7 @@ def test_a_table_read_whole_answers_typed_keys_as_the_engine(
     """Once a table is read whole, a key with no row there is answered "no row" without the engine: every
     spelling of a key the engine finds must be found there too (and none it does not)."""
     monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 2)
-    wholes = count_whole_reads(monkeypatch)
+    parts = record_parts(monkeypatch)
     table = unique_name("sr_typed")
     admin = connect()
     admin.cursor().execute(f"CREATE TABLE {table} (k {sql_type} PRIMARY KEY, v INT)")
@@ -332,7 +332,7 @@ def test_a_table_read_whole_answers_typed_keys_as_the_engine(
     reader.commit()
     engine.commit()
     assert hits(url) > before
-    assert wholes == [len(stored)], "the table was not read whole"
+    assert parts == [(0, len(stored))], "the table was not read whole"
 
 
 # ---- threads ------------------------------------------------------------------------------------------------
@@ -525,19 +525,6 @@ def test_threads_missing_at_once_read_a_quiet_table_whole_once(
     before = hits(url)
     assert read(readers[0], table, 44) is None and read(readers[0], table, 7) == ("n7", Decimal("7.50"))
     assert hits(url) == before + 2  # answered from the whole table, the absent key too
-
-
-def record_parts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """(offset, rows) of each part of a whole read from now on."""
-    parts: list[tuple[int, int]] = []
-    put_part = SharedRows.put_part
-
-    def recorded(self: SharedRows, info: Any, offset: int, found: Any, last: bool, sts: int, version: int) -> None:
-        parts.append((offset, len(found)))
-        put_part(self, info, offset, found, last, sts, version)
-
-    monkeypatch.setattr(SharedRows, "put_part", recorded)
-    return parts
 
 
 def test_a_quiet_table_is_read_whole_a_part_per_transaction(
