@@ -380,6 +380,9 @@ class Transaction:
             return False
         self.parts_read.add(info.table_id)
         try:
+            if offset == 0 and self._stored_rows(info) > shared.max_rows:
+                shared.refuse_whole(info)
+                return False
             part = self.run(read.every_part(offset, shared_rows.WHOLE_PART), {}, plan.reads, ())
             rows = [tuple(r) for r in decode(part, read.every_decode).rows]
             found = [(row_key(info, r), r) for r in rows]
@@ -388,6 +391,11 @@ class Transaction:
         finally:
             shared.end_whole(info)
         return True
+
+    def _stored_rows(self, info: TableInfo) -> int:
+        """Rows of the table's Storage: a snapshot holds at least these minus the Cache's deletes, which a quiet
+        table's checkpoint has mostly moved."""
+        return int((self.reader or self.conn).execute(f"SELECT COUNT(*) FROM {info.storage}").scalar())
 
     def _shared_rows(self, info: TableInfo, keys: list[Key], rows: list[Row | None]) -> list[Row | None]:
         """``rows`` (per key: held, or MISSING) with each MISSING one taken, when there is one, from a row another

@@ -120,6 +120,34 @@ def test_a_table_too_big_to_keep_is_read_whole_once(
     assert parts == [(0, 29)], f"the table that did not fit was read whole {len(parts)} times: {parts}"
 
 
+def test_a_table_whose_storage_alone_is_too_big_is_never_read_in_parts(
+    url: str,
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each part of a whole read sorts the table's snapshot: a 1M-row quiet table took 11 parts of 45-135 ms
+    before the rows kept overflowed. A Storage holding more rows than are kept is refused before any part; every
+    read still answers as the engine does."""
+    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
+    monkeypatch.setattr(shared_rows, "WHOLE_PART", 4)
+    monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", 5)
+    parts = record_parts(monkeypatch)
+    table = unique_name("sr_stored_big")
+    conn = setup(connect, table, rows=1)
+    conn.bulk_load(table, [(i, f"n{i}", Decimal(f"{i}.50")) for i in range(1, 30)])
+    reader = connect()
+    warm(reader, table, range(1, 2))
+    counted: list[str] = []
+    reader.statement_hooks.append(lambda sql, _s, _e: counted.append(sql) if "COUNT(*)" in sql else None)
+    for _ in range(3):
+        for k in range(2, 31):
+            assert read(reader, table, k) == ((f"n{k}", Decimal(f"{k}.50")) if k < 30 else None)
+        reader.commit()
+    assert parts == [], f"a table whose Storage alone does not fit was read in parts: {parts}"
+    assert len(counted) == 1, f"its Storage was counted {len(counted)} times"
+
+
 def test_sharing_resumes_after_a_column_is_added(
     url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
 ) -> None:
