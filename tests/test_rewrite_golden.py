@@ -106,7 +106,7 @@ def test_not_in_subquery() -> None:
     template, reads, _ = read("SELECT id FROM accounts WHERE id NOT IN (SELECT o_acc FROM orders)")
     assert reads == {"sys.accounts", "sys.orders"}
     sql = shown(template)
-    assert sql.count("LEFT JOIN") == 2 and "NOT EXISTS" not in sql  # both snapshots, as ARCHITECTURE.md says why
+    assert sql.count("LEFT JOIN") == 2 and "NOT EXISTS" not in sql  # both snapshots, as docs/INTERNALS.md says why
     check_golden("not_in_subquery", sql)
 
 

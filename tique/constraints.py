@@ -1,5 +1,5 @@
 """Constraint checks of one transaction's writes, against its snapshot and its own buffered writes (the engine
-checks none: tique's tables carry no constraints, see ARCHITECTURE.md): PRIMARY KEY duplicates, UNIQUE values
+checks none: tique's tables carry no constraints, see docs/INTERNALS.md): PRIMARY KEY duplicates, UNIQUE values
 and FOREIGN KEYs (NO ACTION). Each check runs before a statement's rows are buffered, so a refused statement
 leaves nothing behind; what certification must still catch (a concurrent writer) goes into the write-set as
 RowMarks."""
