@@ -393,9 +393,11 @@ class Transaction:
         return True
 
     def _stored_rows(self, info: TableInfo) -> int:
-        """Rows of the table's Storage: a snapshot holds at least these minus the Cache's deletes, which a quiet
-        table's checkpoint has mostly moved."""
-        return int((self.reader or self.conn).execute(f"SELECT COUNT(*) FROM {info.storage}").scalar())
+        """Rows the table's snapshot holds at least: its Storage's less one per Cache row (a key the snapshot
+        deleted has one at least). Storage's alone refused for good a table whose deletes the checkpoint had not
+        moved yet, though its snapshot fitted; a quiet table's Cache is mostly moved, so this is Storage's count."""
+        count = f"SELECT (SELECT COUNT(*) FROM {info.storage}) - (SELECT COUNT(*) FROM {info.cache})"
+        return int((self.reader or self.conn).execute(count).scalar())
 
     def _shared_rows(self, info: TableInfo, keys: list[Key], rows: list[Row | None]) -> list[Row | None]:
         """``rows`` (per key: held, or MISSING) with each MISSING one taken, when there is one, from a row another
