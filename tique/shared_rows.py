@@ -161,9 +161,9 @@ class SharedRows:
             return len(table.parts)  # type: ignore[union-attr]
 
     def refuse_whole(self, info: TableInfo) -> None:
-        """The quiet table ``wants_whole`` offered holds more rows than are kept (its Storage alone does): never
-        read it whole (each part of a 1M-row table sorted it: 11 parts of 45-135 ms before the twelfth did not
-        fit)."""
+        """The quiet table ``wants_whole`` offered holds more rows than are kept (its Storage does, less its Cache's
+        rows): never read it whole (each part of a 1M-row table sorted it: 11 parts of 45-135 ms before the twelfth
+        did not fit)."""
         with self._lock:
             table = self._tables.get(info.table_id)
             if table is not None:

@@ -30,9 +30,9 @@ _HEAD_AT = re.compile(r"\s*(?:(?:" + _HEADS + r")|(/\*|--))", re.IGNORECASE)
 def drops_prepared(sql: str) -> bool:
     """Does a statement of ``sql`` (it may hold several) begin with one of _DROPPING_HEADS? The later statements'
     heads are searched in a long text only when one of the words is in it at all: a 1.4 MB INSERT with 300,000
-    ';' in its string literals took 220 ms split at each ';', 63 ms by the pattern alone, 8 ms so (a 2.6 kB flush:
-    15 us split, 10 us by the pattern). The text may hold a user's string literals: its time stays linear in
-    its length whatever they hold (one pattern over the comments after a ';' took 2^k steps on k comments)."""
+    ';' in its string literals took 220 ms split at each ';', 8 ms so (a 2.6 kB flush: 14-15 us either way). The
+    text may hold a user's string literals: its time stays linear in its length whatever they hold (one pattern
+    over the comments after a ';' took 2^k steps on k comments)."""
     if _head(sql).startswith(_DROPPING_HEADS):
         return True
     if len(sql) > 65536:
