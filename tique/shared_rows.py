@@ -62,6 +62,11 @@ class _Table:
     rows: OrderedDict[Key, Row | None] = field(default_factory=OrderedDict)
 
 
+def _give_up_whole(table: _Table) -> None:
+    """The table does not fit in the rows kept: it is never read whole again (called under SharedRows' lock)."""
+    table.too_big, table.parts, table.misses = True, [], 0
+
+
 class SharedRows:
     def __init__(self, max_rows: int) -> None:
         self.max_rows = max_rows  # per table, least recently used dropped first
@@ -167,7 +172,7 @@ class SharedRows:
         with self._lock:
             table = self._tables.get(info.table_id)
             if table is not None:
-                table.too_big, table.parts, table.misses = True, [], 0
+                _give_up_whole(table)
 
     def end_whole(self, info: TableInfo) -> None:
         """The read ``wants_whole`` asked for is over (kept by ``put_part``, refused or failed)."""
@@ -188,7 +193,7 @@ class SharedRows:
                 return
             table.parts.extend(found)
             if len(table.parts) > self.max_rows:
-                table.too_big, table.parts, table.misses = True, [], 0
+                _give_up_whole(table)
                 return
             if not last:
                 return

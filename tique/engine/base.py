@@ -20,11 +20,12 @@ T = TypeVar("T")
 _DROPPING_HEADS = ("CREATE", "DROP", "ALTER", "GRANT", "REVOKE", "COMMENT", "DEALLOCATE", "SET")
 
 
-# a later statement's head: after a ';' and blanks, one of the words (group 1 None) or a comment (group 1), whose
-# end is found by _later_head (a ';' inside a string literal makes a false match, which only costs preparing again)
+# a statement's head: after blanks (_HEAD_AT, past a comment; _LATER, past a ';'), one of the words (group 1 None)
+# or a comment (group 1), whose end is found by _later_head (a ';' inside a string literal makes a false match,
+# which only costs preparing again)
 _HEADS = "|".join(_DROPPING_HEADS)
-_LATER = re.compile(r";\s*(?:(?:" + _HEADS + r")|(/\*|--))", re.IGNORECASE)
 _HEAD_AT = re.compile(r"\s*(?:(?:" + _HEADS + r")|(/\*|--))", re.IGNORECASE)
+_LATER = re.compile(";" + _HEAD_AT.pattern, re.IGNORECASE)
 
 
 def drops_prepared(sql: str) -> bool:
