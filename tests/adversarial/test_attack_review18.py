@@ -19,11 +19,9 @@ from pathlib import Path
 import pytest
 
 import tique
-from tests.adversarial.test_shared_rows_attacks import record_parts
-from tests.adversarial.test_shared_rows_never_stale import _quiet_at_once, hits, read, setup  # noqa: F401
+from tests.adversarial.test_shared_rows_attacks import bulk_loaded, record_parts
+from tests.adversarial.test_shared_rows_never_stale import _quiet_at_once, hits, read  # noqa: F401
 from tests.conftest import ServeProcess
-from tique import shared_rows
-from tique.database import Database
 from tique.engine.base import _DROPPING_HEADS, _head, drops_prepared
 
 _ROOT = Path(tique.__file__).resolve().parents[1]
@@ -113,13 +111,9 @@ def test_a_storage_of_rows_deleted_in_the_cache_is_still_read_whole(
     """Storage holds 29 rows, 26 of them deleted in the Cache (not yet checkpointed): the snapshot's 3 rows fit in
     the 5 kept. Storage's COUNT alone refused the table for good (too_big), so every absent key went to the
     engine again; a quiet table that fits must be read whole, and its absent keys answered from the rows kept."""
-    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
-    monkeypatch.setattr(shared_rows, "WHOLE_PART", 4)
-    monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", 5)
-    parts = record_parts(monkeypatch)
+    parts = record_parts(monkeypatch, after=3, part=4, keep=5, url=url)
     table = unique_name("sr_deleted")
-    conn = setup(connect, table, rows=1)
-    conn.bulk_load(table, [(i, f"n{i}", Decimal(f"{i}.50")) for i in range(1, 30)])
+    conn = bulk_loaded(connect, table, rows=30)
     conn.cursor().execute(f"DELETE FROM {table} WHERE id > 3")
     conn.commit()
     reader = connect()

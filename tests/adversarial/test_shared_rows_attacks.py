@@ -85,8 +85,16 @@ def test_a_column_dropped_and_added_again_is_read_as_the_engine_has_it(
     reader.commit()
 
 
-def record_parts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """(offset, rows) of each part of a whole read from now on."""
+def record_parts(
+    monkeypatch: pytest.MonkeyPatch, after: int, part: int | None = None, keep: int | None = None, url: str = ""
+) -> list[tuple[int, int]]:
+    """A quiet table read whole after ``after`` misses, ``part`` rows per transaction, kept when it has at most
+    ``keep`` rows (in the process of ``url``), where given; the (offset, rows) of each part from now on."""
+    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", after)
+    if part is not None:
+        monkeypatch.setattr(shared_rows, "WHOLE_PART", part)
+    if keep is not None:
+        monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", keep)
     parts: list[tuple[int, int]] = []
     put_part = SharedRows.put_part
 
@@ -98,6 +106,13 @@ def record_parts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     return parts
 
 
+def bulk_loaded(connect: Callable[..., tique.Connection], table: str, rows: int) -> tique.Connection:
+    """``setup``'s table with rows 1 to ``rows - 1`` in its Storage (a bulk load) and none in its Cache."""
+    conn = setup(connect, table, rows=1)
+    conn.bulk_load(table, [(i, f"n{i}", Decimal(f"{i}.50")) for i in range(1, rows)])
+    return conn
+
+
 def test_a_table_too_big_to_keep_is_read_whole_once(
     url: str,
     connect: Callable[..., tique.Connection],
@@ -106,9 +121,7 @@ def test_a_table_too_big_to_keep_is_read_whole_once(
 ) -> None:
     """A quiet table that keeps missing is read whole; when it does not fit, that read (up to 100,001 whole rows
     at the real limit) is thrown away, so it must not be repeated every WHOLE_AFTER misses."""
-    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
-    monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", 5)
-    parts = record_parts(monkeypatch)
+    parts = record_parts(monkeypatch, after=3, keep=5, url=url)
     table = unique_name("sr_big")
     setup(connect, table, rows=30)
     reader = connect()
@@ -129,13 +142,9 @@ def test_a_table_whose_storage_alone_is_too_big_is_never_read_in_parts(
     """Each part of a whole read sorts the table's snapshot: a 1M-row quiet table took 11 parts of 45-135 ms
     before the rows kept overflowed. A Storage holding more rows than are kept is refused before any part; every
     read still answers as the engine does."""
-    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
-    monkeypatch.setattr(shared_rows, "WHOLE_PART", 4)
-    monkeypatch.setattr(Database.get(url).shared_rows, "max_rows", 5)
-    parts = record_parts(monkeypatch)
+    parts = record_parts(monkeypatch, after=3, part=4, keep=5, url=url)
     table = unique_name("sr_stored_big")
-    conn = setup(connect, table, rows=1)
-    conn.bulk_load(table, [(i, f"n{i}", Decimal(f"{i}.50")) for i in range(1, 30)])
+    bulk_loaded(connect, table, rows=30)
     reader = connect()
     warm(reader, table, range(1, 2))
     counted: list[str] = []
@@ -330,8 +339,7 @@ def test_a_table_read_whole_answers_typed_keys_as_the_engine(
 ) -> None:
     """Once a table is read whole, a key with no row there is answered "no row" without the engine: every
     spelling of a key the engine finds must be found there too (and none it does not)."""
-    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 2)
-    parts = record_parts(monkeypatch)
+    parts = record_parts(monkeypatch, after=2)
     table = unique_name("sr_typed")
     admin = connect()
     admin.cursor().execute(f"CREATE TABLE {table} (k {sql_type} PRIMARY KEY, v INT)")
@@ -564,9 +572,7 @@ def test_a_quiet_table_is_read_whole_a_part_per_transaction(
     """Read at once, one transaction of each process waited for all of a quiet table (TPC-C's item over MAPI:
     about 3 s under load, the NewOrder p99 of a run with clients as processes). It is read a part per transaction,
     in key order; every key, and every absent one, is answered without the engine once the last part came."""
-    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
-    monkeypatch.setattr(shared_rows, "WHOLE_PART", 50)
-    parts = record_parts(monkeypatch)
+    parts = record_parts(monkeypatch, after=3, part=50)
     table = unique_name("sr_parts")
     setup(connect, table, rows=200)
     reader = connect()
@@ -595,9 +601,7 @@ def test_a_commit_between_the_parts_of_a_whole_read_starts_it_again(
     """Parts read before a commit that wrote the table are of an older snapshot: kept with the parts after it,
     the whole would mix two states. A write seen between them drops them; the read starts again at the first
     part, and every answer is the engine's."""
-    monkeypatch.setattr(shared_rows, "WHOLE_AFTER", 3)
-    monkeypatch.setattr(shared_rows, "WHOLE_PART", 50)
-    parts = record_parts(monkeypatch)
+    parts = record_parts(monkeypatch, after=3, part=50)
     table = unique_name("sr_parts_w")
     setup(connect, table, rows=200)
     reader, writer = connect(), connect()
