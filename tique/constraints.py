@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tique.append_guard import AppendGuard
     from tique.cache_keys import CacheKeys
     from tique.catalog import Catalog, ForeignKey
+    from tique.record_keys import SnapshotKeys
 
 CHECK_BATCH = 1000  # values per query checking UNIQUE and FOREIGN KEY constraints
 
@@ -44,7 +45,7 @@ class Constraints:
         slots: Callable[[], dict[str, str]],
         flush: Callable[[list[str]], None],
         insert_check: str,
-        cache_keys: CacheKeys | None = None,
+        cache_keys: CacheKeys | SnapshotKeys | None = None,
         append_guard: AppendGuard | None = None,
     ) -> None:
         self.catalog = catalog

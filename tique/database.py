@@ -21,6 +21,7 @@ from tique.cache_keys import cache_keys_of
 from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
 from tique.errors import InterfaceError
+from tique.record_keys import record_keys_for
 from tique.sequencer import Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS, SHARED_ROWS_PER_TABLE
 from tique.shared_rows import SharedRows
@@ -79,6 +80,8 @@ class Database:
         conn = self.engine.connect()
         # embedded, not serving MAPI clients: which keys may have Cache rows (tique/cache_keys.py)
         self.cache_keys = cache_keys_of(conn)
+        # otherwise (over MAPI, or serving MAPI clients): known from the commit records (tique/record_keys.py)
+        self.record_keys = record_keys_for() if self.cache_keys is None else None
         # embedded: this kernel's reads kept apart from its appends (tique/append_guard.py)
         self.append_guard: AppendGuard | None = getattr(conn, "append_guard", None)
         try:
@@ -112,7 +115,8 @@ class Database:
 
     def changing_catalog(self) -> AbstractContextManager[Any]:
         """Around DDL: what is known of the tables' Cache rows no longer holds (cache_keys.py)."""
-        return self.cache_keys.changing() if self.cache_keys is not None else nullcontext()
+        known = self.cache_keys or self.record_keys
+        return known.changing() if known is not None else nullcontext()
 
     def connect_raw(self) -> RawConnection:
         return self.engine.connect()

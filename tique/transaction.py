@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tique import commit as commit_protocol
 from tique import privileges, shared_rows
 from tique.append_guard import cache_of, storage_of
-from tique.cache_keys import eligible
+from tique.cache_keys import CacheKeys, eligible
 from tique.catalog import TableInfo, schema_hash
 from tique.commit import CommitResult as CommitResult
 from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
@@ -35,6 +35,7 @@ from tique.errors import (
 )
 from tique.known_rows import MISSING, KnownRows, Row
 from tique.prepared import PreparingConnection
+from tique.record_keys import SnapshotKeys
 from tique.rewrite.exact import decode
 from tique.rewrite.point import KeyRead, computable, natural, new_values, newest_versions
 from tique.rewrite.reads import PointKeys
@@ -84,8 +85,11 @@ class Transaction:
         self.catalog_at_begin = db.catalog.version
         self.buffer = WriteBuffer(self.lease.txid)
         self.known = KnownRows()  # rows of the snapshot held whole (known_rows.py)
-        # which keys may have Cache rows (cache_keys.py); a rebuild reads the Cache tables, which only the owner may
-        self.cache_keys = db.cache_keys if db.owner else None
+        # which keys may have Cache rows (cache_keys.py embedded, record_keys.py over MAPI); either reads the Cache
+        # tables, which only the owner may
+        self.cache_keys: CacheKeys | SnapshotKeys | None = None
+        if db.owner:
+            self.cache_keys = db.cache_keys or (db.record_keys.at(lambda: self.lease.sts) if db.record_keys else None)
         self.constraints = Constraints(
             db.catalog,
             conn,
@@ -287,10 +291,16 @@ class Transaction:
     def _uncached(self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound, keys: list[Key]) -> bool:
         """Has no Cache row any of ``keys`` (tique/cache_keys.py)? Then their Storage rows are the snapshot's. The
         transaction's own pending writes these keys need reach the Cache first, as the read would send them."""
-        if self.cache_keys is None:
+        if self.cache_keys is None or self._wrote(read.table, keys):
             return False
         self.flush(self.buffer.to_flush(plan.reads, plan.point_keys, bound.rendered))
         return self.cache_keys.lacks(read.table, keys, self.conn)
+
+    def _wrote(self, info: TableInfo, keys: Iterable[Key]) -> bool:
+        """Did this transaction write any of ``keys`` of ``info``? Its own Cache rows have no commit record yet, so
+        over MAPI no process's key set has them (record_keys.py); embedded they are there from before they are sent."""
+        entry = self.buffer.writes.get(info.qualified)
+        return entry is not None and any(k in entry.live for k in keys)
 
     def storage_only(
         self,
@@ -322,6 +332,8 @@ class Transaction:
             if pins is None:  # (a table no set is kept for: nothing to send for it before the statement runs)
                 continue
             positions, key = pins
+            if len(positions) == len(info.key) and self._wrote(info, [key]):
+                continue
             self.flush(self.buffer.to_flush([name], point_keys, bound.rendered, names))  # type: ignore[union-attr]
             if known.lacks(info, [key], self.conn, positions):
                 out.append(name)

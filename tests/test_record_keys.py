@@ -1,0 +1,402 @@
+"""Keys that may have Cache rows, over MAPI, from the commit records (tique/record_keys.py): a read by key of a key
+no record names reads Storage alone. Its set must never miss a key whose Cache row the reader's snapshot sees.
+These tests attack the ways it could: commits in another process after the set was read, the checkpointer moving
+versions and trimming their records (before, between and after reads of one transaction), an old snapshot, a
+RENAME TO in another connection (records under the old name), the reader's own writes, whole re-reads of the
+set, and a soak of transfers checked by their sum while the checkpointer runs. Each also checks that the
+Storage-only form was used, so that none passes by never taking it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import tique
+from tique import record_keys
+from tique.checkpoint import Checkpointer
+from tique.engine import open_engine
+from tique.record_keys import RecordKeys
+from tique.transaction import Transaction
+
+from .conftest import ROOT, ServeProcess
+
+STORED_READ = "tq_cts, tq_seq FROM"  # a whole-row key read ranked in the client
+KEYS = 100  # rows of the soak's table
+
+
+def storage_alone(sql: str) -> bool:
+    """The whole-row key read of Storage alone: it names pad, which the tests' own reads never do."""
+    return '"pad"' in sql and "__storage" in sql and "__cache" not in sql
+
+
+@pytest.fixture
+def kv(served: ServeProcess, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
+    name = unique_name("rk")
+    conn = tique.connect(served.url)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT, pad VARCHAR(20))")
+    conn.bulk_load(name, [(k, 0, "p") for k in range(1, 21)])
+    conn.close()
+    yield served.url, name
+
+
+@pytest.fixture
+def checkpointer(served: ServeProcess) -> Iterator[Checkpointer]:
+    cp = Checkpointer(open_engine(served.url).connect())
+    yield cp
+    cp.conn.close()
+
+
+def read_update(cur: tique.Cursor, name: str, k: int, add: int = 0) -> int:
+    """A read, then an UPDATE of what it read: a later read of the key reads the row whole (the stored form)."""
+    cur.execute(f"SELECT v FROM {name} WHERE k = %s", (k,))
+    (value,) = cur.fetchone()  # type: ignore[misc]
+    cur.execute(f"UPDATE {name} SET v = v + %s WHERE k = %s", (add, k))
+    return int(value)
+
+
+def recording(conn: tique.Connection) -> list[str]:
+    sent: list[str] = []
+    conn.statement_hooks.append(lambda sql, _s, _e: sent.append(sql))
+    return sent
+
+
+def keys_of(conn: tique.Connection) -> RecordKeys:
+    keys = conn.db.record_keys
+    assert isinstance(keys, RecordKeys)
+    return keys
+
+
+def test_a_mapi_client_keeps_a_record_set(kv: tuple[str, str]) -> None:
+    url, _ = kv
+    conn = tique.connect(url)
+    try:
+        keys_of(conn)
+    finally:
+        conn.close()
+
+
+def test_reads_find_commits_before_and_after_the_checkpointer_moves_and_trims(
+    kv: tuple[str, str], checkpointer: Checkpointer
+) -> None:
+    url, name = kv
+    writer, reader = tique.connect(url), tique.connect(url)
+    sent = recording(reader)
+    wcur, rcur = writer.cursor(), reader.cursor()
+    try:
+        expected = dict.fromkeys(range(1, 21), 0)
+        for round_ in range(6):
+            for k in range(1, 21):
+                assert read_update(rcur, name, k) == expected[k], (round_, k)
+            reader.commit()
+            for k in (round_ + 1, round_ + 7):
+                read_update(wcur, name, k, 10)
+                expected[k] += 10
+            writer.commit()
+            if round_ % 2:
+                checkpointer.run_once()
+        stored = [s for s in sent if storage_alone(s)]
+        ranked = [s for s in sent if STORED_READ in s and "__cache" in s]
+        assert stored and ranked, (len(stored), len(ranked))
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_a_commit_in_another_process_after_the_set_was_read(kv: tuple[str, str], checkpointer: Checkpointer) -> None:
+    """The set was read (and covers the reader's last snapshot); another process commits; the reader's next snapshot
+    must see it, before and after the checkpointer moved it to Storage and trimmed its record."""
+    url, name = kv
+    reader = tique.connect(url)
+    sent = recording(reader)
+    rcur = reader.cursor()
+    code = (
+        "import sys, tique\n"
+        "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
+        f"cur.execute('UPDATE {name} SET v = v + 1 WHERE k = %s', (int(sys.argv[2]),)); c.commit(); c.close()\n"
+    )
+    try:
+        for k in range(1, 21):
+            assert read_update(rcur, name, k) == 0
+        reader.commit()
+        for k in range(1, 21):  # read whole now: the Storage-only form for every key no record names
+            assert read_update(rcur, name, k) == 0
+        reader.commit()
+        assert any(storage_alone(s) for s in sent)
+        for step, k in enumerate((3, 4, 5)):
+            subprocess.run([sys.executable, "-c", code, url, str(k)], check=True, cwd=ROOT, timeout=120)
+            if step:
+                checkpointer.run_once()  # moved to Storage, its Cache rows and record gone
+            for j in range(1, 21):
+                assert read_update(rcur, name, j) == (1 if 3 <= j <= k else 0), (k, j)
+            reader.commit()
+    finally:
+        reader.close()
+
+
+def test_an_old_snapshot_keeps_reading_its_versions_while_the_checkpointer_runs(
+    kv: tuple[str, str], checkpointer: Checkpointer
+) -> None:
+    url, name = kv
+    old, writer = tique.connect(url), tique.connect(url)
+    ocur, wcur = old.cursor(), writer.cursor()
+    try:
+        assert read_update(ocur, name, 1) == 0  # the old snapshot begins
+        for _ in range(3):
+            for k in range(2, 6):
+                read_update(wcur, name, k, 1)
+            writer.commit()
+            checkpointer.run_once()
+        for k in range(2, 6):  # each key's first read in this transaction: from the engine, at the old snapshot
+            assert read_update(ocur, name, k) == 0
+            assert read_update(ocur, name, k) == 0
+        old.rollback()
+        for k in range(2, 6):
+            assert read_update(ocur, name, k) == 3
+        old.rollback()
+    finally:
+        old.close()
+        writer.close()
+
+
+def test_the_readers_own_writes_are_read_with_the_cache(kv: tuple[str, str]) -> None:
+    """A transaction's own Cache rows have no commit record yet: a read whole of a key it wrote (sent, and no longer
+    held) must not read Storage alone."""
+    url, name = kv
+    conn = tique.connect(url)
+    sent = recording(conn)
+    cur = conn.cursor()
+    try:
+        for _ in range(2):  # the plan learns to read whole
+            assert read_update(cur, name, 4) == 0
+            conn.rollback()
+        cur.execute(f"UPDATE {name} SET v = 50 WHERE k = %s", (3,))
+        cur.execute(f"SELECT COUNT(v) FROM {name}")  # the update is sent
+        conn._txn.known.clear()  # type: ignore[union-attr]
+        sent.clear()
+        cur.execute(f"SELECT v FROM {name} WHERE k = %s", (3,))
+        assert cur.fetchall() == [(50,)]
+        assert not any(storage_alone(s) for s in sent), sent
+        sent.clear()
+        assert read_update(cur, name, 4) == 0
+        assert any(storage_alone(s) for s in sent), sent  # the key it did not write: Storage alone
+        conn.rollback()
+    finally:
+        conn.close()
+
+
+def twice(conn: tique.Connection, name: str, k: int) -> int:
+    """The key's value, read in two transactions: the second reads it whole (a plan learns that in the first)."""
+    cur = conn.cursor()
+    values = []
+    for _ in range(2):
+        values.append(read_update(cur, name, k))
+        conn.rollback()
+    assert values[0] == values[1], values
+    return values[0]
+
+
+def test_tables_swapping_names_in_another_process(kv: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    """Two tables swap names in another process (their Cache tables go with them, and the records of their rows
+    name the old tables): a's Cache had no row of key 1, b's had one. Hashes taken under the names alone would send
+    the read of a's key 1 to Storage alone, where the row (b's, in its Cache only) is not."""
+    url, a = kv
+    b, spare = unique_name("rkb"), unique_name("rkc")
+    conn = tique.connect(url)
+    sent = recording(conn)
+    code = (
+        "import sys, tique\n"
+        "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
+        "for old, new in zip(sys.argv[2::2], sys.argv[3::2]):\n"
+        "    cur.execute(f'ALTER TABLE {old} RENAME TO {new}')\n"
+        "c.close()\n"
+    )
+    try:
+        other = tique.connect(url)
+        ocur = other.cursor()
+        ocur.execute(f"CREATE TABLE {b} (k INT PRIMARY KEY, v INT, pad VARCHAR(20))")
+        ocur.execute(f"INSERT INTO {b} VALUES (1, 100, 'b')")
+        other.commit()
+        other.close()
+        assert twice(conn, a, 1) == 0
+        assert twice(conn, b, 1) == 100
+        assert any(storage_alone(s) for s in sent)
+        args = [a, spare, b, a, spare, b]
+        subprocess.run([sys.executable, "-c", code, url, *args], check=True, cwd=ROOT, timeout=120)
+        assert twice(conn, a, 1) == 100  # was b
+        assert twice(conn, b, 1) == 0  # was a
+    finally:
+        conn.close()
+
+
+def test_whole_rereads_of_the_records_keep_every_commit(
+    kv: tuple[str, str], checkpointer: Checkpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The set read whole again at nearly every begin (and the Cache keys with it), the checkpointer trimming
+    between: every read still sees every commit."""
+    url, name = kv
+    writer, reader = tique.connect(url), tique.connect(url)
+    keys = keys_of(reader)
+    monkeypatch.setattr(keys, "whole_after", 0)
+    sent = recording(reader)
+    wcur, rcur = writer.cursor(), reader.cursor()
+    try:
+        expected = dict.fromkeys(range(1, 21), 0)
+        for round_ in range(8):
+            for k in (round_ % 20 + 1, (round_ * 7) % 20 + 1):
+                read_update(wcur, name, k, 1)
+                expected[k] += 1
+            writer.commit()
+            if round_ % 3 == 2:
+                checkpointer.run_once()
+            for k in range(1, 21):
+                assert read_update(rcur, name, k) == expected[k], (round_, k)
+            reader.commit()
+        assert any(storage_alone(s) for s in sent)
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_too_many_records_answer_maybe(kv: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    url, name = kv
+    conn = tique.connect(url)
+    keys = keys_of(conn)
+    monkeypatch.setattr(keys, "max_hashes", 0)
+    monkeypatch.setattr(keys, "_hashes", None)
+    monkeypatch.setattr(keys, "_too_many_until", 0.0)
+    cur = conn.cursor()
+    cur.execute(f"UPDATE {name} SET v = 0 WHERE k = 1")
+    conn.commit()  # at least one record
+    sent = recording(conn)
+    try:
+        for _ in range(2):
+            assert read_update(cur, name, 2) == 0
+            conn.rollback()
+        assert sent and not any(storage_alone(s) for s in sent)
+    finally:
+        conn.close()
+
+
+def test_disabled_by_environment() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "from tique import record_keys as r; print(r.record_keys_for() is None)"],
+        capture_output=True,
+        text=True,
+        env={"TIQUE_RECORD_KEYS": "0", "PATH": "/usr/bin:/bin"},
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.stdout.strip() == "True", out.stderr[-2000:]
+    assert record_keys.record_keys_for(True) is not None
+
+
+def test_transfers_keep_their_sum_while_the_checkpointer_runs(
+    served: ServeProcess, unique_name: Callable[[str], str]
+) -> None:
+    """Two writers move amounts between keys; a reader sums every key by point reads, each snapshot's sum must be
+    the total; the checkpointer runs all the while (moving versions, trimming records), and the reader's set is
+    read whole every few begins. A key the set missed reads its Storage row, an older version: a wrong sum."""
+    url, name = served.url, unique_name("rks")
+    conn = tique.connect(url)
+    conn.cursor().execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT, pad VARCHAR(20))")
+    conn.bulk_load(name, [(k, 0, "p") for k in range(1, KEYS + 1)])
+    conn.close()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    sums: list[int] = []
+    stored = [0]
+
+    def writer(seed: int) -> None:
+        conn = tique.connect(url)
+        cur = conn.cursor()
+        i = seed
+        try:
+            while not stop.is_set():
+                i += 1
+                a, b = i % KEYS + 1, (i * 7 + seed) % KEYS + 1
+                if a == b:
+                    continue
+                try:
+                    read_update(cur, name, a, -1)
+                    read_update(cur, name, b, 1)
+                    conn.commit()
+                    time.sleep(0.02)  # most keys are then quiet for a while: their records get trimmed
+                except tique.SerializationFailure:
+                    conn.rollback()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    def checkpointing() -> None:
+        cp = Checkpointer(open_engine(url).connect())
+        try:
+            while not stop.is_set():
+                cp.run_once()
+                time.sleep(0.05)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            cp.conn.close()
+
+    reader = tique.connect(url)
+    keys = keys_of(reader)
+    keys.whole_after = 30
+    absent = keys.absent
+
+    def counted(*args: object) -> bool:  # (repeated reads are prepared: their text does not show the form)
+        found = absent(*args)  # type: ignore[arg-type]
+        stored[0] += found
+        return found
+
+    keys.absent = counted  # type: ignore[method-assign]
+    threads = [threading.Thread(target=writer, args=(s,)) for s in (1, 2)] + [threading.Thread(target=checkpointing)]
+    for t in threads:
+        t.start()
+    try:
+        cur = reader.cursor()
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline and not errors:
+            total = 0
+            for _ in range(2):  # the second pass reads whole: Storage alone where the set allows
+                total = sum(read_update(cur, name, k) for k in range(1, KEYS + 1))
+                assert total == 0, total
+            reader.rollback()
+            sums.append(total)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+        reader.close()
+    assert not errors, errors
+    assert len(sums) > 5 and stored[0] > 20, (len(sums), stored[0])
+
+
+def test_the_set_is_per_snapshot_of_a_priority_retry(kv: tuple[str, str]) -> None:
+    """A transaction whose snapshot moves on (a priority retry takes a fresh one) reads the records up to it."""
+    url, name = kv
+    conn, other = tique.connect(url), tique.connect(url)
+    try:
+        txn_sts: list[int] = []
+        cur, ocur = conn.cursor(), other.cursor()
+        assert twice(conn, name, 7) == 0
+        read_update(cur, name, 8)
+        txn = conn._txn
+        assert isinstance(txn, Transaction)
+        txn_sts.append(txn.sts)
+        read_update(ocur, name, 7, 5)
+        other.commit()
+        txn.reserve([123], 1000)  # the fresh snapshot sees the other commit
+        assert txn.sts > txn_sts[0]
+        txn.known.clear()
+        assert read_update(cur, name, 7) == 5
+        conn.rollback()
+    finally:
+        conn.close()
+        other.close()
