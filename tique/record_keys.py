@@ -97,19 +97,22 @@ class RecordKeys:
         them) in ``info``; False when some may."""
         if self._ddl or not keys or not eligible(info) or not all(type(v) is int for k in keys for v in k):
             return False
-        hashes = self._hashes
+        wanted = [key_hash(info, key) for key in keys]
+        # a hash already in the set answers "may be cached" whatever snapshot asks: no statement for hot keys
+        hashes, table = self._hashes, self._tables.get(info.cache)
+        if table is not None and table.entry != _entry(info):
+            table = None
+        if hashes is not None and any(h in hashes.hashes for h in wanted):
+            return False
+        if table is not None and any(h in table.hashes for h in wanted):
+            return False
         if hashes is None or hashes.covered < sts:
             hashes = self._catch_up(conn, sts)
-            if hashes is None:
+            if hashes is None or any(h in hashes.hashes for h in wanted):
                 return False
-        table = self._tables.get(info.cache)
-        if table is None or table.entry != _entry(info):
+        if table is None:
             table = self._read_table(info, conn)
-            if table is None:
-                return False
-        for key in keys:
-            h = key_hash(info, key)
-            if h in hashes.hashes or h in table.hashes:
+            if table is None or any(h in table.hashes for h in wanted):
                 return False
         return True
 
