@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import tique
-from tique import record_keys
+from tique import cache_keys, record_keys
+from tique.catalog import TableInfo
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.record_keys import RecordKeys
@@ -400,3 +401,35 @@ def test_the_set_is_per_snapshot_of_a_priority_retry(kv: tuple[str, str]) -> Non
     finally:
         conn.close()
         other.close()
+
+
+def test_a_cache_too_large_to_read_is_not_read_at_every_key_read(
+    kv: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Cache with more rows than are read answers "may be cached", and is not read again at the next key reads
+    (each read would scan it) until a while has passed."""
+    url, name = kv
+    conn = tique.connect(url)
+    keys = keys_of(conn)
+    cur = conn.cursor()
+    cur.execute(f"UPDATE {name} SET v = 0 WHERE k IN (1, 2)")
+    conn.commit()  # two Cache rows
+    monkeypatch.setattr(keys, "max_cache_rows", 1)
+    monkeypatch.setattr(keys, "_tables", {})
+    cache_reads: list[str] = []
+
+    def key_select(info: TableInfo, limit: int) -> str:
+        cache_reads.append(info.cache)
+        return cache_keys.key_select(info, limit)
+
+    monkeypatch.setattr(record_keys, "key_select", key_select)
+    sent = recording(conn)
+    try:
+        for _ in range(3):
+            for k in range(5, 9):
+                assert read_update(cur, name, k) == 0
+            conn.rollback()
+        assert len(cache_reads) == 1, cache_reads
+        assert not any(storage_alone(s) for s in sent)
+    finally:
+        conn.close()

@@ -47,7 +47,7 @@ from tique.write_buffer import key_hash
 
 MAX_HASHES = 200_000  # more records than this: every key "may be cached" until a later whole read fits
 WHOLE_AFTER = 20_000  # hashes added since the last whole read of the records (at least): read them whole again
-RETRY_TOO_MANY_S = 5.0  # after a whole read found too many records, this long without trying again
+RETRY_TOO_MANY_S = 5.0  # after a read found too many records (or Cache rows), this long before trying again
 
 # TIQUE_RECORD_KEYS=0: every key read over MAPI keeps its Cache branch (to measure what this saves)
 ENABLED = os.environ.get("TIQUE_RECORD_KEYS", "1") != "0"
@@ -79,11 +79,13 @@ class RecordKeys:
 
     def __init__(self, max_hashes: int = MAX_HASHES, whole_after: int = WHOLE_AFTER) -> None:
         self.max_hashes = max_hashes
+        self.max_cache_rows = max_hashes  # a table's Cache rows read at most
         self.whole_after = whole_after
         self._lock = threading.Lock()
         self._hashes: _Hashes | None = None
         self._tables: dict[str, _Table] = {}  # per Cache name
         self._too_many_until = 0.0
+        self._too_big: dict[str, float] = {}  # Cache tables with too many rows to read: not until this time
         self._ddl = 0  # this process's DDL running: every table "may be cached"
         self._generation = 0  # raised by this process's DDL and by whole reads: a table read before installs nothing
 
@@ -156,11 +158,14 @@ class RecordKeys:
         """The hashes of the keys of ``info``'s Cache rows, read now (see the module's docstring), installed unless
         DDL of this process or a whole read came meanwhile; None when they cannot be known."""
         generation = self._generation
+        if time.monotonic() < self._too_big.get(info.cache, 0.0):
+            return None
         try:
-            rows = conn.execute(key_select(info, self.max_hashes + 1)).rows
+            rows = conn.execute(key_select(info, self.max_cache_rows + 1)).rows
         except DatabaseError:
             return None
-        if len(rows) > self.max_hashes:
+        if len(rows) > self.max_cache_rows:  # not read at every key read: until the checkpointer has cleaned it
+            self._too_big[info.cache] = time.monotonic() + RETRY_TOO_MANY_S
             return None
         try:
             # a stale entry may name a column of the table now under that name that holds no integers (or NULLs)
