@@ -433,3 +433,43 @@ def test_a_cache_too_large_to_read_is_not_read_at_every_key_read(
         assert not any(storage_alone(s) for s in sent)
     finally:
         conn.close()
+
+
+def test_a_rename_away_and_back_in_another_process(served: ServeProcess, unique_name: Callable[[str], str]) -> None:
+    """Found by a review: another process renames b to c, commits an update of c (its record names c), renames c back
+    to b. The table entry can then be the very one the reader read b's Cache keys under (same name, id, key and
+    Cache table: so it is for a table that was renamed once before), so only the catalog version the reader's
+    snapshot began with tells the Cache keys are stale. A read of the key from Storage alone would miss the update,
+    and an UPDATE v = v + 1 built on it would lose it."""
+    url = served.url
+    a, b, c = unique_name("rka"), unique_name("rkb"), unique_name("rkc")
+    setup = tique.connect(url)
+    setup.cursor().execute(f"CREATE TABLE {a} (k INT PRIMARY KEY, v INT, pad VARCHAR(20))")
+    setup.bulk_load(a, [(k, 0, "p") for k in range(1, 6)])
+    setup.cursor().execute(f"ALTER TABLE {a} RENAME TO {b}")  # b's Cache table comes back under one name
+    setup.close()
+    code = (
+        "import sys, tique\n"
+        "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
+        "for sql in sys.argv[2:]:\n"
+        "    cur.execute(sql); c.commit()\n"
+        "c.close()\n"
+    )
+    reader = tique.connect(url)
+    sent = recording(reader)
+    try:
+        assert twice(reader, b, 1) == 0
+        assert any(storage_alone(s) for s in sent)  # b's Cache keys were read, and key 1 has none
+        chain = [
+            f"ALTER TABLE {b} RENAME TO {c}",
+            f"UPDATE {c} SET v = v + 100 WHERE k = 1",
+            f"ALTER TABLE {c} RENAME TO {b}",
+        ]
+        subprocess.run([sys.executable, "-c", code, url, *chain], check=True, cwd=ROOT, timeout=120)
+        assert twice(reader, b, 1) == 100
+        cur = reader.cursor()
+        assert read_update(cur, b, 1, 1) == 100
+        reader.commit()
+        assert twice(reader, b, 1) == 101
+    finally:
+        reader.close()

@@ -17,11 +17,15 @@ use S once S holds every record with a commit timestamp at or below ``s`` that e
   above that version runs (the horizon stays at or below every running snapshot).
 
 Records name a table by its name (``TableInfo.identity``), and RENAME TO moves a Cache with its rows: the rows of
-commits made under the old name have records under the old name. So the hashes of a table's keys count only once
-the keys of its Cache rows were read under the table entry in use (``tables``: one SELECT per table at its first
-use, and again after each whole read of S or any DDL): a row made before that SELECT began is in it (or was moved
-to Storage by then), and a row made after it belongs to a commit newer than the reading transaction's snapshot,
-whose record S will hold before a snapshot that sees it asks.
+commits made under another name have records under that name. So the hashes of a table's keys count only once the
+keys of its Cache rows were read under the table entry in use (``tables``: one SELECT per table at its first use,
+and again after each whole read of S and after any DDL), and only for a snapshot whose begin saw the same engine
+catalog version as the transaction that read them (every DDL bumps it after its change and before it becomes
+visible). A row made before that SELECT began is in it (or was moved to Storage by then). A row made after it
+belongs to a commit newer than the reading transaction's snapshot, whose record S holds before a snapshot that sees
+it asks; it names another table only if a DDL renamed the table after the SELECT began, and a snapshot that sees
+the row sees that DDL (a writer that overlaps a DDL of its table fails its certification), so it began under a
+newer catalog version.
 
 The transaction's own writes are not here (their records do not exist before its commit): the transaction
 answers for them itself. Anything unsure (a key value not an exact integer, part of a key, DDL running, too
@@ -33,10 +37,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tique.cache_keys import eligible, key_select
 from tique.catalog import TableInfo
@@ -44,6 +48,9 @@ from tique.engine.base import RawConnection
 from tique.errors import DatabaseError
 from tique.known_rows import Key
 from tique.write_buffer import key_hash
+
+if TYPE_CHECKING:
+    from tique.snapshot_lease import SnapshotLease
 
 MAX_HASHES = 200_000  # more records than this: every key "may be cached" until a later whole read fits
 WHOLE_AFTER = 20_000  # hashes added since the last whole read of the records (at least): read them whole again
@@ -67,6 +74,7 @@ class _Hashes:
 @dataclass(eq=False)
 class _Table:
     entry: tuple[Any, ...]  # the table entry its Cache keys were read under (_entry)
+    catalog: int  # the engine's catalog version its reader's snapshot began with
     hashes: set[int] = field(default_factory=set)
 
 
@@ -89,23 +97,25 @@ class RecordKeys:
         self._ddl = 0  # this process's DDL running: every table "may be cached"
         self._generation = 0  # raised by this process's DDL and by whole reads: a table read before installs nothing
 
-    def at(self, snapshot: Callable[[], int]) -> SnapshotKeys:
-        return SnapshotKeys(self, snapshot)
+    def at(self, lease: SnapshotLease) -> SnapshotKeys:
+        return SnapshotKeys(self, lease)
 
     # ---- readers -------------------------------------------------------------------------------------------
 
-    def absent(self, info: TableInfo, keys: list[Key], conn: RawConnection, sts: int) -> bool:
+    def absent(self, info: TableInfo, keys: list[Key], conn: RawConnection, sts: int, catalog: int | None) -> bool:
         """True when no Cache row that snapshot ``sts`` sees has any of ``keys`` (whole keys, as the engine compares
-        them) in ``info``; False when some may."""
-        if self._ddl or not keys or not eligible(info) or not all(type(v) is int for k in keys for v in k):
+        them) in ``info``; False when some may. ``catalog``: the engine's catalog version read with that snapshot
+        (None: not known for it)."""
+        if catalog is None or self._ddl or not keys or not eligible(info):
+            return False
+        if not all(type(v) is int for k in keys for v in k):
             return False
         wanted = [key_hash(info, key) for key in keys]
         # a hash already in the set answers "may be cached" whatever snapshot asks: no statement for hot keys
-        hashes, table = self._hashes, self._tables.get(info.cache)
-        if table is not None and table.entry != _entry(info):
-            table = None
+        hashes = self._hashes
         if hashes is not None and any(h in hashes.hashes for h in wanted):
             return False
+        table = self._table(info, catalog)
         if table is not None and any(h in table.hashes for h in wanted):
             return False
         if hashes is None or hashes.covered < sts:
@@ -113,10 +123,14 @@ class RecordKeys:
             if hashes is None or any(h in hashes.hashes for h in wanted):
                 return False
         if table is None:
-            table = self._read_table(info, conn)
+            table = self._read_table(info, conn, catalog)
             if table is None or any(h in table.hashes for h in wanted):
                 return False
         return True
+
+    def _table(self, info: TableInfo, catalog: int) -> _Table | None:
+        table = self._tables.get(info.cache)
+        return table if table is not None and table.entry == _entry(info) and table.catalog == catalog else None
 
     # ---- reading the records and the Cache -----------------------------------------------------------------
 
@@ -154,7 +168,7 @@ class RecordKeys:
         self._hashes = _Hashes(sts, {int(r[0]) for r in rows}, len(rows))
         return self._hashes
 
-    def _read_table(self, info: TableInfo, conn: RawConnection) -> _Table | None:
+    def _read_table(self, info: TableInfo, conn: RawConnection, catalog: int) -> _Table | None:
         """The hashes of the keys of ``info``'s Cache rows, read now (see the module's docstring), installed unless
         DDL of this process or a whole read came meanwhile; None when they cannot be known."""
         generation = self._generation
@@ -169,7 +183,7 @@ class RecordKeys:
             return None
         try:
             # a stale entry may name a column of the table now under that name that holds no integers (or NULLs)
-            table = _Table(_entry(info), {key_hash(info, tuple(int(v) for v in row)) for row in rows})
+            table = _Table(_entry(info), catalog, {key_hash(info, tuple(int(v) for v in row)) for row in rows})
         except (TypeError, ValueError):
             return None
         with self._lock:
@@ -200,16 +214,18 @@ class SnapshotKeys:
     """RecordKeys asked for one transaction's snapshot (which a priority retry moves on), with the interface of
     CacheKeys the transaction uses. Only whole keys are answered."""
 
-    def __init__(self, keys: RecordKeys, snapshot: Callable[[], int]) -> None:
+    def __init__(self, keys: RecordKeys, lease: SnapshotLease) -> None:
         self.keys = keys
-        self.snapshot = snapshot
+        self.lease = lease
 
     def lacks(
         self, info: TableInfo, keys: Iterable[Key] | None, conn: RawConnection, positions: tuple[int, ...] = ()
     ) -> bool:
         if keys is None or (positions and positions != tuple(range(len(info.key)))):
             return False
-        return self.keys.absent(info, list(keys), conn, self.snapshot())
+        lease = self.lease
+        catalog = lease.catalog_seen if lease.catalog_sts == lease.sts else None  # moved on since: not known
+        return self.keys.absent(info, list(keys), conn, lease.sts, catalog)
 
 
 def record_keys_for(enabled: bool = ENABLED) -> RecordKeys | None:

@@ -48,6 +48,7 @@ class SnapshotLease:
         self.settings = settings
         self.renewed_at = time.monotonic()
         self.catalog_seen: int | None = None  # the engine's catalog version at begin (None: no write marks read)
+        self.catalog_sts: int | None = None  # the snapshot it was read after (sts may move on: a wait, a retry)
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     def _begin(self, min_sts: int, prev_txid: int) -> tuple[int, int]:
@@ -66,7 +67,7 @@ class SnapshotLease:
             txid, sts, stuck, version, *marks = run_template(self.conn, begin, values).rows[0]
             sts, txid = int(sts), int(txid)
             shared.validate(sts, int(version), {t: int(m) for t, m in zip(tracked, marks)})
-            self.catalog_seen = int(version)
+            self.catalog_seen, self.catalog_sts = int(version), sts
             if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
                 sts = self.db.sequencer.sts(self.conn)  # a dead client's commit held the snapshot back
         else:

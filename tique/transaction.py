@@ -89,7 +89,7 @@ class Transaction:
         # tables, which only the owner may
         self.cache_keys: CacheKeys | SnapshotKeys | None = None
         if db.owner:
-            self.cache_keys = db.cache_keys or (db.record_keys.at(lambda: self.lease.sts) if db.record_keys else None)
+            self.cache_keys = db.cache_keys or (db.record_keys.at(self.lease) if db.record_keys else None)
         self.constraints = Constraints(
             db.catalog,
             conn,
