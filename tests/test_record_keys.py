@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -473,3 +474,93 @@ def test_a_rename_away_and_back_in_another_process(served: ServeProcess, unique_
         assert twice(reader, b, 1) == 101
     finally:
         reader.close()
+
+
+def deferring_cache_cleans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpointer's Cache DELETEs (and outcome trims) defer, as when they lose to appends more often than
+    retried: both tables are appended to by every commit."""
+    retrying = Checkpointer._retrying
+
+    def deferring(self: Checkpointer, sql: str, report: Any) -> Any:
+        if sql.startswith("DELETE FROM") and ("__cache" in sql or "tique.outcomes" in sql):
+            return None
+        return retrying(self, sql, report)
+
+    monkeypatch.setattr(Checkpointer, "_retrying", deferring)
+
+
+def test_a_committed_cache_row_keeps_its_record_when_its_clean_is_deferred(
+    kv: tuple[str, str], checkpointer: Checkpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a review: a run whose Cache clean deferred trimmed the commit records anyway. The committed row stayed
+    in the Cache with no record, and the next run rewrote its Storage row (a DELETE, then an INSERT): a process whose
+    records were read whole after the trim read Storage alone in between, and found no row."""
+    url, name = kv
+    writer = tique.connect(url)
+    try:
+        read_update(writer.cursor(), name, 1, 100)
+        writer.commit()
+    finally:
+        writer.close()
+    with monkeypatch.context() as patched:
+        deferring_cache_cleans(patched)
+        report = checkpointer.run_once()
+    assert report.moved and any(t.deferred for t in report.tables.values()), report.line()
+    cache = checkpointer.catalog.named(f"sys.{name}").cache  # type: ignore[union-attr]
+    orphans = checkpointer.conn.execute(
+        f"SELECT COUNT(*) FROM {cache} AS c JOIN tique.outcomes AS o ON o.txid = c.tq_txid AND o.ok "
+        "WHERE c.tq_txid NOT IN (SELECT txid FROM tique.commits)"
+    ).scalar()
+    assert int(orphans) == 0
+    checkpointer.run_once()  # the clean goes through now, and the records with it
+    assert int(checkpointer.conn.execute(f"SELECT COUNT(*) FROM {cache}").scalar()) == 0
+
+
+KILL_AFTER_STORAGE_DELETE = """
+import os, signal, sys
+from tique.checkpoint import Checkpointer, algorithm
+from tique.engine import open_engine
+delete_keys = algorithm.Checkpointer._delete_keys
+def deleting(self, info, keys):
+    delete_keys(self, info, keys)
+    if info.name == sys.argv[2]:
+        os.kill(os.getpid(), signal.SIGKILL)  # the keys' Storage rows deleted, not yet inserted again
+algorithm.Checkpointer._delete_keys = deleting
+print(Checkpointer(open_engine(sys.argv[1]).connect()).run_once().line())
+"""
+
+
+def test_a_reader_during_a_rewrite_after_a_deferred_clean(
+    kv: tuple[str, str], checkpointer: Checkpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The review's whole case: a process holds a table's Cache keys read before a commit whose record it never read;
+    the commit's clean is deferred; the next checkpoint run is killed between deleting the key's Storage row and
+    inserting it again; the process's records are then read whole. It must read the committed value."""
+    url, name = kv
+    keeper = tique.connect(url)  # holds the process's Database (its RecordKeys) while the reader's pin is gone
+    keys = keys_of(keeper)
+    try:
+        reader = tique.connect(url)
+        assert twice(reader, name, 1) == 0  # the records and the table's Cache keys read; key 1 has none
+        reader.close()
+        keys.whole_after = 0  # the next catch-up is a whole read
+        keys._hashes.added = 1  # type: ignore[union-attr]
+        code = (
+            "import sys, tique\n"
+            "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
+            f"cur.execute('UPDATE {name} SET v = 100 WHERE k = 1'); c.commit(); c.close()\n"
+        )
+        subprocess.run([sys.executable, "-c", code, url], check=True, cwd=ROOT, timeout=120)
+        with monkeypatch.context() as patched:
+            deferring_cache_cleans(patched)
+            assert checkpointer.run_once().moved
+        killed = subprocess.run(
+            [sys.executable, "-c", KILL_AFTER_STORAGE_DELETE, url, name], cwd=ROOT, timeout=120, capture_output=True
+        )
+        assert killed.returncode == -9, (killed.stdout, killed.stderr[-2000:])
+        reader = tique.connect(url)
+        assert keys_of(reader) is keys
+        assert read_update(reader.cursor(), name, 1) == 100
+        reader.close()
+    finally:
+        keeper.close()

@@ -10,11 +10,13 @@ use S once S holds every record with a commit timestamp at or below ``s`` that e
   records at or below it were written); a transaction whose snapshot is newer first reads the records newer than
   ``covered`` (one statement, ``catch_up``). Every so often S is read whole again instead, so that it shrinks
   as the checkpointer trims records.
-- A record the checkpointer trimmed before S was read: the checkpointer wrote the newest version at or below its
-  horizon of every key of it into Storage before trimming it, and trims nothing of a commit above its horizon. A
+- A record the checkpointer trimmed before S was read: the checkpointer trims records only in a run that wrote the
+  newest version at or below its horizon of every key with a Cache row below it into Storage and then deleted all
+  those Cache rows, and trims nothing of a commit above its horizon. So every committed Cache row has its record. A
   newer version of such a key that the snapshot sees has a record that was not trimmed, so it is in S; if there is
-  none, Storage holds exactly the snapshot's version, and no later checkpoint changes it while a snapshot at or
-  above that version runs (the horizon stays at or below every running snapshot).
+  none, Storage holds exactly the snapshot's version, and no later checkpoint changes it (a run rewrites only keys
+  with Cache rows, whose records are in S: a rewrite deletes and then inserts the row, and Storage alone would miss
+  it in between).
 
 Records name a table by its name (``TableInfo.identity``), and RENAME TO moves a Cache with its rows: the rows of
 commits made under another name have records under that name. So the hashes of a table's keys count only once the
@@ -122,6 +124,7 @@ class RecordKeys:
             hashes = self._catch_up(conn, sts)
             if hashes is None or any(h in hashes.hashes for h in wanted):
                 return False
+            table = self._table(info, catalog)  # read again: a whole read of the records drops the tables read before
         if table is None:
             table = self._read_table(info, conn, catalog)
             if table is None or any(h in table.hashes for h in wanted):

@@ -29,9 +29,11 @@ or gone without committing (rolled back, died). Steps (each named for the crash 
    ``cleaned``: ``DELETE FROM T__cache WHERE tq_txid < L_t``. MonetDB aborts a DELETE on a table others
    appended to meanwhile; appends never lose, so the checkpointer retries with back-off and, failing that,
    leaves the rows for the next run (Storage already has their newest stable version).
-3. Below the smallest L_t: reservations, then ``tique.commits`` (``trimmed_commits``), then - only if those went
-   through - ``tique.outcomes`` (``trimmed``): a commit record whose outcome is gone would look unfinished
-   forever. ``finished``: the run's log row gets its figures.
+3. Only when every table's stable versions reached Storage and every Cache delete went through, below the smallest
+   L_t: reservations, then ``tique.commits`` (``trimmed_commits``), then - only if those went through -
+   ``tique.outcomes`` (``trimmed``): a commit record whose outcome is gone would look unfinished forever. So every
+   committed Cache row has its commit record (tique/record_keys.py relies on it). ``finished``: the run's log row
+   gets its figures.
 
 Nothing here needs atomicity: between the steps, a reader of any snapshot at or above H finds the same newest
 version, either still in Cache (which wins over Storage) or in Storage. Every step is idempotent, so a
@@ -292,8 +294,10 @@ class Checkpointer:
                 self._storage.raise_if_large_write_failed(exc, self.conn)  # a batch's StorageFull stops the run
                 report.errors.append(f"{name}: {exc}")
             self.acquire()  # renew the lock between tables
-        if not report.errors:
-            # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows.
+        if not report.errors and not any(t.deferred for t in report.tables.values()):
+            # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows. And only
+            # once every Cache row below is gone: a committed Cache row keeps its commit record, which is how a MAPI
+            # client knows its key may be cached (tique/record_keys.py) while a later run rewrites its Storage row.
             self._trim_metadata(trim_below, report)
 
     def _empty_caches(self, tables: Sequence[TableInfo]) -> set[str]:
