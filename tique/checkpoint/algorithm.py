@@ -29,11 +29,11 @@ or gone without committing (rolled back, died). Steps (each named for the crash 
    ``cleaned``: ``DELETE FROM T__cache WHERE tq_txid < L_t``. MonetDB aborts a DELETE on a table others
    appended to meanwhile; appends never lose, so the checkpointer retries with back-off and, failing that,
    leaves the rows for the next run (Storage already has their newest stable version).
-3. Only when every table's stable versions reached Storage and every Cache delete went through, below the smallest
-   L_t: reservations, then ``tique.commits`` (``trimmed_commits``), then - only if those went through -
-   ``tique.outcomes`` (``trimmed``): a commit record whose outcome is gone would look unfinished forever. So every
-   committed Cache row has its commit record (tique/record_keys.py relies on it). ``finished``: the run's log row
-   gets its figures.
+3. Only when every table's stable versions reached Storage, below the smallest L_t and below every Cache row a
+   deferred delete left: reservations, then ``tique.commits`` (``trimmed_commits``), then - only if those went
+   through - ``tique.outcomes`` (``trimmed``): a commit record whose outcome is gone would look unfinished forever.
+   So every committed Cache row has its commit record (tique/record_keys.py relies on it). ``finished``: the run's
+   log row gets its figures.
 
 Nothing here needs atomicity: between the steps, a reader of any snapshot at or above H finds the same newest
 version, either still in Cache (which wins over Storage) or in Storage. Every step is idempotent, so a
@@ -294,11 +294,26 @@ class Checkpointer:
                 self._storage.raise_if_large_write_failed(exc, self.conn)  # a batch's StorageFull stops the run
                 report.errors.append(f"{name}: {exc}")
             self.acquire()  # renew the lock between tables
-        if not report.errors and not any(t.deferred for t in report.tables.values()):
+        if not report.errors:
             # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows. And only
-            # once every Cache row below is gone: a committed Cache row keeps its commit record, which is how a MAPI
-            # client knows its key may be cached (tique/record_keys.py) while a later run rewrites its Storage row.
+            # below every Cache row left: a committed Cache row keeps its commit record, which is how a MAPI client
+            # knows its key may be cached (tique/record_keys.py) while a later run rewrites its Storage row.
+            try:
+                trim_below = min(trim_below, self._oldest_left(tables, report))
+            except DatabaseError as exc:
+                report.errors.append(f"the Cache rows a deferred clean left: {exc}")
+                return
             self._trim_metadata(trim_below, report)
+
+    def _oldest_left(self, tables: Sequence[TableInfo], report: CheckpointReport) -> int:
+        """The smallest transaction id of the Cache rows left in tables whose clean was deferred (their rows below
+        L_t stay; no transaction with a smaller id is running, so none appends one meanwhile)."""
+        deferred = [info for info in tables if report.tables.get(f"{info.schema}.{info.name}", TableReport()).deferred]
+        if not deferred:
+            return report.low_txid
+        sql = " UNION ALL ".join(f"SELECT MIN(tq_txid) AS m FROM {info.cache}" for info in deferred)
+        oldest = self.conn.execute(f"SELECT MIN(m) FROM ({sql}) AS tq_m").scalar()
+        return report.low_txid if oldest is None else int(oldest)
 
     def _empty_caches(self, tables: Sequence[TableInfo]) -> set[str]:
         """The Cache tables of ``tables`` that hold no row, counted after the horizon was read: a commit at or
