@@ -68,6 +68,20 @@ def recording(conn: tique.Connection) -> list[str]:
     return sent
 
 
+IN_ANOTHER_PROCESS = """
+import sys, tique
+c = tique.connect(sys.argv[1]); cur = c.cursor()
+for sql in sys.argv[2:]:
+    cur.execute(sql); c.commit()
+c.close()
+"""
+
+
+def in_another_process(url: str, *statements: str) -> None:
+    """Run each statement, then COMMIT, in a process of its own (its own records read, catalog and Cache keys)."""
+    subprocess.run([sys.executable, "-c", IN_ANOTHER_PROCESS, url, *statements], check=True, cwd=ROOT, timeout=120)
+
+
 def keys_of(conn: tique.Connection) -> RecordKeys:
     keys = conn.db.record_keys
     assert isinstance(keys, RecordKeys)
@@ -117,11 +131,6 @@ def test_a_commit_in_another_process_after_the_set_was_read(kv: tuple[str, str],
     reader = tique.connect(url)
     sent = recording(reader)
     rcur = reader.cursor()
-    code = (
-        "import sys, tique\n"
-        "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
-        f"cur.execute('UPDATE {name} SET v = v + 1 WHERE k = %s', (int(sys.argv[2]),)); c.commit(); c.close()\n"
-    )
     try:
         for k in range(1, 21):
             assert read_update(rcur, name, k) == 0
@@ -131,7 +140,7 @@ def test_a_commit_in_another_process_after_the_set_was_read(kv: tuple[str, str],
         reader.commit()
         assert any(storage_alone(s) for s in sent)
         for step, k in enumerate((3, 4, 5)):
-            subprocess.run([sys.executable, "-c", code, url, str(k)], check=True, cwd=ROOT, timeout=120)
+            in_another_process(url, f"UPDATE {name} SET v = v + 1 WHERE k = {k}")
             if step:
                 checkpointer.run_once()  # moved to Storage, its Cache rows and record gone
             for j in range(1, 21):
@@ -211,13 +220,6 @@ def test_tables_swapping_names_in_another_process(kv: tuple[str, str], unique_na
     b, spare = unique_name("rkb"), unique_name("rkc")
     conn = tique.connect(url)
     sent = recording(conn)
-    code = (
-        "import sys, tique\n"
-        "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
-        "for old, new in zip(sys.argv[2::2], sys.argv[3::2]):\n"
-        "    cur.execute(f'ALTER TABLE {old} RENAME TO {new}')\n"
-        "c.close()\n"
-    )
     try:
         other = tique.connect(url)
         ocur = other.cursor()
@@ -228,8 +230,9 @@ def test_tables_swapping_names_in_another_process(kv: tuple[str, str], unique_na
         assert twice(conn, a, 1) == 0
         assert twice(conn, b, 1) == 100
         assert any(storage_alone(s) for s in sent)
-        args = [a, spare, b, a, spare, b]
-        subprocess.run([sys.executable, "-c", code, url, *args], check=True, cwd=ROOT, timeout=120)
+        in_another_process(
+            url, *(f"ALTER TABLE {old} RENAME TO {new}" for old, new in ((a, spare), (b, a), (spare, b)))
+        )
         assert twice(conn, a, 1) == 100  # was b
         assert twice(conn, b, 1) == 0  # was a
     finally:
@@ -449,13 +452,6 @@ def test_a_rename_away_and_back_in_another_process(served: ServeProcess, unique_
     setup.bulk_load(a, [(k, 0, "p") for k in range(1, 6)])
     setup.cursor().execute(f"ALTER TABLE {a} RENAME TO {b}")  # b's Cache table comes back under one name
     setup.close()
-    code = (
-        "import sys, tique\n"
-        "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
-        "for sql in sys.argv[2:]:\n"
-        "    cur.execute(sql); c.commit()\n"
-        "c.close()\n"
-    )
     reader = tique.connect(url)
     sent = recording(reader)
     try:
@@ -466,7 +462,7 @@ def test_a_rename_away_and_back_in_another_process(served: ServeProcess, unique_
             f"UPDATE {c} SET v = v + 100 WHERE k = 1",
             f"ALTER TABLE {c} RENAME TO {b}",
         ]
-        subprocess.run([sys.executable, "-c", code, url, *chain], check=True, cwd=ROOT, timeout=120)
+        in_another_process(url, *chain)
         assert twice(reader, b, 1) == 100
         cur = reader.cursor()
         assert read_update(cur, b, 1, 1) == 100
@@ -546,12 +542,7 @@ def test_a_reader_during_a_rewrite_after_a_deferred_clean(
         reader.close()
         keys.whole_after = 0  # the next catch-up is a whole read
         keys._hashes.added = 1  # type: ignore[union-attr]
-        code = (
-            "import sys, tique\n"
-            "c = tique.connect(sys.argv[1]); cur = c.cursor()\n"
-            f"cur.execute('UPDATE {name} SET v = 100 WHERE k = 1'); c.commit(); c.close()\n"
-        )
-        subprocess.run([sys.executable, "-c", code, url], check=True, cwd=ROOT, timeout=120)
+        in_another_process(url, f"UPDATE {name} SET v = 100 WHERE k = 1")
         with monkeypatch.context() as patched:
             deferring_cache_cleans(patched)
             assert checkpointer.run_once().moved
