@@ -556,3 +556,56 @@ def test_a_reader_during_a_rewrite_after_a_deferred_clean(
         reader.close()
     finally:
         keeper.close()
+
+
+def test_a_bulk_load_in_another_process(kv: tuple[str, str]) -> None:
+    """Rows bulk-loaded by another process go to Storage with no Cache row and no key's record: a reader that knows
+    the table's keys reads them from Storage alone, and finds them."""
+    url, name = kv
+    reader = tique.connect(url)
+    keys = keys_of(reader)
+    found: list[bool] = []
+    absent = keys.absent
+    keys.absent = lambda *args: found.append(absent(*args)) or found[-1]  # type: ignore[method-assign]
+    code = (
+        "import sys, tique\n"
+        "c = tique.connect(sys.argv[1])\n"
+        f"c.bulk_load('{name}', [(k, k * 10, 'l') for k in range(21, 26)]); c.close()\n"
+    )
+    try:
+        assert twice(reader, name, 2) == 0
+        subprocess.run([sys.executable, "-c", code, url], check=True, cwd=ROOT, timeout=120)
+        for k in range(21, 26):
+            assert twice(reader, name, k) == k * 10
+        assert any(found), found
+    finally:
+        keys.absent = absent  # type: ignore[method-assign]
+        reader.close()
+
+
+def test_an_ordinary_user_reads_every_key_with_the_cache(
+    served: ServeProcess, unique_name: Callable[[str], str]
+) -> None:
+    """Only the database owner's transactions use the set (it reads the Cache tables): an ordinary user granted the
+    table reads and updates it as usual, and sees the owner's commits."""
+    name, user = unique_name("rku"), unique_name("rkuser")
+    admin = tique.connect(served.url)
+    cur = admin.cursor()
+    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT, pad VARCHAR(20))")
+    admin.bulk_load(name, [(k, 0, "p") for k in range(1, 6)])
+    cur.execute(f"CREATE USER {user} WITH PASSWORD 'pw' NAME 'U' SCHEMA sys")
+    cur.execute(f"GRANT SELECT, UPDATE ON {name} TO {user}")
+    admin.commit()
+    ordinary = tique.connect(served.url.replace(f"monetdb:{served.password}@", f"{user}:pw@"))
+    try:
+        assert twice(ordinary, name, 1) == 0
+        read_update(cur, name, 1, 5)
+        admin.commit()
+        ucur = ordinary.cursor()
+        assert read_update(ucur, name, 1, 1) == 5
+        assert ordinary._txn.cache_keys is None  # type: ignore[union-attr]
+        ordinary.commit()
+        assert twice(admin, name, 1) == 6
+    finally:
+        ordinary.close()
+        admin.close()
