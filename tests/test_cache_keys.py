@@ -18,13 +18,7 @@ from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
 from tique.errors import DatabaseError
 
-STORED_READ = "tq_cts, tq_seq FROM"  # a whole-row key read ranked in the client (both forms)
-
-
-def read_whole_of_storage(sql: str) -> bool:
-    """The whole-row key read of Storage alone (its rows need no ranking: no version columns): it names pad,
-    which the tests' own reads never do."""
-    return '"pad"' in sql and "__storage" in sql and "__cache" not in sql
+from .key_reads import STORED_READ, read_update, read_whole_of_storage, twice
 
 
 def table(name: str = "t", key_type: str = "INT") -> TableInfo:
@@ -214,14 +208,6 @@ def kv(embedded_url: str, unique_name: Callable[[str], str]) -> tuple[str, str]:
     return embedded_url, name
 
 
-def read_update(cur: tique.Cursor, name: str, k: int, add: int = 0) -> int:
-    """A read, then an UPDATE of what it read: a later read of the key reads the row whole (the stored form)."""
-    cur.execute(f"SELECT v FROM {name} WHERE k = %s", (k,))
-    (value,) = cur.fetchone()  # type: ignore[misc]
-    cur.execute(f"UPDATE {name} SET v = v + %s WHERE k = %s", (add, k))
-    return int(value)
-
-
 def test_reads_find_commits_before_and_after_the_checkpointer_cleans(kv: tuple[str, str]) -> None:
     url, name = kv
     writer, reader = tique.connect(url), tique.connect(url)
@@ -307,17 +293,6 @@ def test_the_readers_own_pending_write_is_sent_before_it_chooses(kv: tuple[str, 
         conn.rollback()
     finally:
         conn.close()
-
-
-def twice(conn: tique.Connection, name: str, k: int) -> int:
-    """The key's value, read in two transactions: the second reads it whole (a plan learns that in the first)."""
-    cur = conn.cursor()
-    values = []
-    for _ in range(2):
-        values.append(read_update(cur, name, k))
-        conn.rollback()
-    assert values[0] == values[1], values
-    return values[0]
 
 
 def test_tables_swapping_names_in_another_connection(kv: tuple[str, str], unique_name: Callable[[str], str]) -> None:

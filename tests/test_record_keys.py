@@ -26,14 +26,9 @@ from tique.record_keys import RecordKeys
 from tique.transaction import Transaction
 
 from .conftest import ROOT, ServeProcess
+from .key_reads import STORED_READ, read_update, read_whole_of_storage, twice
 
-STORED_READ = "tq_cts, tq_seq FROM"  # a whole-row key read ranked in the client
 KEYS = 100  # rows of the soak's table
-
-
-def storage_alone(sql: str) -> bool:
-    """The whole-row key read of Storage alone: it names pad, which the tests' own reads never do."""
-    return '"pad"' in sql and "__storage" in sql and "__cache" not in sql
 
 
 @pytest.fixture
@@ -52,14 +47,6 @@ def checkpointer(served: ServeProcess) -> Iterator[Checkpointer]:
     cp = Checkpointer(open_engine(served.url).connect())
     yield cp
     cp.conn.close()
-
-
-def read_update(cur: tique.Cursor, name: str, k: int, add: int = 0) -> int:
-    """A read, then an UPDATE of what it read: a later read of the key reads the row whole (the stored form)."""
-    cur.execute(f"SELECT v FROM {name} WHERE k = %s", (k,))
-    (value,) = cur.fetchone()  # type: ignore[misc]
-    cur.execute(f"UPDATE {name} SET v = v + %s WHERE k = %s", (add, k))
-    return int(value)
 
 
 def recording(conn: tique.Connection) -> list[str]:
@@ -116,7 +103,7 @@ def test_reads_find_commits_before_and_after_the_checkpointer_moves_and_trims(
             writer.commit()
             if round_ % 2:
                 checkpointer.run_once()
-        stored = [s for s in sent if storage_alone(s)]
+        stored = [s for s in sent if read_whole_of_storage(s)]
         ranked = [s for s in sent if STORED_READ in s and "__cache" in s]
         assert stored and ranked, (len(stored), len(ranked))
     finally:
@@ -138,7 +125,7 @@ def test_a_commit_in_another_process_after_the_set_was_read(kv: tuple[str, str],
         for k in range(1, 21):  # read whole now: the Storage-only form for every key no record names
             assert read_update(rcur, name, k) == 0
         reader.commit()
-        assert any(storage_alone(s) for s in sent)
+        assert any(read_whole_of_storage(s) for s in sent)
         for step, k in enumerate((3, 4, 5)):
             in_another_process(url, f"UPDATE {name} SET v = v + 1 WHERE k = {k}")
             if step:
@@ -192,24 +179,13 @@ def test_the_readers_own_writes_are_read_with_the_cache(kv: tuple[str, str]) -> 
         sent.clear()
         cur.execute(f"SELECT v FROM {name} WHERE k = %s", (3,))
         assert cur.fetchall() == [(50,)]
-        assert not any(storage_alone(s) for s in sent), sent
+        assert not any(read_whole_of_storage(s) for s in sent), sent
         sent.clear()
         assert read_update(cur, name, 4) == 0
-        assert any(storage_alone(s) for s in sent), sent  # the key it did not write: Storage alone
+        assert any(read_whole_of_storage(s) for s in sent), sent  # the key it did not write: Storage alone
         conn.rollback()
     finally:
         conn.close()
-
-
-def twice(conn: tique.Connection, name: str, k: int) -> int:
-    """The key's value, read in two transactions: the second reads it whole (a plan learns that in the first)."""
-    cur = conn.cursor()
-    values = []
-    for _ in range(2):
-        values.append(read_update(cur, name, k))
-        conn.rollback()
-    assert values[0] == values[1], values
-    return values[0]
 
 
 def test_tables_swapping_names_in_another_process(kv: tuple[str, str], unique_name: Callable[[str], str]) -> None:
@@ -229,7 +205,7 @@ def test_tables_swapping_names_in_another_process(kv: tuple[str, str], unique_na
         other.close()
         assert twice(conn, a, 1) == 0
         assert twice(conn, b, 1) == 100
-        assert any(storage_alone(s) for s in sent)
+        assert any(read_whole_of_storage(s) for s in sent)
         in_another_process(
             url, *(f"ALTER TABLE {old} RENAME TO {new}" for old, new in ((a, spare), (b, a), (spare, b)))
         )
@@ -262,7 +238,7 @@ def test_whole_rereads_of_the_records_keep_every_commit(
             for k in range(1, 21):
                 assert read_update(rcur, name, k) == expected[k], (round_, k)
             reader.commit()
-        assert any(storage_alone(s) for s in sent)
+        assert any(read_whole_of_storage(s) for s in sent)
     finally:
         writer.close()
         reader.close()
@@ -283,7 +259,7 @@ def test_too_many_records_answer_maybe(kv: tuple[str, str], monkeypatch: pytest.
         for _ in range(2):
             assert read_update(cur, name, 2) == 0
             conn.rollback()
-        assert sent and not any(storage_alone(s) for s in sent)
+        assert sent and not any(read_whole_of_storage(s) for s in sent)
     finally:
         conn.close()
 
@@ -434,7 +410,7 @@ def test_a_cache_too_large_to_read_is_not_read_at_every_key_read(
                 assert read_update(cur, name, k) == 0
             conn.rollback()
         assert len(cache_reads) == 1, cache_reads
-        assert not any(storage_alone(s) for s in sent)
+        assert not any(read_whole_of_storage(s) for s in sent)
     finally:
         conn.close()
 
@@ -456,7 +432,7 @@ def test_a_rename_away_and_back_in_another_process(served: ServeProcess, unique_
     sent = recording(reader)
     try:
         assert twice(reader, b, 1) == 0
-        assert any(storage_alone(s) for s in sent)  # b's Cache keys were read, and key 1 has none
+        assert any(read_whole_of_storage(s) for s in sent)  # b's Cache keys were read, and key 1 has none
         chain = [
             f"ALTER TABLE {b} RENAME TO {c}",
             f"UPDATE {c} SET v = v + 100 WHERE k = 1",
