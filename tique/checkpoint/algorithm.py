@@ -276,6 +276,7 @@ class Checkpointer:
         trim_below = report.low_txid
         tables = [info for info in self.catalog.all() if info.kind == "tx"]
         empty = self._empty_caches(tables)
+        left: list[TableInfo] = []  # tables whose Cache clean was deferred
         for info in tables:
             name = f"{info.schema}.{info.name}"
             if info.cache in empty:
@@ -285,6 +286,8 @@ class Checkpointer:
                 table_low = self._table_low(info, report.horizon, report.low_txid)
                 trim_below = min(trim_below, table_low)
                 table = report.tables[name] = self._table(info, report.horizon, table_low, report)
+                if table.deferred:
+                    left.append(info)
                 if table.kept:  # its Cache rows must stay visible: no metadata trimmed this run
                     report.errors.append(
                         f"{name}: {table.mismatched} versions written to Storage read back otherwise than the Cache "
@@ -299,21 +302,21 @@ class Checkpointer:
             # below every Cache row left: a committed Cache row keeps its commit record, which is how a MAPI client
             # knows its key may be cached (tique/record_keys.py) while a later run rewrites its Storage row.
             try:
-                trim_below = min(trim_below, self._oldest_left(tables, report))
+                trim_below = min(trim_below, self._oldest_left(left, trim_below))
             except DatabaseError as exc:
                 report.errors.append(f"the Cache rows a deferred clean left: {exc}")
                 return
             self._trim_metadata(trim_below, report)
 
-    def _oldest_left(self, tables: Sequence[TableInfo], report: CheckpointReport) -> int:
-        """The smallest transaction id of the Cache rows left in tables whose clean was deferred (their rows below
-        L_t stay; no transaction with a smaller id is running, so none appends one meanwhile)."""
-        deferred = [info for info in tables if report.tables.get(f"{info.schema}.{info.name}", TableReport()).deferred]
-        if not deferred:
-            return report.low_txid
-        sql = " UNION ALL ".join(f"SELECT MIN(tq_txid) AS m FROM {info.cache}" for info in deferred)
+    def _oldest_left(self, left: Sequence[TableInfo], otherwise: int) -> int:
+        """The smallest transaction id of the Cache rows left in ``left``, whose clean was deferred (their rows below
+        L_t stay; no transaction with a smaller id is running, so none appends one meanwhile); ``otherwise`` when
+        none is left."""
+        if not left:
+            return otherwise
+        sql = " UNION ALL ".join(f"SELECT MIN(tq_txid) AS m FROM {info.cache}" for info in left)
         oldest = self.conn.execute(f"SELECT MIN(m) FROM ({sql}) AS tq_m").scalar()
-        return report.low_txid if oldest is None else int(oldest)
+        return otherwise if oldest is None else int(oldest)
 
     def _empty_caches(self, tables: Sequence[TableInfo]) -> set[str]:
         """The Cache tables of ``tables`` that hold no row, counted after the horizon was read: a commit at or
