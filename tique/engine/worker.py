@@ -19,40 +19,54 @@ class Worker:
     """
 
     def __init__(self) -> None:
-        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[tuple[bool, Any]]]] = (
-            queue.SimpleQueue()
-        )
+        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], _Reply]] = queue.SimpleQueue()
         threading.Thread(target=self._loop, name="tique-kernel", daemon=True).start()
 
     def _loop(self) -> None:
         while True:
             fn, reply = self._requests.get()
             try:
-                reply.put((True, fn()))
+                reply.end((True, fn()))
             except BaseException as exc:
-                reply.put((False, exc))
+                reply.end((False, exc))
             # The call closes over its connection: kept in this never-ending frame until the next call, it would
             # keep a forgotten connection (and its kernel session, of 64) alive for good.
             del fn, reply
 
     def call(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on the worker and return its result. Each call has its own reply queue: the call runs to
+        """Run ``fn`` on the worker and return its result. Each call has its own reply: the call runs to
         its end whatever happens to the caller, and its reply must not answer the next call.
 
         An interrupt (KeyboardInterrupt) of the caller is raised once the call has ended, as it is when the call
         runs on the calling thread (session_stack.py): what the caller holds around the statement, such as its
         turn in the append guard (append_guard.py), must not end before the statement. A second interrupt
         stops the wait."""
-        replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-        self._requests.put((fn, replies))
+        reply = _Reply()
+        self._requests.put((fn, reply))
         try:
-            ok, value = replies.get()
+            reply.ended.get()
         except BaseException:
-            replies.get()
+            # The interrupt can come after the wait took the signal of the end, as it returns: the outcome, kept
+            # before the signal was given, says whether there is one still to wait for.
+            if not reply.outcome:
+                reply.ended.get()
             raise
+        ok, value = reply.outcome[0]
         if ok:
             return value
         raise value
+
+
+class _Reply:
+    """One call's outcome, and the signal that it is there."""
+
+    def __init__(self) -> None:
+        self.outcome: list[tuple[bool, Any]] = []
+        self.ended: queue.SimpleQueue[None] = queue.SimpleQueue()
+
+    def end(self, outcome: tuple[bool, Any]) -> None:
+        self.outcome.append(outcome)
+        self.ended.put(None)
 
 
 _free_workers: list[Worker] = []

@@ -1,0 +1,50 @@
+"""The worker threads of the embedded kernel (tique/engine/worker.py): an interrupt of a caller that arrives as its
+reply arrives still lets the call return, and never leaves the caller waiting for a reply it already took."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any
+
+from tique.engine.worker import Worker
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_an_interrupt_as_the_reply_arrives_loses_no_reply() -> None:
+    worker = Worker()
+    main = threading.main_thread().ident
+    assert threading.get_ident() == main
+
+    calling: list[bool] = []
+
+    def on_signal(signum: int, frame: Any) -> None:  # an interrupt that comes after the call is not the case here
+        if calling:
+            raise _Interrupt()
+
+    previous = signal.signal(signal.SIGUSR1, on_signal)
+    ended: list[float] = []
+    interrupted = 0
+    try:
+        for i in range(400):
+            delay = 0.0005 + (i % 20) * 0.00005
+            timer = threading.Timer(delay, lambda: signal.pthread_kill(main, signal.SIGUSR1))  # type: ignore[arg-type]
+            began = time.monotonic()
+            timer.start()
+            calling.append(True)
+            try:
+                assert worker.call(lambda d=delay, n=i: time.sleep(d) or n) == i  # type: ignore[misc]
+            except _Interrupt:
+                interrupted += 1
+            finally:
+                calling.clear()
+            timer.join()
+            ended.append(time.monotonic() - began)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert max(ended) < 5
+    assert 0 < interrupted < 400  # both cases were met
