@@ -8,6 +8,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from tique.engine.worker import Worker
 
 
@@ -58,3 +60,33 @@ def test_an_interrupt_as_the_reply_arrives_loses_no_reply() -> None:
         signal.signal(signal.SIGUSR1, previous)
     assert max(ended) < 5
     assert interrupted >= 10
+
+
+def test_an_interrupt_as_the_request_is_queued_waits_for_the_calls_end() -> None:
+    """An interrupt delivered while the request is being queued (its handler runs as the put returns) is raised
+    only once the call has ended, as any other interrupt of the caller: a turn held around the statement must not
+    end while it runs. Before the put was inside the try, the caller got the interrupt at once."""
+    worker = Worker()
+    real = worker._requests
+
+    class SignalledDuringPut:
+        def get(self) -> Any:
+            return real.get()
+
+        def put(self, item: Any) -> None:
+            real.put(item)
+            signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)  # its handler runs as put returns
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _Interrupt()
+
+    previous = signal.signal(signal.SIGUSR1, on_signal)
+    ended: list[bool] = []
+    worker._requests = SignalledDuringPut()  # type: ignore[assignment]
+    try:
+        with pytest.raises(_Interrupt):
+            worker.call(lambda: (time.sleep(0.3), ended.append(True)))
+        assert ended == [True]  # the call had ended when the interrupt was raised
+    finally:
+        worker._requests = real
+        signal.signal(signal.SIGUSR1, previous)

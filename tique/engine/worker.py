@@ -42,12 +42,14 @@ class Worker:
         turn in the append guard (append_guard.py), must not end before the statement. A second interrupt
         stops the wait."""
         reply = _Reply()
-        self._requests.put((fn, reply))
         try:
+            # inside the try: an interrupt as the put returns (the request is queued) waits for the call's end too
+            self._requests.put((fn, reply))
             reply.ended.get()
         except BaseException:
             # The interrupt can come after the wait took the signal of the end, as it returns: the outcome, kept
-            # before the signal was given, says whether there is one still to wait for.
+            # before the signal was given, says whether there is one still to wait for. (No interrupt can come
+            # between the try's start and the put's call: the request is queued once anything here runs.)
             if not reply.outcome:
                 reply.ended.get()
             raise
