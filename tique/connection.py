@@ -577,17 +577,19 @@ class Connection:
             raise InterfaceError("the connection is already closed")
         self._txn = None  # closing rolls back
         self._closed = True
-        self.db.workload.forget(id(self))
-        if self._last_txid and isinstance(self.db.sequencer, CSequencer):
-            try:  # release the snapshot pin now rather than at the end of its lease
-                self._raw.execute(f"SELECT {self.db.sequencer.call('end_txn', self._last_txid)}")
-            except errors.Error:  # a lost connection: the lease ends the pin
-                pass
-        try:
-            self._drop_reader()
-            self._raw.close()
+        try:  # an interrupt anywhere here still closes the sessions and gives the database back
+            self.db.workload.forget(id(self))
+            if self._last_txid and isinstance(self.db.sequencer, CSequencer):
+                try:  # release the snapshot pin now rather than at the end of its lease
+                    self._raw.execute(f"SELECT {self.db.sequencer.call('end_txn', self._last_txid)}")
+                except errors.Error:  # a lost connection: the lease ends the pin
+                    pass
         finally:
-            self.db.release_connection()  # the last one closes an embedded database: its directory is free
+            try:
+                self._drop_reader()
+                self._raw.close()
+            finally:
+                self.db.release_connection()  # the last one closes an embedded database: its directory is free
 
     def __enter__(self) -> Connection:
         return self

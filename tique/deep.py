@@ -53,11 +53,12 @@ def _on_deep_stack(fn: Callable[[], T]) -> T:
             failed.append(exc)
 
     with _ONE_AT_A_TIME:
-        limit = sys.getrecursionlimit()
-        thread = threading.Thread(target=run, name="tique-deep-planning", daemon=True)
-        sys.setrecursionlimit(max(limit, DEEP_RECURSION_LIMIT))
+        limit, size = sys.getrecursionlimit(), threading.stack_size()  # (the call sets 0 and gives the old size)
+        # both are process-wide: an interrupt at any point (as a setter returns, too) puts them back
         try:
-            size = threading.stack_size(DEEP_STACK_BYTES)  # read when the thread starts
+            thread = threading.Thread(target=run, name="tique-deep-planning", daemon=True)
+            sys.setrecursionlimit(max(limit, DEEP_RECURSION_LIMIT))
+            threading.stack_size(DEEP_STACK_BYTES)  # read when the thread starts
             try:
                 thread.start()
             finally:
@@ -65,6 +66,7 @@ def _on_deep_stack(fn: Callable[[], T]) -> T:
             thread.join()
         finally:
             sys.setrecursionlimit(limit)
+            threading.stack_size(size)
     if failed:
         raise failed[0]
     return out[0]

@@ -49,7 +49,7 @@ class Workload:
         self._lock = threading.Lock()
         self._seen_sts: int | None = None  # the newest commit this process knows of (its own, or seen at a begin)
         self._writers: dict[int, float] = {}  # connection key (or ANOTHER_PROCESS) -> its last write commit
-        self.turn = threading.BoundedSemaphore(1)
+        self.turn = threading.Lock()  # a C lock: an interrupt cannot leave it half taken (a semaphore's Python can)
         self.rested_at = 0.0  # (monotonic) when the last yielding read's rest ends: the next one waits for it
 
     def began(self, sts: int) -> None:

@@ -435,8 +435,10 @@ def _close_session_of(handle: Any, kernel: KernelCalls) -> None:
     try:
         kernel.around(lambda: _close_handle(handle, kernel))
     finally:  # interrupted (Ctrl-C) as well: the session is closed by now (or closing on its worker)
-        kernel.close()
-        _closed_one()
+        try:
+            kernel.close()
+        finally:  # counted as closed even if interrupted as kernel.close returns: the count decides the kernel's end
+            _closed_one()
 
 
 def _close_orphans() -> None:
