@@ -69,41 +69,6 @@ def test_a_wrong_id_count_falls_back_to_text(connect: Connect, table: str) -> No
     assert not session.enabled  # and the session runs statements as text from then on
 
 
-def insert(conn: tique.Connection, table: str, k: int) -> None:
-    conn.cursor().execute(f"INSERT INTO {table} VALUES (%s, %s, %s)", (k, f"w{k}", k))
-    conn.commit()
-
-
-def test_flushes_seen_again_go_as_exec_and_keep_every_row(connect: Connect, table: str) -> None:
-    """A flush's INSERT of the same rows' shape is prepared at its second use and sent as EXEC in the flush's
-    engine transaction (with COMMIT's record)."""
-    conn = connect()
-    sent: list[str] = []
-    conn.statement_hooks.append(lambda sql, seconds, error: sent.append(sql))
-    for k in range(100, 105):
-        insert(conn, table, k)
-    flushes = [s for s in sent if "INSERT INTO tique.commits" in s]
-    assert len(flushes) == 5 and sum(s.startswith("EXEC ") for s in flushes) >= 3
-    cur = conn.cursor()
-    cur.execute(f"SELECT k, v, n FROM {table} WHERE k >= 100 ORDER BY k")
-    assert cur.fetchall() == [(k, f"w{k}", k) for k in range(100, 105)]
-
-
-def test_a_flush_whose_exec_finds_no_statement_runs_as_text_once(connect: Connect, table: str) -> None:
-    """The flush is one engine transaction: an EXEC in it that finds no statement (the id count went wrong)
-    leaves nothing, and the flush runs again as text: every row once, the session on text from then on."""
-    conn = connect()
-    session = conn._raw
-    insert(conn, table, 200)
-    session._next_id += 5  # as if a PREPARE had been miscounted: the next flush prepares with a wrong id
-    insert(conn, table, 201)
-    insert(conn, table, 202)
-    assert not session.enabled
-    cur = conn.cursor()
-    cur.execute(f"SELECT k, COUNT(*) FROM {table} WHERE k >= 200 GROUP BY k ORDER BY k")
-    assert cur.fetchall() == [(200, 1), (201, 1), (202, 1)]
-
-
 def test_a_connection_with_a_worker_limit_runs_its_queries(connect: Connect, table: str) -> None:
     conn = connect(worker_limit=1)
     cur = conn.cursor()

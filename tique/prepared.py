@@ -151,50 +151,31 @@ class PreparingConnection:
 
     def run(self, template: Template, values: dict[str, str]) -> Result:
         """Run a rewritten statement, prepared once it is seen again with parameters of the same types."""
-        sid = self._prepared_id(template, values)
-        if sid is None:
-            return self._as_text(template, values)
-        try:
-            return self.execute(_exec(sid, template, values))  # its arguments keep their zeros' signs
-        except Error as exc:
-            if not self.text_instead(exc):
-                raise
-            # a value the context's type cannot hold (a string or integer too large for the column it is compared
-            # with): as text the statement answers rather than fails
-            return self._as_text(template, values)
-
-    def statement(self, template: Template, values: dict[str, str]) -> str:
-        """The text that runs ``template`` with ``values`` as one statement of a batch (execute_atomically):
-        ``EXEC`` of its prepared form once it is seen again with parameters of the same types (prepared here,
-        before the batch), else the statement's text. A batch with an EXEC that fails as ``text_instead`` says
-        runs again as text: it is all or nothing, so nothing of it stayed."""
-        sid = self._prepared_id(template, values)
-        return template.render(values) if sid is None else _exec(sid, template, values)
-
-    def text_instead(self, exc: Error) -> bool:
-        """Should a statement that failed as an EXEC run as text instead? When the statement was not there (the
-        id count went wrong: preparing stops on this session) or a value did not convert to its parameter's type."""
-        if prepared_statement_missing(exc):
-            self.enabled = False
-            return True
-        return value_not_converted(exc)
-
-    def _prepared_id(self, template: Template, values: dict[str, str]) -> int | None:
-        """The id of ``template``'s prepared form for the types of ``values`` (preparing it at its second use), or
-        None: run it as text."""
         if not self.enabled or not template.slots:
-            return None
+            return self._as_text(template, values)
         types = tuple(parameter_type(values[s]) for s in template.slots)
         key = (template, types)
         if UNPREPARABLE in types or key in self._unpreparable:
-            return None
+            return self._as_text(template, values)
         sid = self._ids.get(key)
         if sid is None:
             self._uses[key] += 1
             if self._uses[key] < PREPARE_AFTER:
-                return None
+                return self._as_text(template, values)
             sid = self._prepare(key)
-        return sid
+            if sid is None:
+                return self._as_text(template, values)
+        args = ", ".join(values[s] for s in template.slots)
+        try:
+            return self.execute(f"EXEC {sid}({args})")  # its arguments keep their zeros' signs
+        except Error as exc:
+            if prepared_statement_missing(exc):
+                self.enabled = False  # the count went wrong: run as text from now on
+            elif not value_not_converted(exc):
+                raise
+            # a value the context's type cannot hold (a string or integer too large for the column it is compared
+            # with): as text the statement answers rather than fails
+            return self._as_text(template, values)
 
     def _as_text(self, template: Template, values: dict[str, str]) -> Result:
         """The statement with its parameters' literals in its text; with a -0.0 among them, on a pipeline that
@@ -221,10 +202,6 @@ class PreparingConnection:
         sid = result.prepared_id if result.prepared_id is not None else sid
         self._ids[key] = sid
         return sid
-
-
-def _exec(sid: int, template: Template, values: dict[str, str]) -> str:
-    return f"EXEC {sid}({', '.join(values[s] for s in template.slots)})"
 
 
 def _with_holders(key: Prepared) -> str:

@@ -56,8 +56,6 @@ if TYPE_CHECKING:
 # Several flush statements go as one engine transaction (Transaction.flush). benchmarks/stmts.py turns it off to
 # measure the old path, each statement on its own.
 ATOMIC_FLUSH = True
-# A flush's INSERTs of at most PREPARED_ROWS rows go as EXECs where the session prepares (False: the A/B's other side)
-PREPARE_FLUSH = True
 
 
 class Transaction:
@@ -649,36 +647,21 @@ class Transaction:
                 entry.unchecked = set()
         if entries:
             self.db.storage.check(self.conn)  # a nearly full disk: StorageFull before any row is sent
-        sql = [
-            (entry, self._flush_text(template, values), template.render(values))
-            for entry in entries
-            for template, values in self.buffer.cache_insert_templates(entry)
-        ]
+        sql = [(entry, text) for entry in entries for text in self.buffer.cache_inserts(entry)]
         if then is not None:
-            sql.append((None, then, then))
+            sql.append((None, then))
         with zero_signs_kept(self.conn, any(self.buffer.negative_zero(e) for e in entries)):
             if len(sql) > 1 and ATOMIC_FLUSH:
-                self._send(entries, [text for _, text, _ in sql], statement, [text for _, _, text in sql])
+                self._send(entries, [text for _, text in sql], statement)
             else:
-                for i, (entry, text, plain) in enumerate(sql):
-                    self._send([entry] if entry else [], [text], statement and i == 0, [plain])
+                for i, (entry, text) in enumerate(sql):
+                    self._send([entry] if entry else [], [text], statement and i == 0)
         for entry in entries:
             self.buffer.sent(entry)
 
-    def _flush_text(self, template: Template, values: dict[str, str]) -> str:
-        """A flush's INSERT as the session sends it: EXEC of its prepared form where the session prepares."""
-        conn = self.conn
-        if isinstance(conn, PreparingConnection) and PREPARE_FLUSH:
-            return conn.statement(template, values)
-        return template.render(values)
-
-    def _send(
-        self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool, as_text: Sequence[str]
-    ) -> None:
+    def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool) -> None:
         """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the
-        transaction failed unless ``statement`` and nothing can have reached the engine. ``as_text``: the same
-        statements with no EXEC, run instead when an EXEC among ``sql`` failed as PreparingConnection.text_instead
-        says (nothing of the batch stayed)."""
+        transaction failed unless ``statement`` and nothing can have reached the engine."""
         names = ", ".join(repr(e.table.name) for e in entries) or "the commit record"
         known = self.db.cache_keys
         try:
@@ -688,14 +671,10 @@ class Transaction:
                 nullcontext() if known is None else known.sending((e.table, e.pending) for e in entries),
                 nullcontext() if guard is None or not appended else guard.appending(appended),
             ):
-                try:
-                    self._run_batch(sql)
-                except DatabaseError as exc:
-                    conn = self.conn
-                    prepared = list(sql) != list(as_text) and isinstance(conn, PreparingConnection)
-                    if not (prepared and conn.text_instead(exc)):  # type: ignore[union-attr]
-                        raise
-                    self._run_batch(as_text)
+                if len(sql) == 1:
+                    self.conn.execute(sql[0])
+                else:
+                    self.conn.execute_atomically(sql)
         except DatabaseError as exc:
             full = self._storage_full(exc)
             if full is not None:  # the engine could not write for want of space (tique/storage.py)
@@ -715,12 +694,6 @@ class Transaction:
         except BaseException as exc:  # an interrupt: the INSERT may still run to its end in the engine
             self.failed = f"writing buffered rows of {names} was interrupted ({type(exc).__name__})"
             raise
-
-    def _run_batch(self, sql: Sequence[str]) -> None:
-        if len(sql) == 1:
-            self.conn.execute(sql[0])
-        else:
-            self.conn.execute_atomically(sql)
 
     def _dropped(self, info: TableInfo) -> bool:
         """Is ``info`` no longer the table of its name, or of other columns or physical tables (asked after a

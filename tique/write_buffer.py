@@ -6,7 +6,6 @@ record holds (written keys, UNIQUE claims, foreign-key references). It sends not
 from __future__ import annotations
 
 import decimal
-import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,13 +17,11 @@ from tique.catalog import Catalog, TableInfo
 from tique.names import quote
 from tique.params import literal
 from tique.rewrite.reads import PointKeys
-from tique.rewrite.template import SLOT_PREFIX, Template
 from tique.rewrite.values import coerce, int_bound, key_value
 from tique.zero_signs import negative_zero
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
-PREPARED_ROWS = 32  # a flush's INSERT of at most this many rows has a template with a slot per value (preparable)
 
 
 def _hash64(text: str) -> int:
@@ -96,17 +93,6 @@ class Savepoint:
         entry.unchecked -= self.fresh
         if not self.existed and not entry.live and not entry.flushed:
             del self.buffer.writes[entry.table.qualified]
-
-
-def _cache_columns(info: TableInfo) -> str:
-    return ", ".join(quote(c) for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
-
-
-@functools.lru_cache(maxsize=1024)
-def _insert_template(cache: str, columns: str, rows: int, width: int) -> Template:
-    """INSERT of ``rows`` rows of ``width`` values into ``cache``, a slot per value (v0, v1, ... row by row)."""
-    holders = ("(" + ", ".join(f":{SLOT_PREFIX}v{r * width + c}" for c in range(width)) + ")" for r in range(rows))
-    return Template.from_sql(f"INSERT INTO {cache} ({columns}) VALUES {', '.join(holders)}")
 
 
 class WriteBuffer:
@@ -243,23 +229,14 @@ class WriteBuffer:
 
     def cache_inserts(self, entry: TableWrites) -> Iterator[str]:
         """The INSERT statements that send ``entry``'s pending versions to its Cache table, in batches."""
-        for template, values in self.cache_insert_templates(entry):
-            yield template.render(values)
-
-    def cache_insert_templates(self, entry: TableWrites) -> Iterator[tuple[Template, dict[str, str]]]:
-        """``cache_inserts`` as templates and their values. A batch of at most PREPARED_ROWS rows has a slot per
-        value, so that the same number of rows of the same table is the same text each time (a session prepares
-        it: tique/prepared.py); a larger one is its text, with no slot."""
         info = entry.table
+        cols = ", ".join(quote(c) for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
         items = list(entry.pending.items())
         for start in range(0, len(items), INSERT_BATCH):
-            rows = [self._cache_values(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]]
-            if len(rows) > PREPARED_ROWS:
-                values = ", ".join("(" + ", ".join(r) + ")" for r in rows)
-                yield Template((f"INSERT INTO {info.cache} ({_cache_columns(info)}) VALUES {values}",), ()), {}
-                continue
-            template = _insert_template(info.cache, _cache_columns(info), len(rows), len(rows[0]))
-            yield template, {f"v{i}": v for i, v in enumerate(v for r in rows for v in r)}
+            values = ", ".join(
+                self._cache_row(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]
+            )
+            yield f"INSERT INTO {info.cache} ({cols}) VALUES {values}"
 
     @staticmethod
     def negative_zero(entry: TableWrites) -> bool:
@@ -276,8 +253,7 @@ class WriteBuffer:
         entry.touched = set()
         entry.flushed = True
 
-    def _cache_values(self, info: TableInfo, key: Key, row: tuple[Any, ...] | None, seq: int) -> list[str]:
-        """The literals of one Cache row: the stored columns, then tq_txid, tq_seq and tq_deleted."""
+    def _cache_row(self, info: TableInfo, key: Key, row: tuple[Any, ...] | None, seq: int) -> str:
         if row is None:  # a tombstone carries its key only
             values = [None] * len(info.stored_names)
             for k, v in zip(info.key, key):
@@ -286,7 +262,7 @@ class WriteBuffer:
         else:
             values = list(row)
             deleted = "FALSE"
-        return [*(literal(v) for v in values), str(self.txid), str(seq), deleted]
+        return "(" + ", ".join(literal(v) for v in values) + f", {self.txid}, {seq}, {deleted})"
 
     # ---- the commit record ---------------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import datetime
 import decimal
 import itertools
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -94,46 +93,6 @@ def _roundtrip(url: str, rows: list[tuple[Any, ...]]) -> None:
 
 def test_edge_values_round_trip(url: str) -> None:
     _roundtrip(url, edge_rows())
-
-
-def test_edge_values_round_trip_through_prepared_flushes(url: str, unique_name: Any) -> None:
-    """Each edge row alone in a transaction, three times: the same Cache INSERT with values of the same types
-    recurs, so the session sends it as EXEC of its prepared form (transaction.py PREPARE_FLUSH), the values
-    converted as parameters rather than as the INSERT's literals. What is stored must be what MonetDB stores.
-    (BLOB is left out: its literal is not one the session prepares, so a row with one always goes as text.)"""
-    kept = [i for i, t in enumerate(TYPES) if t.sql_type != "BLOB"]
-    columns = ", ".join(f"{TYPES[i].column} {TYPES[i].sql_type}" for i in kept)
-    names = ", ".join(TYPES[i].column for i in kept)
-    texts = ", ".join(f"CAST({TYPES[i].column} AS VARCHAR(200))" for i in kept)
-    mine, twin = unique_name("pf"), unique_name("pf_twin")
-    sent: list[str] = []
-    with closing(tique.connect(url)) as conn:
-        cur = conn.cursor()
-        cur.execute(f"CREATE TABLE {mine} (id INT PRIMARY KEY, {columns})")
-        cur.execute(f"CREATE TABLE {twin} (id INT PRIMARY KEY, {columns}) -- tique: plain")
-        conn.commit()
-        conn.statement_hooks.append(lambda sql, seconds, error: sent.append(sql))
-        holes = ", ".join("%s" for _ in kept)
-        written: dict[int, tuple[Any, ...]] = {}
-        for n, full in enumerate(edge_rows()):
-            row = tuple(full[i] for i in kept)
-            for again in range(3):
-                key = 3 * n + again
-                for table in (mine, twin):
-                    cur.execute(f"INSERT INTO {table} (id, {names}) VALUES (%s, {holes})", (key, *row))
-                conn.commit()
-                written[key] = row
-        cur.execute(f"SELECT id, {names} FROM {mine} ORDER BY id")
-        for got in cur.fetchall():
-            for i, e, g in zip(kept, written[got[0]], got[1:]):
-                assert same(e, g), f"{TYPES[i].sql_type}: wrote {e!r}, read {g!r}"
-        cur.execute(f"SELECT id, {texts} FROM {mine} ORDER BY id")
-        stored = cur.fetchall()
-        cur.execute(f"SELECT id, {texts} FROM {twin} ORDER BY id")
-        assert stored == cur.fetchall() and len(stored) == len(written)
-        conn.commit()
-    flushes = [part for part in sent if "INSERT INTO tique.commits" in part]  # a flush with COMMIT's record
-    assert sum(bool(re.search(r"^EXEC \d+\(", part, re.M)) for part in flushes) >= len(written) // 3
 
 
 @settings(
