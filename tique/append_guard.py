@@ -87,7 +87,10 @@ class AppendGuard:
     wait behind requests that wait for the one it is nested in."""
 
     def __init__(self) -> None:
-        self._changed = threading.Condition()
+        # entered as the C lock itself (``with self._mutex``): a Condition's own __enter__ is Python, and an interrupt
+        # inside it, after the lock was taken, would keep the lock for good
+        self._mutex = threading.RLock()
+        self._changed = threading.Condition(self._mutex)
         self._active: list[_Request] = []  # waiting or running, in the order they came
         self.reads = 0  # guarded reads, for tests and benchmarks (benchmarks/tpcc reports them)
         self.read_waits = 0  # reads that waited for an append
@@ -102,7 +105,22 @@ class AppendGuard:
             self._enter(request)
             yield
         finally:
-            self._leave(request)
+            # _leave to its end through interrupts (Ctrl-C as the statement ends; CPython runs a signal's handler
+            # as a function is entered, too): a request left in the list, or a turn in the C module never ended,
+            # would keep conflicting requests of other threads waiting for good. Written out here, not called: a
+            # helper could be interrupted as it is entered, before its own try. The interrupt is raised after.
+            interrupted: BaseException | None = None
+            tries = 0
+            while True:  # no call before the try (a handler runs as a call returns): range() would be one
+                try:
+                    self._leave(request)
+                    break
+                except BaseException as exc:
+                    interrupted, tries = exc, tries + 1
+                    if tries == 100:  # a failure that keeps coming is no interrupt
+                        break
+            if interrupted is not None:
+                raise interrupted
 
     def reading(self, tables: Iterable[str], run: Callable[[], T]) -> T:
         """``run()``, with no append to one of ``tables`` running meanwhile."""
@@ -113,10 +131,21 @@ class AppendGuard:
             self._enter(request)
             return run()
         finally:
-            self._leave(request)
+            interrupted: BaseException | None = None  # as in appending
+            tries = 0
+            while True:
+                try:
+                    self._leave(request)
+                    break
+                except BaseException as exc:
+                    interrupted, tries = exc, tries + 1
+                    if tries == 100:
+                        break
+            if interrupted is not None:
+                raise interrupted
 
     def _enter(self, request: _Request) -> None:
-        with self._changed:
+        with self._mutex:
             nested = any(r.thread == request.thread for r in self._active)
             self._active.append(request)
             if not request.appends:
@@ -149,14 +178,14 @@ class AppendGuard:
         return any(r.running and r.thread != request.thread and r.conflicts(request) for r in self._active)
 
     def _leave(self, request: _Request) -> None:
-        """Ends ``request``, entered or not."""
+        """Ends ``request``, entered or not; again, if an interrupt stopped it half way (see _left)."""
         if request.ticket and self.kernel is not None:
             self.kernel.end(request.ticket)
             request.ticket = 0
-        with self._changed:
+        with self._mutex:
             if any(r is request for r in self._active):
                 self._active.remove(request)
-                self._changed.notify_all()
+            self._changed.notify_all()
 
 
 # For connections to a kernel tique does not guard (over MAPI): a guard of its own, which sees this process alone
