@@ -4,16 +4,14 @@ The engine race it keeps reads from is measured by benchmarks/string_race.py (te
 
 from __future__ import annotations
 
-import random
-import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 import tique
+from tests.interrupts import Interrupt, Interrupter
 from tique.append_guard import AppendGuard
 from tique.database import Database
 
@@ -311,37 +309,21 @@ def test_a_read_beside_commits_to_its_string_table_is_guarded(embedded_url: str)
     assert guard.read_waits + guard.append_waits > waits
 
 
-class _Interrupt(BaseException):  # as KeyboardInterrupt
-    pass
-
-
 def test_interrupts_at_any_instant_leave_no_request_in_the_way() -> None:
-    """Reads that end normally, each interrupted at a random microsecond (a timer signal whose handler raises,
-    as Ctrl-C does; CPython runs it as a call returns, at a jump or as a function is entered, so it lands
-    anywhere in the guard's code): no request may stay in the guard, or another thread's append of the same
+    """Reads that end normally, each interrupted at a random instant (tests/interrupts.py), so that the interrupt
+    lands anywhere in the guard's code: no request may stay in the guard, or another thread's append of the same
     table would wait for good. Before the leaving was written out in the callers' finally (an interrupt as
     _leave was entered skipped it), or with the Condition's own Python __enter__, every guard of 20 broke."""
-    armed = [False]
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        if armed[0]:
-            armed[0] = False
-            raise _Interrupt()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    rng = random.Random(5)
     interrupted = 0
-    try:
+    with Interrupter(5, 60, timer=True) as interrupt:
         for _ in range(10):
             guard = AppendGuard()
             for _ in range(2000):
                 try:
-                    armed[0] = True
-                    signal.setitimer(signal.ITIMER_REAL, rng.uniform(0, 60) / 1e6)
+                    interrupt.arm()
                     guard.reading(["t\x00cache"], lambda: None)
-                    armed[0] = False
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                except _Interrupt:
+                    interrupt.disarm()
+                except Interrupt:
                     interrupted += 1
                     assert not guard._active, "an interrupted read left its request in the guard"
             entered = threading.Event()
@@ -350,11 +332,6 @@ def test_interrupts_at_any_instant_leave_no_request_in_the_way() -> None:
                 with g.appending(["t\x00cache"]):
                     e.set()
 
-            other = threading.Thread(target=append, daemon=True)
-            other.start()
+            threading.Thread(target=append, daemon=True).start()
             assert entered.wait(5), "another thread's append of the table waits for good"
-    finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     assert interrupted > 100  # the interrupts came, at many instants
