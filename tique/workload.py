@@ -32,7 +32,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from tique.engine.worker import Worker
 
 WRITERS_WINDOW_S = 1.0  # writes this recent mean the transactions are running now
 OWN_WINDOW_S = 10.0  # a connection that wrote this recently is transactional: it does not yield
@@ -96,54 +98,21 @@ class LowPriorityThread:
 
     Linux schedules threads one by one, and a thread may always lower its own priority but, unprivileged, never
     raise it back: so the yielding reads run on a thread that stays low, not on the caller's. Elsewhere the
-    thread runs at the process's priority."""
+    thread runs at the process's priority. The thread is a Worker (engine/worker.py), lowered by its first call:
+    a Worker's caller, interrupted, waits for its call's end (a second interrupt stops the wait) and no interrupt
+    can leave its queue or the thread stuck, which a Condition and a job slot of this class's own could."""
 
     def __init__(self) -> None:
-        self._work = threading.Condition()
-        self._job: Callable[[], None] | None = None
-        self._thread: threading.Thread | None = None
-        self.nice: int | None = None  # the thread's nice value once it runs (None: not known or not Linux)
+        self.nice: int | None = None  # the thread's nice value (None: not known or not Linux)
+        self._worker = Worker("tique-low-priority")
+        self._worker.call(self._lower)
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()`` on the thread; its result, or its exception raised here. The caller waits until ``fn`` has
-        returned even when interrupted: the session ``fn`` uses is never used by two threads at once."""
-        done = threading.Event()
-        outcome: list[Any] = []
+        returned even when interrupted: the session ``fn`` uses is not used by two threads at once."""
+        return self._worker.call(fn)  # type: ignore[no-any-return]
 
-        def job() -> None:
-            try:
-                outcome.append((True, fn()))
-            except BaseException as exc:  # handed to the caller
-                outcome.append((False, exc))
-            finally:
-                done.set()
-
-        with self._work:
-            while self._job is not None:
-                self._work.wait()
-            self._job = job
-            self._start()
-            self._work.notify_all()
-        interrupted: BaseException | None = None
-        while True:
-            try:
-                done.wait()
-                break
-            except BaseException as exc:  # e.g. KeyboardInterrupt: wait for fn, then raise it
-                interrupted = exc
-        if interrupted is not None:
-            raise interrupted
-        ok, value = outcome[0]
-        if not ok:
-            raise value
-        return value  # type: ignore[no-any-return]
-
-    def _start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="tique-low-priority", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
+    def _lower(self) -> None:
         if sys.platform.startswith("linux"):  # elsewhere PRIO_PROCESS with a thread id is not per thread
             try:
                 tid = threading.get_native_id()
@@ -151,12 +120,3 @@ class LowPriorityThread:
                 self.nice = os.getpriority(os.PRIO_PROCESS, tid)
             except OSError:
                 pass
-        while True:
-            with self._work:
-                while self._job is None:
-                    self._work.wait()
-                job = self._job
-            job()
-            with self._work:
-                self._job = None
-                self._work.notify_all()

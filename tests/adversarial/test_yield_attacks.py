@@ -52,7 +52,7 @@ class Reads:
     def __call__(self, sql: str, seconds: float, error: BaseException | None) -> None:
         if self.table in sql or sql.upper().startswith("EXEC"):  # a prepared statement's run names no table
             ended = time.monotonic()
-            held = self.conn.db.workload.turn._value == 0  # type: ignore[attr-defined]
+            held = self.conn.db.workload.turn.locked()
             self.sent.append((sql, held, ended - seconds, ended, threading.current_thread().name))
 
     def yielded(self) -> bool:
@@ -73,7 +73,7 @@ def make_table(connect: Connect, name: str, rows: int) -> None:
 
 def alive(conn: tique.Connection) -> None:
     """The turn is free and, embedded, the low-priority thread answers."""
-    assert conn.db.workload.turn._value == 1  # type: ignore[attr-defined]
+    assert not conn.db.workload.turn.locked()
     if conn.db.low_priority is not None:
         assert conn.db.low_priority.call(lambda: 42) == 42
 
@@ -288,7 +288,7 @@ def test_many_threads_yielding_at_once_get_their_answers_one_engine_read_at_a_ti
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
-            seen.append((db.workload.turn._value == 0, threading.current_thread().name))  # type: ignore[attr-defined]
+            seen.append((db.workload.turn.locked(), threading.current_thread().name))
         try:
             time.sleep(0.002)  # widen the window two reads would share
             return real_execute(self, plan, bound)  # type: ignore[arg-type]

@@ -18,9 +18,9 @@ class Worker:
     these workers, which never end; application threads come and go freely.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "tique-kernel") -> None:
         self._requests: queue.SimpleQueue[tuple[Callable[[], Any], _Reply]] = queue.SimpleQueue()
-        threading.Thread(target=self._loop, name="tique-kernel", daemon=True).start()
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
 
     def _loop(self) -> None:
         while True:
