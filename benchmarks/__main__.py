@@ -20,6 +20,7 @@ COMMANDS = {
     "report": "benchmarks.report",
     "differential": "benchmarks.differential",
     "faults": "benchmarks.faults",
+    "flush_costs": "benchmarks.flush_costs",
 }
 
 

@@ -84,3 +84,12 @@ def test_string_race_benchmark(tmp_path: Path) -> None:
     for guarded in ("guarded", "mapi_turns"):  # in the process, and over MAPI in the engine (tique/turns.py)
         assert [(r["bad"], r["errors"]) for r in rounds[guarded]] == [(0, 0)], rounds[guarded]
     assert "rounds with a wrong read" in out.with_suffix(".md").read_text()
+
+
+def test_flush_costs_benchmark(tmp_path: Path) -> None:
+    out = tmp_path / "flush.json"
+    proc = run("-m", "benchmarks", "flush_costs", "--rounds", "3", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # it exits non-zero when the ways wrote different rows
+    data = json.loads(out.read_text())
+    assert data["rows_each"] == 3 * 11
+    assert set(data["ms_p50"]) == {f"{way} x{n}" for way in ("insert", "prepared", "append") for n in (1, 10)}
