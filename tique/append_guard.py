@@ -178,7 +178,8 @@ class AppendGuard:
         return any(r.running and r.thread != request.thread and r.conflicts(request) for r in self._active)
 
     def _leave(self, request: _Request) -> None:
-        """Ends ``request``, entered or not; again, if an interrupt stopped it half way (see _left)."""
+        """Ends ``request``, entered or not; idempotent, so the callers' finally runs it again if an interrupt stopped
+        it half way."""
         if request.ticket and self.kernel is not None:
             self.kernel.end(request.ticket)
             request.ticket = 0

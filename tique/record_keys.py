@@ -13,11 +13,10 @@ use S once S holds every record with a commit timestamp at or below ``s`` that e
 - A record the checkpointer trimmed before S was read: the checkpointer trims records only in a run that wrote the
   newest version at or below its horizon of every key with a Cache row below it into Storage, only below every
   Cache row its deletes left, and nothing of a commit above its horizon. So every committed Cache row has its
-  record. A
-  newer version of such a key that the snapshot sees has a record that was not trimmed, so it is in S; if there is
-  none, Storage holds exactly the snapshot's version, and no later checkpoint changes it (a run rewrites only keys
-  with Cache rows, whose records are in S: a rewrite deletes and then inserts the row, and Storage alone would miss
-  it in between).
+  record. A newer version of such a key that the snapshot sees has a record that was not trimmed, so it is in S;
+  if there is none, Storage holds exactly the snapshot's version, and no later checkpoint changes it (a run
+  rewrites only keys with Cache rows, whose records are in S: a rewrite deletes and then inserts the row, and
+  Storage alone would miss it in between).
 
 Records name a table by its name (``TableInfo.identity``), and RENAME TO moves a Cache with its rows: the rows of
 commits made under another name have records under that name. So the hashes of a table's keys count only once the

@@ -108,8 +108,9 @@ class LowPriorityThread:
         self._worker.call(self._lower)
 
     def call(self, fn: Callable[[], T]) -> T:
-        """``fn()`` on the thread; its result, or its exception raised here. The caller waits until ``fn`` has
-        returned even when interrupted: the session ``fn`` uses is not used by two threads at once."""
+        """``fn()`` on the thread; its result, or its exception raised here. An interrupted caller waits until ``fn``
+        has returned (a second interrupt stops the wait, as Worker.call says): the session ``fn`` uses is not used
+        by two threads at once."""
         return self._worker.call(fn)  # type: ignore[no-any-return]
 
     def _lower(self) -> None:
