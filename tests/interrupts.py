@@ -11,6 +11,7 @@ so the interrupt lands anywhere in the code under test.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import queue
 import random
 import signal
@@ -39,9 +40,14 @@ class Interrupter:
         self._armed = False
         self._go: queue.SimpleQueue[bool] = queue.SimpleQueue()  # C: no lock of its own an interrupt could keep
         self._previous: Any = None
+        self._collecting = False
 
     def __enter__(self) -> Interrupter:
         assert threading.get_ident() == self._main, "signals go to the main thread"
+        # no automatic collection meanwhile: a handler run inside a gc callback (hypothesis registers one) has its
+        # exception printed and dropped, an unraisable warning and an interrupt lost
+        self._collecting = gc.isenabled()
+        gc.disable()
         if self._timer:
             self._alarm_left, self._began = signal.getitimer(signal.ITIMER_REAL)[0], time.monotonic()
             faulthandler.dump_traceback_later(120, exit=True)
@@ -58,6 +64,8 @@ class Interrupter:
             self._go.put(False)
         time.sleep(0.01)  # a signal on its way is handled (and ignored) before the handler is put back
         signal.signal(self._signal, self._previous)
+        if self._collecting:
+            gc.enable()
         if self._timer:
             faulthandler.cancel_dump_traceback_later()
             if self._alarm_left:
