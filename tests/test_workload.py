@@ -289,3 +289,41 @@ def test_interrupts_at_any_instant_never_hang_the_low_priority_thread() -> None:
                     early += bool(started) and not ended  # (an interrupt before the call was queued: it never runs)
             assert low.call(lambda: 7) == 7
     assert interrupted > 100 and early == 0
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_analytical_gate_keeps_its_slots_through_interrupts_at_any_instant(connect: Connect, slots: int) -> None:
+    """The analytical_slots gate: interrupts at random instants of taking and giving back a slot lose none (a
+    Python semaphore's counter could be lowered and never raised again: every later analytical read then waited
+    for good) and give none twice; afterwards ``slots`` threads hold a slot at once, and one more waits."""
+    db = connect().db
+    interrupted = 0
+    with Interrupter(11, 60, timer=True) as interrupt:
+        for _ in range(20_000):
+            try:
+                interrupt.arm()
+                with db.analytical_gate(slots):
+                    pass
+                interrupt.disarm()
+            except Interrupt:
+                interrupted += 1
+    assert interrupted > 100
+    held, release = threading.Semaphore(0), threading.Event()
+
+    def hold() -> None:
+        with db.analytical_gate(slots):
+            held.release()
+            release.wait(10)
+
+    threads = [threading.Thread(target=hold, daemon=True) for _ in range(slots + 1)]
+    try:
+        for t in threads[:slots]:  # one after another: each finds a free slot
+            t.start()
+            assert held.acquire(timeout=5), "a slot was lost to an interrupt"
+        threads[slots].start()
+        assert not held.acquire(timeout=0.3), "a slot was given twice"
+    finally:
+        release.set()
+    assert held.acquire(timeout=5)  # the last one gets a slot once one is given back
+    for t in threads:
+        t.join(5)

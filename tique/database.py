@@ -10,6 +10,7 @@ benchmark, stays open until its ``close()``.)
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from contextlib import AbstractContextManager, nullcontext
@@ -59,6 +60,21 @@ class PlanCache:
                 self._plans.popitem(last=False)
 
 
+class _Gate:
+    """``slots`` turns, each a C lock the caller enters itself (``with gate.slot():``): a semaphore's Python, or any
+    ``__enter__`` written in Python, can be interrupted (Ctrl-C) after it took a turn and before the ``with`` block
+    began, and that turn is then lost for good (with one slot, every later analytical read waited for ever). A read
+    waits for the slot it was given, though another may come free first: the free one is chosen when there is one."""
+
+    def __init__(self, slots: int) -> None:
+        self._slots = [threading.Lock() for _ in range(slots)]
+        self._next = itertools.count()
+
+    def slot(self) -> threading.Lock:
+        free = [lock for lock in self._slots if not lock.locked()]  # a hint: another thread may take it first
+        return free[0] if free else self._slots[next(self._next) % len(self._slots)]
+
+
 class Database:
     def __init__(self, url: EngineURL, sequencer_kind: str, lease_ms: int | None) -> None:
         self.url = url
@@ -66,7 +82,7 @@ class Database:
         self.catalog = catalog.Catalog()
         self.plans = PlanCache()
         self.shared_rows = SharedRows(SHARED_ROWS_PER_TABLE)  # rows of quiet tables across transactions
-        self._gates: dict[int, threading.BoundedSemaphore] = {}
+        self._gates: dict[int, _Gate] = {}
         self.workload = Workload()  # who writes now: analytical reads yield to them (tique/workload.py)
         # the thread yielding reads run on: embedded, the kernel runs a sequential read on the calling thread
         self.low_priority = LowPriorityThread() if url.kind == "embedded" else None
@@ -110,8 +126,8 @@ class Database:
         with _registry_lock:
             gate = self._gates.get(slots)
             if gate is None:
-                gate = self._gates[slots] = threading.BoundedSemaphore(slots)
-        return gate
+                gate = self._gates[slots] = _Gate(slots)
+        return gate.slot()
 
     def changing_catalog(self) -> AbstractContextManager[Any]:
         """Around DDL: what is known of the tables' Cache rows no longer holds (cache_keys.py)."""
