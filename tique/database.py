@@ -61,18 +61,37 @@ class PlanCache:
 
 
 class _Gate:
-    """``slots`` turns, each a C lock the caller enters itself (``with gate.slot():``): a semaphore's Python, or any
-    ``__enter__`` written in Python, can be interrupted (Ctrl-C) after it took a turn and before the ``with`` block
-    began, and that turn is then lost for good (with one slot, every later analytical read waited for ever). A read
-    waits for the slot it was given, though another may come free first: the free one is chosen when there is one."""
+    """``slots`` turns, each a C re-entrant lock the caller enters itself (``with gate.slot():``): a semaphore's
+    Python, or any ``__enter__`` written in Python, can be interrupted (Ctrl-C) after it took a turn and before the
+    ``with`` block began, and that turn is then lost for good (with one slot, every later analytical read waited for
+    ever). A read waits for the slot it is given:
+
+    - the slot its thread holds already, if any (a read nested in another, from a statement hook: no second slot,
+      and no wait for its own);
+    - else one that looks free, other than the one its thread left last: a waiter woken by that leaving holds the
+      lock before it shows as held (it still waits for the GIL), and a thread that reads again at once would queue
+      behind it and leave another slot idle;
+    - else the next in turn."""
 
     def __init__(self, slots: int) -> None:
-        self._slots = [threading.Lock() for _ in range(slots)]
+        self._slots = [threading.RLock() for _ in range(slots)]
         self._next = itertools.count()
+        self._left = threading.local()  # .slot: the one this thread was given last
 
-    def slot(self) -> threading.Lock:
-        free = [lock for lock in self._slots if not lock.locked()]  # a hint: another thread may take it first
-        return free[0] if free else self._slots[next(self._next) % len(self._slots)]
+    def slot(self) -> Any:
+        for lock in self._slots:
+            if lock._is_owned():  # type: ignore[attr-defined]
+                return lock
+        last = getattr(self._left, "slot", None)
+        free = [lock for lock in self._slots if lock is not last and _looks_free(lock)]
+        chosen = free[0] if free else self._slots[next(self._next) % len(self._slots)]
+        self._left.slot = chosen
+        return chosen
+
+
+def _looks_free(lock: Any) -> bool:
+    """A C RLock's state as its repr shows it (it has no locked() before Python 3.14): a hint, never waited on."""
+    return repr(lock).startswith("<unlocked")
 
 
 class Database:
