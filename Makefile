@@ -34,11 +34,16 @@ tique/_lib/%.so: tique/udf/%.c
 # `make test` keeps under about 15 minutes: the randomized, soak, crash, differential and benchmark-script tests
 # run at a small size there (every case class, value type and engine; fewer seeds, steps, rows, seconds).
 # `make test-long` runs the same suite with those tests at full size (TIQUE_TEST_LONG=1, read in tests/conftest.py).
+# A test that hangs under tests/interrupts.py ends its process and leaves every thread's stack in a file (pytest
+# would lose them with the process's captured stderr): printed after a failed run.
+PYTEST_SUITE = hangs=$$(mktemp -d); TIQUE_HANG_DIR=$$hangs $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile \
+	--durations=20 $(TEST_ARGS); rc=$$?; for f in $$hangs/*; do [ -s "$$f" ] && cat "$$f"; done; rm -rf $$hangs; exit $$rc
+
 test: setup
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=20 $(TEST_ARGS)
+	@$(PYTEST_SUITE)
 
 test-long: setup
-	TIQUE_TEST_LONG=1 $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=20 $(TEST_ARGS)
+	@export TIQUE_TEST_LONG=1; $(PYTEST_SUITE)
 
 lint: setup
 	$(VENV)/bin/ruff check tique tests benchmarks

@@ -4,7 +4,9 @@ so the interrupt lands anywhere in the code under test.
 
 - ``timer=True``: the real-time interval timer (SIGALRM), microseconds after arming: precise. It is
   pytest-timeout's alarm too, so that is put back afterwards (what was left of it), and meanwhile a hang ends the
-  process after 120 s (faulthandler), with every thread's stack: the test fails rather than waits for good.
+  process after 120 s (faulthandler): the test fails rather than waits for good. Every thread's stack is written to
+  a file in $TIQUE_HANG_DIR (else the temporary directory's tique-test-hangs), not to stderr, which pytest captures
+  and loses with the process; `make test` prints the files after a failed run.
 - ``timer=False``: a thread signals the main thread (SIGUSR1) after a busy wait of as long; it comes later than
   asked (a thread wakes in tens of microseconds), which suits calls that wait."""
 
@@ -12,13 +14,16 @@ from __future__ import annotations
 
 import faulthandler
 import gc
+import os
 import queue
 import random
 import signal
+import tempfile
 import threading
 import time
+from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 
 class Interrupt(BaseException):
@@ -29,7 +34,7 @@ class Interrupter:
     """``with Interrupter(seed, most_us) as interrupt:`` then ``interrupt.arm()`` before each call under test and
     ``interrupt.disarm()`` after it, both inside the try that catches ``Interrupt``."""
 
-    def __init__(self, seed: int, most_us: float, timer: bool = False) -> None:
+    def __init__(self, seed: int, most_us: float, timer: bool = False, hang_s: float = 120) -> None:
         self._rng = random.Random(seed)
         self._most = most_us / 1e6
         self._timer = timer
@@ -41,6 +46,8 @@ class Interrupter:
         self._go: queue.SimpleQueue[bool] = queue.SimpleQueue()  # C: no lock of its own an interrupt could keep
         self._previous: Any = None
         self._collecting = False
+        self._hang_s = hang_s
+        self._dump: IO[str] | None = None
 
     def __enter__(self) -> Interrupter:
         assert threading.get_ident() == self._main, "signals go to the main thread"
@@ -50,7 +57,10 @@ class Interrupter:
         gc.disable()
         if self._timer:
             self._alarm_left, self._began = signal.getitimer(signal.ITIMER_REAL)[0], time.monotonic()
-            faulthandler.dump_traceback_later(120, exit=True)
+            self._dump = _hang_file().open("w")
+            self._dump.write(f"{os.environ.get('PYTEST_CURRENT_TEST', 'a test')} hung for {self._hang_s} s:\n")
+            self._dump.flush()
+            faulthandler.dump_traceback_later(self._hang_s, exit=True, file=self._dump)
         self._previous = signal.signal(self._signal, self._on_signal)
         if not self._timer:
             threading.Thread(target=self._loop, name="interrupter", daemon=True).start()
@@ -68,6 +78,9 @@ class Interrupter:
             gc.enable()
         if self._timer:
             faulthandler.cancel_dump_traceback_later()
+            if self._dump is not None:
+                self._dump.close()
+                Path(self._dump.name).unlink(missing_ok=True)  # no hang: nothing to show
             if self._alarm_left:
                 signal.setitimer(signal.ITIMER_REAL, max(self._alarm_left - (time.monotonic() - self._began), 0.001))
 
@@ -94,3 +107,10 @@ class Interrupter:
                 pass
             if self._armed:
                 signal.pthread_kill(self._main, signal.SIGUSR1)  # type: ignore[arg-type]
+
+
+def _hang_file() -> Path:
+    """Where a hang's stacks go: one file per process and Interrupter, in the directory `make test` prints."""
+    directory = Path(os.environ.get("TIQUE_HANG_DIR") or Path(tempfile.gettempdir()) / "tique-test-hangs")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"hang-{os.getpid()}-{time.monotonic_ns()}.txt"
