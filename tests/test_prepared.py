@@ -8,7 +8,9 @@ from collections.abc import Callable
 import pytest
 
 import tique
+from tique.database import Database
 from tique.engine.base import drops_prepared
+from tique.params import inline
 from tique.prepared import PreparingConnection
 
 Connect = Callable[..., tique.Connection]
@@ -119,3 +121,36 @@ def test_statements_that_drop_prepared_ones_are_told_by_their_heads(sql: str, dr
     """MonetDB drops a session's prepared statements after its own DDL or SET (engine/base.py); a long text's heads
     are found as a short one's."""
     assert drops_prepared(sql) is drops
+
+
+@pytest.mark.parametrize("text", ["true", " TRUE ", "1", "0", "false", "t", "f", "yes"])
+def test_a_string_compared_with_a_boolean_answers_as_text_every_time(
+    connect: Connect, url: str, unique_name: Callable[[str], str], text: str
+) -> None:
+    """MonetDB compares a BOOLEAN column with a string literal by casting the column to the string's type, while an
+    EXEC converts the string to a BOOLEAN: ``flag = 'true'`` found no row as text and the true rows once prepared.
+    Each run of the statement must answer as the engine answers its text (a plain MonetDB twin)."""
+    name, twin = unique_name("flag"), unique_name("flagp")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, flag BOOLEAN)")
+    cur.execute(f"INSERT INTO {name} VALUES (1, true), (2, false)")
+    conn.commit()
+    raw = Database.get(url).connect_raw()
+    try:
+        raw.execute(f"CREATE TABLE {twin} (k INT PRIMARY KEY, flag BOOLEAN) -- tique: plain")
+        raw.execute(f"INSERT INTO {twin} VALUES (1, true), (2, false)")
+        want: object = raw.execute(f"SELECT k FROM {twin} WHERE flag = {inline('%s', (text,))} ORDER BY k").rows
+    except tique.Error as exc:  # the server's MonetDB may refuse the text: then tique must too
+        want = type(exc)
+    finally:
+        raw.close()
+    answers: list[object] = []
+    for _ in range(4):  # prepared from the third use on
+        try:
+            cur.execute(f"SELECT k FROM {name} WHERE flag = %s ORDER BY k", (text,))
+            answers.append(cur.fetchall())
+        except tique.Error as exc:
+            answers.append(type(exc))
+        conn.rollback()
+    assert answers == [want] * 4

@@ -343,7 +343,14 @@ def prepared_statement_missing(exc: BaseException) -> bool:
     return "PREPARED Statement missing" in str(exc)
 
 
-_NOT_CONVERTED = ("value too long for type", "a value could not be converted", "overflow in conversion")
+# (an EXEC's string argument its parameter's type refuses: "a value could not be converted" embedded, "conversion of
+# string 't' to type bit failed" over MAPI, where tique serve parses the EXEC's arguments first)
+_NOT_CONVERTED = (
+    "value too long for type",
+    "a value could not be converted",
+    "overflow in conversion",
+    "conversion of string",
+)
 
 
 def value_not_converted(exc: BaseException) -> bool:

@@ -35,11 +35,16 @@ SET_OPTIMIZER = re.compile(r"\s*SET\s+optimizer\s*=\s*'([^']*)'\s*;?\s*$", re.I)
 # parameter to that type: MonetDB types a bare `?` from its context and converts the value to it (`b + ?` with b
 # DECIMAL(12,2) took 26341.13 as 26341; `ts = ?` dropped a fraction; `f = ?` rounded a double to a REAL).
 # None: a bare `?` loses nothing (integers, strings, NULL, booleans; a value too large for the context's type
-# fails, and the statement then runs as text). A literal of another form is not prepared.
+# fails, and the statement then runs as text). A literal of another form is not prepared, nor a string a BOOLEAN
+# context would read otherwise as EXEC (_BOOLEAN_TEXT).
 _DECIMAL = re.compile(r"-?(\d*)\.(\d*)")
 _TYPED = re.compile(r"(DATE|TIME\(\d\)|TIMESTAMP\(\d\)) '")
 _TIMESTAMP = re.compile(r"TIMESTAMP '")  # a datetime as pymonetdb writes it: at most microseconds
 _BARE = re.compile(r"-?\d+|'(?:[^']|'')*'|NULL|(?i:true|false)")
+# A string an EXEC argument converts to a BOOLEAN (MonetDB's text to bit: 0, 1, true or false, any case, spaces
+# around): compared with a BOOLEAN column, the text form casts the column to the string's CHAR(n) instead, so
+# ``flag = 'true'`` found no row as text and the true rows as EXEC (11.41; ``flag = 't'`` the other way round)
+_BOOLEAN_TEXT = re.compile(r"'\s*(?i:0|1|true|false)\s*'")
 UNPREPARABLE = "unpreparable"
 
 
@@ -49,7 +54,7 @@ def parameter_type(literal: str) -> str | None:
     if digits.isascii() and digits.isdigit():  # most are integers: spared the pattern (it runs per slot and EXEC)
         return None
     if _BARE.fullmatch(literal):
-        return None
+        return UNPREPARABLE if _BOOLEAN_TEXT.fullmatch(literal) else None
     if (number := _DECIMAL.fullmatch(literal)) is not None:
         whole, fraction = len(number.group(1).lstrip("0")), len(number.group(2))
         if whole + fraction > 38:
