@@ -43,11 +43,11 @@ def params(n: int) -> list[Any]:
 
 @contextlib.contextmanager
 def twin_tables(
-    connect: Callable[..., tique.Connection], url: str, unique_name: Callable[[str], str], ddl: str
+    connect: Callable[..., tique.Connection], url: str, unique_name: Callable[[str], str], ddl: str, **settings: Any
 ) -> Iterator[tuple[tique.Connection, tique.Cursor, RawConnection, str, str]]:
     """A tique table and its plain MonetDB twin of the same definition; the transaction rolled back after."""
     t, p = unique_name("kt"), unique_name("kp")
-    conn = connect()
+    conn = connect(**settings)
     cur = conn.cursor()
     raw = Database.get(url).connect_raw()
     try:

@@ -246,7 +246,9 @@ def _versions(full: exp.Select, info: TableInfo, options: ReadOptions, cached: b
     if len(preds) != len(conjuncts) or any(all(p is not c for p in preds) for c in conjuncts):
         return None
     own = options.owns(info.qualified)
-    return snapshot_tree(info, "point", preds, latest=options.latest, own=own, tag="_1", ranked=False, cached=cached)
+    return snapshot_tree(
+        info, "point", preds, latest=options.latest, own=own, tag="_1", ranked=False, cached=cached, alone=True
+    )
 
 
 def newest_versions(info: TableInfo, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
