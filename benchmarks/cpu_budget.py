@@ -97,6 +97,7 @@ class Meter:
 def budget(meter: Meter, committed: int, process_cpu: float, wall: float) -> dict[str, Any]:
     per = 1000 / committed  # ms per committed transaction
     engine_cpu = sum(c for _, _, c in meter.calls.values())
+    engine_wall = sum(w for _, w, _ in meter.calls.values())
     decode_cpu = meter.decode[1]
     calls = {
         kind: {"per_txn": round(n / committed, 2), "wall_ms": round(w / n * 1000, 3), "cpu_ms": round(c / n * 1000, 3)}
@@ -107,6 +108,10 @@ def budget(meter: Meter, committed: int, process_cpu: float, wall: float) -> dic
         "committed": committed,
         "wall_s": round(wall, 1),
         "process_cpu_ms_per_txn": round(process_cpu * per, 2),
+        # of the machine's cores: below their number with every client busy, the clients wait for something else
+        "cores_used": round(process_cpu / wall, 2),
+        # inside the clients' engine calls, not on a CPU: waiting for a core, a lock or the disk (the log's fsync)
+        "engine_calls_waiting_ms_per_txn": round((engine_wall - engine_cpu) * per, 2),
         "engine_calls_cpu_ms_per_txn": round((engine_cpu - decode_cpu) * per, 2),  # decoding runs inside calls
         "decoding_cpu_ms_per_txn": round(decode_cpu * per, 2),
         "checkpointer_cpu_ms_per_txn": round(meter.checkpointer[1] * per, 2),
@@ -125,11 +130,14 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "| CPU per committed transaction | ms |",
         "|---|---|",
-        f"| process (all threads) | {b['process_cpu_ms_per_txn']} |",
+        f"| process (all threads; {b['cores_used']} cores used) | {b['process_cpu_ms_per_txn']} |",
         f"| engine calls of the clients (calling thread), decoding excluded | {b['engine_calls_cpu_ms_per_txn']} |",
         f"| result decoding | {b['decoding_cpu_ms_per_txn']} |",
         f"| checkpointer thread ({b['checkpointer_runs']} runs) | {b['checkpointer_cpu_ms_per_txn']} |",
         f"| the rest: Python of tique and of the application | {b['rest_cpu_ms_per_txn']} |",
+        "",
+        "Inside the engine calls, off any CPU (waiting for a core, a lock, the log's fsync): "
+        f"{b['engine_calls_waiting_ms_per_txn']} ms per transaction.",
         "",
         f"{b['engine_calls_per_txn']} engine calls per transaction:",
         "",

@@ -4,6 +4,7 @@ benchmarks, not tests)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,7 @@ def test_cpu_budget_benchmark(tmp_path: Path) -> None:
     assert b["committed"] > 0 and b["engine_calls_per_txn"] > 5  # begin, reads, flush, the commit's steps
     parts = b["engine_calls_cpu_ms_per_txn"] + b["decoding_cpu_ms_per_txn"] + b["checkpointer_cpu_ms_per_txn"]
     assert 0 < parts <= b["process_cpu_ms_per_txn"] and any(k.startswith("flush") for k in b["calls"])
+    assert 0 < b["cores_used"] <= (os.cpu_count() or 1) + 0.5 and b["engine_calls_waiting_ms_per_txn"] > -1  # timers
 
 
 def test_string_race_benchmark(tmp_path: Path) -> None:
