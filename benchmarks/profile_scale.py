@@ -39,7 +39,13 @@ def classify(sql: str) -> str:
         return f"commit: {fn.group(1) if fn else sql[:40]}"
     tables = sorted(set(re.findall(r'"tique_data"\."[^"]*__(\w+)__(?:storage|cache)"', sql)))
     if sql.startswith(("EXEC", "SELECT")) and tables:
-        kind = "point" if "ROW_NUMBER" in sql else "scan"
+        # point: versions ranked in the engine; key: a key read's Storage probe or versions the client ranks
+        if "ROW_NUMBER" in sql:
+            kind = "point"
+        elif ") = TRUE" in sql or "tq_p_" in sql or "tq_cts" in sql:
+            kind = "key"
+        else:
+            kind = "scan"
         return f"read {'+'.join(tables)} ({kind})"
     return re.sub(r"\s+", " ", re.sub(r"-?\d+", "N", sql))[:60]
 
