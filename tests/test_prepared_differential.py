@@ -32,19 +32,26 @@ COLUMNS = {
     "dt": "DATE",
     "tm": "TIME",
     "ts": "TIMESTAMP",
+    "t3": "TIMESTAMP(3)",
+    "m3": "DECIMAL(5,3)",
+    "h": "HUGEINT",
+    "x": "BLOB",
 }
 ROWS = [
     (1, 1, 7, 1, decimal.Decimal("2.25"), 0.5, 1.5, "ab", "x y", True, datetime.date(2024, 1, 5),
-     datetime.time(10, 0), datetime.datetime(2024, 1, 5, 10, 0)),
+     datetime.time(10, 0), datetime.datetime(2024, 1, 5, 10, 0), datetime.datetime(2024, 1, 5, 10, 0, 0, 123000),
+     decimal.Decimal("1.500"), 5, b"\x00\xff"),
     (2, 0, -3, 2**40, decimal.Decimal("-1.00"), -0.0, 0.0, "true", "1", False, datetime.date(1999, 12, 31),
-     datetime.time(0, 0, 0, 500000), datetime.datetime(1970, 1, 1)),
-    (3, 100, 0, 0, decimal.Decimal("0.10"), 1e300, -2.5, "1", "", None, None, None, None),
+     datetime.time(0, 0, 0, 500000), datetime.datetime(1970, 1, 1), datetime.datetime(1970, 1, 1),
+     decimal.Decimal("-0.100"), 2**100, b""),
+    (3, 100, 0, 0, decimal.Decimal("0.10"), 1e300, -2.5, "1", "", None, None, None, None, None, None, None, None),
 ]  # fmt: skip
 VALUES: list[Any] = [
     1, 0, -3, 2**40, 2**70, 2.25, 0.5, -0.0, decimal.Decimal("2.25"), decimal.Decimal("2.250"), decimal.Decimal("0.1"),
     "1", " 1", "01", "1.5", "2.25", "true", "True", " false ", "t", "ab", "ab ", "x y", "", "2024-01-05",
     "2024-1-5", "10:00", "10:00:00", "2024-01-05 10:00:00", None, True, False, datetime.date(2024, 1, 5),
     datetime.datetime(2024, 1, 5, 10, 0), datetime.time(10, 0), datetime.time(0, 0, 0, 500000),
+    "2024-01-05 10:00:00.1234", "2024-01-05 10:00:00.123", "10:00:00.5001", "0.1", "00ff", "5",
 ]  # fmt: skip
 SHAPES = [
     "SELECT k FROM {t} WHERE {c} = %s",

@@ -29,7 +29,10 @@ def test_hooks_see_every_statement_of_a_transaction(embedded_url: str, unique_na
             next(i for i, t in enumerate(texts) if s in t) for s in steps
         )
         assert all(seconds >= 0 and error is None for _, seconds, error in sent)
-        assert len(texts) <= 9  # begin, the UPDATE's read, the flush, certification and the commit's steps
+        # begin, the UPDATE's read, the flush, certification and the commit's steps; and, once per session, the
+        # preparing of a statement run a second time (its PREPARE and the query of its parameters' types)
+        once = [t for t in texts if t.startswith("PREPARE ") or "sys.prepared_statements_args" in t]
+        assert len(texts) - len(once) <= 9
     finally:
         conn.close()
 

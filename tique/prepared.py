@@ -35,16 +35,19 @@ SET_OPTIMIZER = re.compile(r"\s*SET\s+optimizer\s*=\s*'([^']*)'\s*;?\s*$", re.I)
 # parameter to that type: MonetDB types a bare `?` from its context and converts the value to it (`b + ?` with b
 # DECIMAL(12,2) took 26341.13 as 26341; `ts = ?` dropped a fraction; `f = ?` rounded a double to a REAL).
 # None: a bare `?` loses nothing (integers, strings, NULL, booleans; a value too large for the context's type
-# fails, and the statement then runs as text). A literal of another form is not prepared, nor a string a BOOLEAN
-# context would read otherwise as EXEC (_BOOLEAN_TEXT).
+# fails, and the statement then runs as text). A literal of another form is not prepared, and a string runs prepared
+# only into a parameter of a string type (_TEXT_PARAMETERS).
 _DECIMAL = re.compile(r"-?(\d*)\.(\d*)")
 _TYPED = re.compile(r"(DATE|TIME\(\d\)|TIMESTAMP\(\d\)) '")
 _TIMESTAMP = re.compile(r"TIMESTAMP '")  # a datetime as pymonetdb writes it: at most microseconds
 _BARE = re.compile(r"-?\d+|'(?:[^']|'')*'|NULL|(?i:true|false)")
-# A string an EXEC argument converts to a BOOLEAN (MonetDB's text to bit: 0, 1, true or false, any case, spaces
-# around): compared with a BOOLEAN column, the text form casts the column to the string's CHAR(n) instead, so
-# ``flag = 'true'`` found no row as text and the true rows as EXEC (11.41; ``flag = 't'`` the other way round)
-_BOOLEAN_TEXT = re.compile(r"'\s*(?i:0|1|true|false)\s*'")
+# The parameter types (sys.prepared_statements_args) a string literal goes into as itself. Into another type an EXEC
+# converts the string to it, where the text form leaves MonetDB to compare or combine the string as it does a
+# literal, and answers differ (11.41): ``flag = 'true'`` found no row as text and the true rows as EXEC (the text
+# casts the BOOLEAN to the string's CHAR(4)); ``ts = '...10:00:00.1234'`` with a TIMESTAMP(3) none as text and the
+# row of .123 as EXEC (rounded to the column's precision); ``COALESCE(m, '1.5')`` with a DECIMAL(5,3) failed as
+# text and answered as EXEC. Such a statement runs as text with that literal.
+_TEXT_PARAMETERS = frozenset({"varchar", "char", "clob"})
 UNPREPARABLE = "unpreparable"
 
 
@@ -54,7 +57,7 @@ def parameter_type(literal: str) -> str | None:
     if digits.isascii() and digits.isdigit():  # most are integers: spared the pattern (it runs per slot and EXEC)
         return None
     if _BARE.fullmatch(literal):
-        return UNPREPARABLE if _BOOLEAN_TEXT.fullmatch(literal) else None
+        return None
     if (number := _DECIMAL.fullmatch(literal)) is not None:
         whole, fraction = len(number.group(1).lstrip("0")), len(number.group(2))
         if whole + fraction > 38:
@@ -85,6 +88,7 @@ class PreparingConnection:
         self._ids: dict[Prepared, int] = {}
         self._uses: Counter[Prepared] = Counter()
         self._unpreparable: set[Prepared] = set()
+        self._kinds: dict[int, tuple[str, ...]] = {}  # a prepared statement's parameter types, by id
         self._next_id = 0
         self.hooks: list[StatementHook] = []
         self.pipeline = "default_pipe"  # the session's optimizer pipeline, as the SET statements sent here left it
@@ -170,6 +174,10 @@ class PreparingConnection:
             sid = self._prepare(key)
             if sid is None:
                 return self._as_text(template, values)
+        kinds = self._kinds.get(sid, ())
+        for i, slot in enumerate(template.slots):
+            if values[slot][:1] == "'" and (i >= len(kinds) or kinds[i] not in _TEXT_PARAMETERS):
+                return self._as_text(template, values)  # a string an EXEC would convert (_TEXT_PARAMETERS)
         args = ", ".join(values[s] for s in template.slots)
         try:
             return self.execute(f"EXEC {sid}({args})")  # its arguments keep their zeros' signs
@@ -205,6 +213,20 @@ class PreparingConnection:
             self._unpreparable.add(key)  # e.g. a parameter whose type MonetDB cannot tell: run as text
             return None
         sid = result.prepared_id if result.prepared_id is not None else sid
+        try:
+            kinds = self.execute(
+                f"SELECT type FROM sys.prepared_statements_args WHERE statementid = {int(sid)} AND inout = 1 "
+                "ORDER BY number"
+            ).rows
+        except Error as exc:  # (it dropped every prepared statement of the session, this one too)
+            if connection_lost(exc):
+                raise
+            self._unpreparable.add(key)
+            return None
+        if len(self._kinds) > 4 * len(self._ids) + 64:  # ids of statements MonetDB dropped since
+            live = set(self._ids.values())
+            self._kinds = {i: k for i, k in self._kinds.items() if i in live}
+        self._kinds[sid] = tuple(str(k[0]) for k in kinds)
         self._ids[key] = sid
         return sid
 
