@@ -110,7 +110,8 @@ def budget(meter: Meter, committed: int, process_cpu: float, wall: float) -> dic
         "process_cpu_ms_per_txn": round(process_cpu * per, 2),
         # of the machine's cores: below their number with every client busy, the clients wait for something else
         "cores_used": round(process_cpu / wall, 2),
-        # inside the clients' engine calls, not on a CPU: waiting for a core, a lock or the disk (the log's fsync)
+        # inside the clients' engine calls, not on a CPU: waiting for a core, a lock, the disk (the log's fsync), or
+        # the GIL, which a call gives up and must take again to return (decoding's calls too)
         "engine_calls_waiting_ms_per_txn": round((engine_wall - engine_cpu) * per, 2),
         "engine_calls_cpu_ms_per_txn": round((engine_cpu - decode_cpu) * per, 2),  # decoding runs inside calls
         "decoding_cpu_ms_per_txn": round(decode_cpu * per, 2),
@@ -136,7 +137,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"| checkpointer thread ({b['checkpointer_runs']} runs) | {b['checkpointer_cpu_ms_per_txn']} |",
         f"| the rest: Python of tique and of the application | {b['rest_cpu_ms_per_txn']} |",
         "",
-        "Inside the engine calls, off any CPU (waiting for a core, a lock, the log's fsync): "
+        "Inside the engine calls, off any CPU (waiting for a core, a lock, the log's fsync, the GIL back): "
         f"{b['engine_calls_waiting_ms_per_txn']} ms per transaction.",
         "",
         f"{b['engine_calls_per_txn']} engine calls per transaction:",
