@@ -48,6 +48,15 @@ _BARE = re.compile(r"-?\d+|'(?:[^']|'')*'|NULL|(?i:true|false)")
 # row of .123 as EXEC (rounded to the column's precision); ``COALESCE(m, '1.5')`` with a DECIMAL(5,3) failed as
 # text and answered as EXEC. Such a statement runs as text with that literal.
 _TEXT_PARAMETERS = frozenset({"varchar", "char", "clob"})
+_TYPES_OF = "SELECT type FROM sys.prepared_statements_args WHERE statementid ="
+
+
+def preparing(sql: str) -> bool:
+    """Is ``sql`` one of the statements that prepare a statement (its PREPARE, the query of its parameters' types),
+    which a session sends once per statement shape? (For counting a transaction's round trips.)"""
+    return sql.startswith(("PREPARE ", _TYPES_OF))
+
+
 UNPREPARABLE = "unpreparable"
 
 
@@ -214,10 +223,7 @@ class PreparingConnection:
             return None
         sid = result.prepared_id if result.prepared_id is not None else sid
         try:
-            kinds = self.execute(
-                f"SELECT type FROM sys.prepared_statements_args WHERE statementid = {int(sid)} AND inout = 1 "
-                "ORDER BY number"
-            ).rows
+            kinds = self.execute(f"{_TYPES_OF} {int(sid)} AND inout = 1 ORDER BY number").rows
         except Error as exc:  # (it dropped every prepared statement of the session, this one too)
             if connection_lost(exc):
                 raise
