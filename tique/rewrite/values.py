@@ -228,6 +228,19 @@ def check_type(sql_type_text: str) -> str:
     return sql_type_text
 
 
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_SPACES = " \t\n\v\f\r"  # what MonetDB skips around a number or BOOLEAN it reads from text (C isspace)
+
+
+def _plain(text: str) -> str:
+    """``text`` without the spaces MonetDB skips around a value. Python's strip, int, float and Decimal also take
+    other Unicode spaces (a no-break space, U+001C) and digits, which MonetDB refuses: refused here too."""
+    stripped = text.strip(_SPACES)
+    if not stripped.isascii():
+        raise ValueError("a character MonetDB does not read in a number or BOOLEAN")
+    return stripped
+
+
 def _decimal(value: Any) -> decimal.Decimal:
     if isinstance(value, bool):
         return decimal.Decimal(int(value))
@@ -236,13 +249,18 @@ def _decimal(value: Any) -> decimal.Decimal:
             raise ValueError("not a finite number")
         return decimal.Decimal(value)  # its exact binary value, which the engine rounds (CAST(1.005e0 ...) = 1.00)
     if isinstance(value, str):
-        return decimal.Decimal(value.strip())
+        return decimal.Decimal(_plain(value))
     return decimal.Decimal(value)
 
 
 def _to_int(value: Any, kind: SqlType) -> int:
     if isinstance(value, int):
         number = int(value)
+    elif isinstance(value, str):  # MonetDB reads a sign and digits only: '2.5' and '1e0' fail (measured)
+        text = _plain(value)
+        if not _INTEGER_TEXT.fullmatch(text):
+            raise ValueError("not an integer")
+        number = int(text)
     else:
         number = int(_decimal(value).quantize(decimal.Decimal(1), context=DECIMALS))
     bits = _INT_LIMITS[kind.base]
@@ -265,7 +283,7 @@ def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
 
 def _to_float(value: Any, kind: SqlType) -> float:
     _not_boolean(value, kind)
-    number = float(value.strip()) if isinstance(value, str) else float(value)
+    number = float(_plain(value)) if isinstance(value, str) else float(value)
     if not math.isfinite(number):
         raise DataError(f"{number} cannot be stored: MonetDB has no NaN or infinity (NaN is its NULL)", "22003")
     if kind.base == "REAL":
@@ -298,7 +316,7 @@ def _to_bool(value: Any, kind: SqlType) -> bool:
             "MonetDB does not convert a DOUBLE or DECIMAL to BOOLEAN (its types are not equal): pass True/False or 1/0"
         )
     if isinstance(value, str):
-        return {"true": True, "false": False, "1": True, "0": False}[value.strip().lower()]
+        return {"true": True, "false": False, "1": True, "0": False}[_plain(value).lower()]
     return bool(value)
 
 
