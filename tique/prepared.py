@@ -97,7 +97,7 @@ class PreparingConnection:
         self._ids: dict[Prepared, int] = {}
         self._uses: Counter[Prepared] = Counter()
         self._unpreparable: set[Prepared] = set()
-        self._kinds: dict[int, tuple[str, ...]] = {}  # a prepared statement's parameter types, by id
+        self._kinds: dict[Prepared, tuple[str, ...]] = {}  # its parameters' types, as it was last prepared
         self._next_id = 0
         self.hooks: list[StatementHook] = []
         self.pipeline = "default_pipe"  # the session's optimizer pipeline, as the SET statements sent here left it
@@ -183,7 +183,7 @@ class PreparingConnection:
             sid = self._prepare(key)
             if sid is None:
                 return self._as_text(template, values)
-        kinds = self._kinds.get(sid, ())
+        kinds = self._kinds.get(key, ())
         for i, slot in enumerate(template.slots):
             if values[slot][:1] == "'" and (i >= len(kinds) or kinds[i] not in _TEXT_PARAMETERS):
                 return self._as_text(template, values)  # a string an EXEC would convert (_TEXT_PARAMETERS)
@@ -229,10 +229,7 @@ class PreparingConnection:
                 raise
             self._unpreparable.add(key)
             return None
-        if len(self._kinds) > 4 * len(self._ids) + 64:  # ids of statements MonetDB dropped since
-            live = set(self._ids.values())
-            self._kinds = {i: k for i, k in self._kinds.items() if i in live}
-        self._kinds[sid] = tuple(str(k[0]) for k in kinds)
+        self._kinds[key] = tuple(str(k[0]) for k in kinds)
         self._ids[key] = sid
         return sid
 
