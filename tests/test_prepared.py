@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 import tique
-from tique.database import Database
+from tests.test_key_reads_differential import twin_tables
 from tique.engine.base import drops_prepared
 from tique.params import inline
 from tique.prepared import PreparingConnection
@@ -130,27 +130,20 @@ def test_a_string_compared_with_a_boolean_answers_as_text_every_time(
     """MonetDB compares a BOOLEAN column with a string literal by casting the column to the string's type, while an
     EXEC converts the string to a BOOLEAN: ``flag = 'true'`` found no row as text and the true rows once prepared.
     Each run of the statement must answer as the engine answers its text (a plain MonetDB twin)."""
-    name, twin = unique_name("flag"), unique_name("flagp")
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, flag BOOLEAN)")
-    cur.execute(f"INSERT INTO {name} VALUES (1, true), (2, false)")
-    conn.commit()
-    raw = Database.get(url).connect_raw()
-    try:
-        raw.execute(f"CREATE TABLE {twin} (k INT PRIMARY KEY, flag BOOLEAN) -- tique: plain")
-        raw.execute(f"INSERT INTO {twin} VALUES (1, true), (2, false)")
-        want: object = raw.execute(f"SELECT k FROM {twin} WHERE flag = {inline('%s', (text,))} ORDER BY k").rows
-    except tique.Error as exc:  # the server's MonetDB may refuse the text: then tique must too
-        want = type(exc)
-    finally:
-        raw.close()
-    answers: list[object] = []
-    for _ in range(4):  # prepared from the third use on
+    with twin_tables(connect, url, unique_name, "(k INT PRIMARY KEY, flag BOOLEAN)") as (conn, cur, raw, t, p):
+        cur.execute(f"INSERT INTO {t} VALUES (1, true), (2, false)")
+        raw.execute(f"INSERT INTO {p} VALUES (1, true), (2, false)")
+        conn.commit()
         try:
-            cur.execute(f"SELECT k FROM {name} WHERE flag = %s ORDER BY k", (text,))
-            answers.append(cur.fetchall())
-        except tique.Error as exc:
-            answers.append(type(exc))
-        conn.rollback()
-    assert answers == [want] * 4
+            want: object = raw.execute(f"SELECT k FROM {p} WHERE flag = {inline('%s', (text,))} ORDER BY k").rows
+        except tique.Error as exc:  # the server's MonetDB may refuse the text: then tique must too
+            want = type(exc)
+        answers: list[object] = []
+        for _ in range(4):  # prepared from the third use on
+            try:
+                cur.execute(f"SELECT k FROM {t} WHERE flag = %s ORDER BY k", (text,))
+                answers.append(cur.fetchall())
+            except tique.Error as exc:
+                answers.append(type(exc))
+            conn.rollback()
+        assert answers == [want] * 4

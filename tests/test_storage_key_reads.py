@@ -73,8 +73,7 @@ def test_storage_reads_by_composite_key_answer_as_monetdb(
     with twin_tables(connect, url, unique_name, ddl, shared_rows=False) as (conn, cur, raw, t, p):
         if swapped:  # a many values (each typed value with its own b), b few: a is the probe
             rows = [(a, i % 2, i) for i, a in enumerate(values)]
-            more = [(values[0], b, 100 + b) for b in range(2, 40)]  # b stays the less distinct column
-            rows += more
+            rows += [(values[0], b, 100 + b) for b in range(2, 40)]  # b stays the less distinct column
         else:
             rows = [(a, b, 10 * i + b) for i, a in enumerate(values) for b in PROBES]
         conn.bulk_load(t, rows)  # into Storage: the reads below find no Cache row
@@ -107,7 +106,6 @@ def test_storage_reads_by_composite_key_answer_as_monetdb(
                         if got != want:
                             wrong.append((where, got, want))
             # parameters: a statement by its whole key is read by key (rewrite/point.py), in the truth-test form
-            # (a statement whose key read failed is read another way from then on: each value its own statement)
             # (a statement whose key read failed is read another way from then on: each value its own statement; an
             # UPDATE of the row it read teaches it to read whole rows, the read that the truth-test form is for)
             for n, arg in enumerate(params(kind, a)):
