@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import decimal
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -58,6 +58,21 @@ def twin_tables(
     finally:
         conn.rollback()
         raw.close()
+
+
+def answer(run: Callable[..., list[tuple[Any, ...]]], *args: Any, ordered: bool = False) -> Any:
+    """What a differential test compares with the twin's: the rows ``run(*args)`` returns (sorted unless
+    ``ordered``), or the name of the error class it raised where the engine refuses the statement."""
+    try:
+        rows = run(*args)
+    except tique.Error as exc:
+        return type(exc).__name__
+    return list(rows) if ordered else sorted(rows, key=repr)
+
+
+def rows_of(cur: tique.Cursor, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+    cur.execute(sql, args)
+    return cur.fetchall()
 
 
 @pytest.mark.parametrize("kind", list(KEYS))

@@ -16,7 +16,7 @@ import pytest
 
 import tique
 from tests.conftest import sized
-from tests.test_key_reads_differential import twin_tables
+from tests.test_key_reads_differential import answer, rows_of, twin_tables
 from tique.params import inline
 
 COLUMNS = {
@@ -65,18 +65,6 @@ SHAPES = [
 ]
 
 
-def answer(run: Callable[..., list[tuple[Any, ...]]], *args: Any) -> Any:
-    try:
-        return sorted(run(*args), key=repr)
-    except tique.Error as exc:
-        return type(exc).__name__
-
-
-def rows_of(cur: tique.Cursor, sql: str, value: Any) -> list[tuple[Any, ...]]:
-    cur.execute(sql, (value,))
-    return cur.fetchall()
-
-
 @pytest.mark.parametrize("seed", range(sized(2, 12)))
 def test_prepared_statements_answer_as_their_text(
     connect: Callable[..., tique.Connection], url: str, unique_name: Callable[[str], str], seed: int
@@ -103,7 +91,7 @@ def test_prepared_statements_answer_as_their_text(
             want = answer(lambda text: raw.execute(text).rows, inline(sql.format(t=p), (value,)))
             got = []
             for _ in range(3):  # as text, then prepared (PREPARE_AFTER), then as EXEC of it
-                got.append(answer(rows_of, cur, sql.format(t=t), value))
+                got.append(answer(rows_of, cur, sql.format(t=t), (value,)))
                 conn.rollback()
             if got != [want] * 3:
                 wrong.append((sql, repr(value), got, want))

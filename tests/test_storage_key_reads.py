@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import tique
-from tests.test_key_reads_differential import twin_tables
+from tests.test_key_reads_differential import answer, rows_of, twin_tables
 from tique.params import inline
 
 # the typed column ``a`` has few distinct values and the INT column ``b`` many, so b is the probe and a is
@@ -92,15 +92,9 @@ def test_storage_reads_by_composite_key_answer_as_monetdb(
                 for a_shape in shapes(kind, a):
                     for where in (f"a = {a_shape} AND b = {b}", f"b = '{b}' AND a = {a_shape}"):
                         query = f"SELECT a, b, v FROM {{t}} WHERE {where}"
-                        try:
-                            want: Any = sorted(raw.execute(query.format(t=p)).rows)
-                        except tique.Error as exc:
-                            want = type(exc).__name__
-                        try:
-                            cur.execute(query.format(t=t))
-                            got: Any = sorted(cur.fetchall())
-                        except tique.Error as exc:
-                            got = type(exc).__name__
+                        want = answer(lambda q: raw.execute(q).rows, query.format(t=p))
+                        got = answer(rows_of, cur, query.format(t=t))
+                        if isinstance(got, str):
                             conn.rollback()
                         tested += 1
                         if got != want:
@@ -117,15 +111,8 @@ def test_storage_reads_by_composite_key_answer_as_monetdb(
                     conn.rollback()
                 for b in (2, "2", 13):
                     for query, args in ((forward, (arg, b)), (backward, (b, arg))):
-                        try:
-                            want = sorted(raw.execute(inline(query.format(t=p), args)).rows)
-                        except tique.Error as exc:
-                            want = type(exc).__name__
-                        try:
-                            cur.execute(query.format(t=t), args)
-                            got = sorted(cur.fetchall())
-                        except tique.Error as exc:
-                            got = type(exc).__name__
+                        want = answer(lambda q: raw.execute(q).rows, inline(query.format(t=p), args))
+                        got = answer(rows_of, cur, query.format(t=t), args)
                         conn.rollback()  # a new snapshot: the next read is not answered from rows this one holds
                         tested += 1
                         if got != want:
