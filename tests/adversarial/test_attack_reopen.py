@@ -51,6 +51,9 @@ SCHEMA = "k INT PRIMARY KEY, ver INT, s VARCHAR(60), c CLOB, b BLOB, ch CHAR(5)"
 # how the kernel dies opening a directory whose BLOB heap a kill left inconsistent: its log replay finds the heap's
 # free list "not orderered", store_init fails, and its clean-up frees twice (seen in CI on 2026-11-27)
 KERNEL_BLOB_REPLAY = "free(): double free detected"
+# what tique says when the kernel's catalog counts rows in a file a kill left missing: a string column's offsets
+# file, seen on 2026-12-06 (README, engine facts)
+KERNEL_FILE_MISSING = "files that are missing or short"
 
 
 # ---- the values every key has at each version: the model needs no copy of them --------------------------------
@@ -622,6 +625,14 @@ def test_kill_and_close_loop_keeps_every_logged_commit(tmp_path: Path) -> None:
                         f"round {it}: MonetDB 11.41 itself cannot open the directory the kill left (plain monetdbe "
                         f"aborts too: {KERNEL_BLOB_REPLAY!r}): a BLOB heap's free list and values are newer than the "
                         "catalog after a kill during the kernel's flush (README, engine facts; not fixed)"
+                    )
+            if any(KERNEL_FILE_MISSING in line for line in said):
+                plain = _child("open_plain", str(before), timeout=REOPEN_TIMEOUT)
+                if plain.returncode != 0 and "GDKinit() failed" in plain.stderr:
+                    pytest.xfail(
+                        f"round {it}: MonetDB 11.41 itself cannot open the directory the kill left (plain monetdbe "
+                        f"fails too): its catalog counts rows in a file the kill left missing or short: {said[-1]} "
+                        "(README, engine facts; not fixed)"
                     )
             problems.append(f"round {it}: reopen failed: {said}")
             break

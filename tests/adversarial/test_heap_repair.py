@@ -202,3 +202,18 @@ def test_a_short_heap_of_a_flush_killed_while_writing_its_catalog_is_repaired(tm
     assert any("repaired" in w and str(saved) in w for w in said["warnings"]), said["warnings"]
     again = _run(PLAIN_OPEN, str(directory))
     assert again.returncode == 0, again.stderr[-3000:]
+
+
+def test_a_tail_file_the_catalog_counts_rows_in_but_missing_is_named_in_the_error(tmp_path: Path) -> None:
+    """A kill during the kernel's flush left a catalog that counts 237 rows in a string column's offsets file that
+    did not exist (seen in test_attack_reopen's kill loop, 2026-12-06; plain MonetDB cannot start on it either).
+    The rows cannot be rebuilt: the open's error names the file and says to restore from a backup, where the
+    kernel says only 'GDKinit() failed'."""
+    directory, _, heap = _made(tmp_path)
+    [tail] = [p for p in heap.parent.glob(heap.stem + ".tail*")]
+    tail.unlink()
+    read = _run(READ, f"monetdbe://{directory}")
+    assert read.returncode != 0
+    error = read.stderr.strip().splitlines()[-1]
+    assert "GDKinit" in error and str(tail) in error and "missing" in error and "backup" in error, error
+    assert "locked" not in error

@@ -27,7 +27,7 @@ from typing import Any
 from tique.append_guard import AppendGuard
 from tique.cache_keys import CacheKeys
 from tique.engine.base import Result, in_one_transaction
-from tique.engine.heap_repair import repair, short_heaps
+from tique.engine.heap_repair import missing_files, repair, short_heaps
 from tique.engine.monetdbe_values import read_result
 from tique.engine.session_stack import KernelCalls, as_int32, kernel_calls, lowlevel
 from tique.engine.url import EngineURL
@@ -212,6 +212,14 @@ def _open_error(engine: EmbeddedEngine, detail: str) -> OperationalError:
             f"cannot open {engine.describe()}: the kernel's files disagree with its catalog in a way tique cannot "
             f"repair safely ({'; '.join(damaged)}): rows committed before the last flush point into the missing "
             f"bytes. Restore the directory from a backup. Engine said: {detail}"
+        )
+    missing = missing_files(engine.path) if engine.path else []
+    if missing:
+        return OperationalError(
+            f"cannot open {engine.describe()}: the kernel's catalog counts rows in files that are missing or short "
+            f"({'; '.join(missing[:5])}{'; ...' if len(missing) > 5 else ''}). A crash during the kernel's flush can "
+            "leave a directory so (a defect of MonetDB 11.41's store: plain MonetDB cannot open it either), and those "
+            f"rows cannot be rebuilt. Restore the directory from a backup. Engine said: {detail}"
         )
     trace = _trace_tail(engine.path) if engine.path else ""
     if trace:

@@ -42,16 +42,20 @@ class ShortHeap:
         return f"{self.path} has {self.actual} bytes, the kernel's catalog records {self.recorded}"
 
 
-def short_heaps(directory: str) -> list[ShortHeap]:
-    """Every string or blob heap of the database whose file is shorter than the size BBP.dir records for it."""
-    root = Path(directory)
+def _entries(root: Path) -> list[list[str]]:
+    """The fields of each column's line in the catalog the kernel will start from (none if it cannot be read)."""
     try:
         lines = catalog(root).read_text().splitlines()[HEADER_LINES:]
     except (OSError, UnicodeDecodeError):
         return []
+    return [line.split() for line in lines]
+
+
+def short_heaps(directory: str) -> list[ShortHeap]:
+    """Every string or blob heap of the database whose file is shorter than the size BBP.dir records for it."""
+    root = Path(directory)
     found = []
-    for line in lines:
-        fields = line.split()
+    for fields in _entries(root):
         if len(fields) != VAR_FIELDS or fields[8] not in STRING_HEAPS | BLOB_HEAPS:
             continue
         base = root / "bat" / fields[3]
@@ -65,6 +69,30 @@ def short_heaps(directory: str) -> list[ShortHeap]:
             whole = _rows_whole(base, count, width, heap, actual, blob=fields[8] in BLOB_HEAPS)
             found.append(ShortHeap(heap, recorded, actual, whole))
     return found
+
+
+def missing_files(directory: str) -> list[str]:
+    """The files the catalog counts rows in that do not exist, or whose values file is shorter than it records
+    (a short heap is ``short_heaps``' case): the kernel will not start, and nothing can rebuild them. Seen after a
+    kill during the kernel's flush: a catalog counting 237 rows in a string column's ``.tail2`` that was not there.
+    Asked only once an open has failed, to say why."""
+    root = Path(directory)
+    said = []
+    for fields in _entries(root):
+        if len(fields) not in (FIXED_FIELDS, VAR_FIELDS) or fields[8] == "void" or int(fields[5]) == 0:
+            continue
+        base, width, used = root / "bat" / fields[3], int(fields[9]), int(fields[17])
+        tails = _tail_names(base, width) if fields[8] in STRING_HEAPS else [base.with_name(base.name + ".tail")]
+        tail = next((effective(p) for p in tails if effective(p).exists()), None)
+        if used > 0 and tail is None:
+            said.append(f"{tails[0]} is missing (the kernel's catalog counts {fields[5]} rows in it, {used} bytes)")
+        elif used > 0 and tail is not None and tail.stat().st_size < used:
+            said.append(f"{tail} has {tail.stat().st_size} bytes, the kernel's catalog records {used}")
+        if len(fields) == VAR_FIELDS and int(fields[22]) > 0:
+            heap = effective(base.with_name(base.name + ".theap"))
+            if not heap.exists():
+                said.append(f"{heap} is missing (the kernel's catalog records {fields[22]} bytes)")
+    return said
 
 
 def catalog(root: Path) -> Path:
