@@ -3,6 +3,7 @@ through engine errors (which make MonetDB drop every prepared statement) and a w
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 
 import pytest
@@ -61,13 +62,14 @@ def test_an_engine_error_drops_prepared_statements_and_they_come_back(connect: C
     assert session._ids and session.enabled  # prepared again, ids still in step
 
 
-def test_a_wrong_id_count_falls_back_to_text(connect: Connect, table: str) -> None:
+def test_an_id_the_engine_no_longer_holds_falls_back_to_text(connect: Connect, table: str) -> None:
     conn = connect()
     session = conn._raw
-    read(conn, table, 1)
-    session._next_id += 5  # as if a PREPARE had been miscounted
-    assert read(conn, table, 2) == [("v2", 20)]  # prepares with the wrong id; its EXEC finds nothing
-    assert read(conn, table, 3) == [("v3", 30)]
+    for k in range(3):
+        read(conn, table, k)
+    session._ids = {key: sid + 5 for key, sid in session._ids.items()}  # as if an id had been read wrong
+    assert read(conn, table, 3) == [("v3", 30)]  # its EXEC finds nothing
+    assert read(conn, table, 4) == [("v4", 40)]
     assert not session.enabled  # and the session runs statements as text from then on
 
 
@@ -142,3 +144,133 @@ def test_a_string_compared_with_a_boolean_answers_as_text_every_time(
             answers.append(answer(rows_of, cur, f"SELECT k FROM {t} WHERE flag = %s ORDER BY k", (text,), ordered=True))
             conn.rollback()
         assert answers == [want] * 4
+
+
+def _runs(
+    conn: tique.Connection, cur: tique.Cursor, raw: object, sql: str, t: str, p: str, args: tuple[object, ...]
+) -> tuple[object, list[object]]:
+    """The twin's answer to ``sql``'s text, and tique's to four runs of it (text, PREPARE, EXEC, EXEC)."""
+    want = answer(lambda: raw.execute(inline(sql.format(t=p), args)).rows)  # type: ignore[attr-defined]
+    got = []
+    for _ in range(4):
+        got.append(answer(rows_of, cur, sql.format(t=t), args))
+        conn.rollback()
+    return want, got
+
+
+def test_a_prepare_the_engine_refuses_does_not_shift_the_ids_of_later_statements(
+    connect: Connect, url: str, unique_name: Callable[[str], str]
+) -> None:
+    """MonetDB 11.41 numbers some refused PREPAREs and not others ("Could not determine type" takes an id,
+    "identifier unknown" does not); tique counted one for each, so a later EXEC ran ANOTHER statement: a NULL
+    argument to ``v = ?`` answered with the SUM of a statement prepared after it (found by a helper's review)."""
+    ddl = "(k INT PRIMARY KEY, v VARCHAR(10), n INT)"
+    with twin_tables(connect, url, unique_name, ddl) as (conn, cur, raw, t, p):
+        for table, run in ((t, cur.execute), (p, raw.execute)):
+            run(f"INSERT INTO {table} VALUES (1, 'a', 10), (2, 'b', 20), (3, NULL, 30)")
+        conn.commit()
+        for _ in range(2):  # a typo tried twice: its second run is a PREPARE the engine refuses
+            with pytest.raises(tique.ProgrammingError):
+                cur.execute(f"SELECT nosuch FROM {t} WHERE k > %s", (1,))
+            conn.rollback()
+        wrong = []
+        for sql, args in [
+            ("SELECT k FROM {t} WHERE v = %s", ("a",)),
+            ("SELECT SUM(n) FROM {t} WHERE n > %s", ("15",)),
+            ("SELECT k FROM {t} WHERE v = %s", (None,)),
+            ("SELECT k FROM {t} WHERE v = %s", (5,)),
+            ("SELECT SUM(n) FROM {t} WHERE n > %s", (15,)),
+        ]:
+            want, got = _runs(conn, cur, raw, sql, t, p, args)
+            wrong += [(sql, args, g, want) for g in got if g != want]
+        assert not wrong, wrong
+
+
+def test_a_table_made_again_with_other_types_by_another_connection_is_not_read_with_the_old_ones(
+    connect: Connect, url: str, unique_name: Callable[[str], str]
+) -> None:
+    """MonetDB keeps a session's prepared statements when another session drops and re-creates a table, and an
+    EXEC then reads the new columns with the old plan's types: an INT made DECIMAL(9,2) read 7.50 as 750, and a
+    prepared ``SET v = v + ?`` stored 151.00 for 1.50 + 1 (found by a helper's review)."""
+    t = unique_name("retyped")
+    conn, other = connect(), connect()
+    cur, ocur = conn.cursor(), other.cursor()
+    ocur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT)")
+    ocur.execute(f"INSERT INTO {t} VALUES (1, 7)")
+    other.commit()
+    for _ in range(4):  # prepared and run as EXEC
+        cur.execute(f"SELECT k, v FROM {t} WHERE k = %s", (1,))
+        assert cur.fetchall() == [(1, 7)]
+        cur.execute(f"UPDATE {t} SET v = v + %s WHERE k = %s", (0, 1))
+        conn.commit()
+    ocur.execute(f"DROP TABLE {t}")
+    other.commit()
+    ocur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v DECIMAL(9,2))")
+    ocur.execute(f"INSERT INTO {t} VALUES (1, 7.5)")
+    other.commit()
+    for _ in range(3):
+        cur.execute(f"SELECT k, v FROM {t} WHERE k = %s", (1,))
+        assert cur.fetchall() == [(1, decimal.Decimal("7.50"))]
+        conn.rollback()
+    cur.execute(f"UPDATE {t} SET v = v + %s WHERE k = %s", (1, 1))
+    conn.commit()
+    ocur.execute(f"SELECT v FROM {t} WHERE k = 1")
+    assert ocur.fetchall() == [(decimal.Decimal("8.50"),)]
+    other.rollback()
+
+
+def test_a_connections_own_ddl_is_seen_by_its_analytical_session(
+    connect: Connect, url: str, unique_name: Callable[[str], str]
+) -> None:
+    """An aggregate runs on the connection's second (analytical) session, whose prepared statements MonetDB keeps
+    through DDL sent on the first: ``SUM(v + ?)`` over a table made again with DECIMAL(9,2) answered 377 for 5.75."""
+    t = unique_name("own_ddl")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT)")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 1), (2, 2)")
+    conn.commit()
+    for _ in range(4):
+        cur.execute(f"SELECT SUM(v + %s) FROM {t}", (1,))
+        assert cur.fetchall() == [(5,)]
+        conn.commit()
+    cur.execute(f"DROP TABLE {t}")
+    conn.commit()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v DECIMAL(9,2))")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 1.50), (2, 2.25)")
+    conn.commit()
+    for _ in range(3):
+        cur.execute(f"SELECT SUM(v + %s) FROM {t}", (1,))
+        assert cur.fetchall() == [(decimal.Decimal("5.75"),)]
+        conn.commit()
+
+
+def test_numbers_take_the_type_their_text_gives_them_on_every_run(
+    connect: Connect, url: str, unique_name: Callable[[str], str]
+) -> None:
+    """A bare ``?`` takes its type from the context, a literal in the text its own: ``b + 3`` on a BOOLEAN gave 4 as
+    text and 2 as EXEC (3 made TRUE), ``b = 3`` found a row only as EXEC, ``r * 3`` on a REAL computed in DOUBLE,
+    ``300 / m6`` lost its scale, ``m < 100`` on a DECIMAL(5,3) failed; a Decimal cast to DECIMAL(18, s) divided
+    with another scale than its literal's DECIMAL(2,1) (found by a helper's review)."""
+    ddl = "(k INT PRIMARY KEY, r REAL, b BOOLEAN, m6 DECIMAL(18,6), m DECIMAL(5,3), ti TINYINT)"
+    with twin_tables(connect, url, unique_name, ddl) as (conn, cur, raw, t, p):
+        for table, run in ((t, cur.execute), (p, raw.execute)):
+            run(f"INSERT INTO {table} VALUES (1, 0.1, true, 1.333333, 1.5, 100)")
+        conn.commit()
+        wrong = []
+        for sql, args in [
+            ("SELECT k, r * %s FROM {t}", (3,)),
+            ("SELECT k, b + %s FROM {t}", (3,)),
+            ("SELECT k FROM {t} WHERE b = %s", (3,)),
+            ("SELECT k, %s / m6 FROM {t}", (300,)),
+            ("SELECT k FROM {t} WHERE m < %s", (100,)),
+            ("SELECT k, ti + %s FROM {t}", (300,)),
+            ("SELECT k, ti + %s FROM {t}", (20,)),
+            ("SELECT k FROM {t} WHERE k = %s", (1,)),
+            ("SELECT k, %s / ti FROM {t}", (decimal.Decimal("1.5"),)),
+            ("SELECT k, %s / m6 FROM {t}", (decimal.Decimal("12345.678"),)),
+            ("SELECT k, m * %s FROM {t}", (True,)),
+        ]:
+            want, got = _runs(conn, cur, raw, sql, t, p, args)
+            wrong += [(sql, args, g, want) for g in got if g != want]
+        assert not wrong, wrong

@@ -64,7 +64,7 @@ class Connection:
         self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms, connection=True)
         self._raw: Any = None
         try:
-            self._raw = PreparingConnection(self.db.connect_raw(), enabled=settings.prepare)
+            self._raw = self._session()
             if settings.lease_ms is not None and settings.lease_ms != self.db.lease_ms:
                 self.db.apply_lease(self._raw, settings.lease_ms)
             self._zero_signs_kept = False
@@ -238,6 +238,16 @@ class Connection:
         finally:
             txn.reader = None
 
+    def _session(self) -> PreparingConnection:
+        """A new engine session of this connection; its prepared statements are forgotten when the process's catalog
+        changes (DDL here or elsewhere: MonetDB keeps them through another session's DDL)."""
+        catalog = self.db.catalog
+
+        def version() -> tuple[int | None, int]:
+            return catalog.seen, catalog.version
+
+        return PreparingConnection(self.db.connect_raw(), enabled=self.settings.prepare, catalog_version=version)
+
     def _reader(self, plan: ReadPlan, yielding: bool) -> PreparingConnection | None:
         """The session an analytical read runs on: a second engine session of this connection, opened at its
         first such read, on the analytical pipeline. Switching a session's pipeline drops every statement MonetDB
@@ -254,7 +264,7 @@ class Connection:
         reader = self._analytical
         if reader is None:
             try:
-                reader = PreparingConnection(self.db.connect_raw(), enabled=self.settings.prepare)
+                reader = self._session()
             except errors.Error:
                 self._session_set = True  # one session it is, from now on
                 return None

@@ -2,14 +2,14 @@
 once and from then on sent as ``EXEC id(values)``, which skips MonetDB's SQL parser and optimizer. Measured on
 a point snapshot read: 1.26 ms rendered, 0.53 ms as EXEC (0.36 ms for the bare table read).
 
-MonetDB's rules, measured on 11.41: statement ids count up per session from 0, a failed PREPARE uses one too,
-and *any* error on the session drops every prepared statement (ids keep counting), as does the session's own DDL
-or SET, with no error (engine/base.py drops_prepared). So every statement of the
-session goes through this wrapper: an error forgets all ids, and the ids are counted (pymonetdb does not tell
-them). A DEALLOCATE (a user's, or tique's after asking MonetDB's verdict on a statement) forgets the ids it
-drops, which are prepared again at their next use: ids keep counting through it. Should the count ever be
-wrong, an EXEC finds no statement: preparing stops on this session and the statement runs as text, so a user
-never sees the difference.
+MonetDB's rules, measured on 11.41: statement ids count up per session from 0 (some refused PREPAREs take one,
+others do not), and *any* error on the session drops every prepared statement, as does the session's own DDL or
+SET, with no error (engine/base.py drops_prepared); another session's DDL drops none. So every statement of the
+session goes through this wrapper: an error forgets all ids, and so does a change of the process's catalog. A
+statement's id is read right after its PREPARE, with its parameters' types (neither adapter reports it). A
+DEALLOCATE (a user's, or tique's after asking MonetDB's verdict on a statement) forgets the ids it drops, which
+are prepared again at their next use. Should an EXEC ever find no statement, preparing stops on this session and
+the statement runs as text, so a user never sees the difference.
 """
 
 from __future__ import annotations
@@ -33,14 +33,17 @@ SET_OPTIMIZER = re.compile(r"\s*SET\s+optimizer\s*=\s*'([^']*)'\s*;?\s*$", re.I)
 
 # What a parameter's literal is typed as when the statement runs as text, so that its prepared form casts the
 # parameter to that type: MonetDB types a bare `?` from its context and converts the value to it (`b + ?` with b
-# DECIMAL(12,2) took 26341.13 as 26341; `ts = ?` dropped a fraction; `f = ?` rounded a double to a REAL).
-# None: a bare `?` loses nothing (integers, strings, NULL, booleans; a value too large for the context's type
-# fails, and the statement then runs as text). A literal of another form is not prepared, and a string runs prepared
-# only into a parameter of a string type (_TEXT_PARAMETERS).
+# DECIMAL(12,2) took 26341.13 as 26341; `ts = ?` dropped a fraction; `f = ?` rounded a double to a REAL; `b + ?`
+# with b BOOLEAN took 3 as TRUE and answered 2 where the text answers 4; `r * ?` with r REAL computed in DOUBLE).
+# An integer is typed as MonetDB types its literal, by magnitude (5 TINYINT, 300 SMALLINT); a decimal by its
+# digits as written (0.015 is DECIMAL(4,3): a division's scale follows the precision, so DECIMAL(18,3) divided
+# otherwise). None: a bare `?` (strings, NULL); a string runs prepared only into a parameter of a string type
+# (_TEXT_PARAMETERS). A literal of another form is not prepared.
 _DECIMAL = re.compile(r"-?(\d*)\.(\d*)")
 _TYPED = re.compile(r"(DATE|TIME\(\d\)|TIMESTAMP\(\d\)) '")
 _TIMESTAMP = re.compile(r"TIMESTAMP '")  # a datetime as pymonetdb writes it: at most microseconds
-_BARE = re.compile(r"-?\d+|'(?:[^']|'')*'|NULL|(?i:true|false)")
+_BARE = re.compile(r"'(?:[^']|'')*'|NULL")
+_INTEGER_TYPES = ((2**7, "TINYINT"), (2**15, "SMALLINT"), (2**31, "INT"), (2**63, "BIGINT"), (2**127, "HUGEINT"))
 # The parameter types (sys.prepared_statements_args) a string literal goes into as itself. Into another type an EXEC
 # converts the string to it, where the text form leaves MonetDB to compare or combine the string as it does a
 # literal, and answers differ (11.41): ``flag = 'true'`` found no row as text and the true rows as EXEC (the text
@@ -48,7 +51,13 @@ _BARE = re.compile(r"-?\d+|'(?:[^']|'')*'|NULL|(?i:true|false)")
 # row of .123 as EXEC (rounded to the column's precision); ``COALESCE(m, '1.5')`` with a DECIMAL(5,3) failed as
 # text and answered as EXEC. Such a statement runs as text with that literal.
 _TEXT_PARAMETERS = frozenset({"varchar", "char", "clob"})
-_TYPES_OF = "SELECT type FROM sys.prepared_statements_args WHERE statementid ="
+# The id the session's newest statement took and its parameters' types, asked right after each PREPARE. The id is
+# read, not counted: 11.41 numbers some refused PREPAREs ("Could not determine type") and not others ("identifier
+# unknown", a syntax error), and a count one too high made a later EXEC run ANOTHER statement.
+_TYPES_OF = (
+    "SELECT s.id, a.type FROM (SELECT MAX(statementid) AS id FROM sys.prepared_statements) AS s "
+    "LEFT JOIN sys.prepared_statements_args AS a ON a.statementid = s.id AND a.inout = 1 ORDER BY a.number"
+)
 
 
 def preparing(sql: str) -> bool:
@@ -63,15 +72,19 @@ UNPREPARABLE = "unpreparable"
 def parameter_type(literal: str) -> str | None:
     """The type a parameter's literal has as text (see above); UNPREPARABLE when its form is not known here."""
     digits = literal[1:] if literal[:1] == "-" else literal
-    if digits.isascii() and digits.isdigit():  # most are integers: spared the pattern (it runs per slot and EXEC)
-        return None
+    if digits.isascii() and digits.isdigit():  # most are integers: spared the patterns (they run per slot and EXEC)
+        size = int(digits)
+        return next((name for bound, name in _INTEGER_TYPES if size < bound), UNPREPARABLE)
     if _BARE.fullmatch(literal):
         return None
+    if literal.lower() in ("true", "false"):
+        return "BOOLEAN"
     if (number := _DECIMAL.fullmatch(literal)) is not None:
-        whole, fraction = len(number.group(1).lstrip("0")), len(number.group(2))
-        if whole + fraction > 38:
+        whole = number.group(1).lstrip("0") or number.group(1)[:1]  # as MonetDB counts: 0.5 has 2 digits, .5 one
+        precision, fraction = len(whole) + len(number.group(2)), len(number.group(2))
+        if not 0 < precision <= 38:
             return UNPREPARABLE
-        return f"DECIMAL({18 if whole + fraction <= 18 else 38}, {fraction})"
+        return f"DECIMAL({precision}, {fraction})"
     if re.fullmatch(r"-?\d+(\.\d*)?[eE][-+]?\d+", literal):
         return "DOUBLE"
     if (typed := _TYPED.match(literal)) is not None:
@@ -90,7 +103,9 @@ Prepared = tuple[Template, tuple[str | None, ...]]
 
 
 class PreparingConnection:
-    def __init__(self, raw: RawConnection, enabled: bool = True) -> None:
+    def __init__(
+        self, raw: RawConnection, enabled: bool = True, catalog_version: Callable[[], object] | None = None
+    ) -> None:
         self.raw = raw
         self.enabled = enabled
         # per statement and the types of its parameters' literals (parameter_type)
@@ -98,8 +113,12 @@ class PreparingConnection:
         self._uses: Counter[Prepared] = Counter()
         self._unpreparable: set[Prepared] = set()
         self._kinds: dict[Prepared, tuple[str, ...]] = {}  # its parameters' types, as it was last prepared
-        self._next_id = 0
         self.hooks: list[StatementHook] = []
+        # the process's catalog as the statements were prepared: MonetDB keeps a session's prepared statements
+        # through another session's DDL, and an EXEC then reads a table made again with the old plan's types
+        # (an INT made DECIMAL(9,2) read 7.50 as 750); a change of it forgets them (see run)
+        self.catalog_version = catalog_version
+        self._prepared_under: object = None
         self.pipeline = "default_pipe"  # the session's optimizer pipeline, as the SET statements sent here left it
 
     @property
@@ -121,14 +140,10 @@ class PreparingConnection:
             result = self.raw.execute(sql)
         except Error as exc:
             self._ids.clear()  # MonetDB dropped them all
-            if head.startswith("PREPARE"):
-                self._next_id += 1
             self._tell(sql, started, exc)
             raise
         self._tell(sql, started, None)
-        if head.startswith("PREPARE"):
-            self._next_id = (result.prepared_id if result.prepared_id is not None else self._next_id) + 1
-        elif head.startswith("DEALLOCATE"):
+        if head.startswith("DEALLOCATE"):
             self._deallocated(sql)
         elif head.startswith("SET OPTIMI"):
             self._ids.clear()  # MonetDB drops the session's prepared statements when its optimizer changes
@@ -171,6 +186,9 @@ class PreparingConnection:
         """Run a rewritten statement, prepared once it is seen again with parameters of the same types."""
         if not self.enabled or not template.slots:
             return self._as_text(template, values)
+        if self.catalog_version is not None and self._prepared_under != (now := self.catalog_version()):
+            self._forget_all()
+            self._prepared_under = now
         types = tuple(parameter_type(values[s]) for s in template.slots)
         key = (template, types)
         if UNPREPARABLE in types or key in self._unpreparable:
@@ -199,6 +217,16 @@ class PreparingConnection:
             # with): as text the statement answers rather than fails
             return self._as_text(template, values)
 
+    def _forget_all(self) -> None:
+        """Drop the session's prepared statements, here and in MonetDB: they come back at their next uses."""
+        if not self._ids:
+            return
+        try:
+            self.execute("DEALLOCATE ALL")  # (clears the ids)
+        except Error as exc:  # (the error dropped them all)
+            if connection_lost(exc):
+                raise
+
     def _as_text(self, template: Template, values: dict[str, str]) -> Result:
         """The statement with its parameters' literals in its text; with a -0.0 among them, on a pipeline that
         keeps it (an UPDATE's new values are computed by such a statement: tique/zero_signs.py)."""
@@ -213,23 +241,19 @@ class PreparingConnection:
         return None
 
     def _prepare(self, key: Prepared) -> int | None:
-        sid = self._next_id
         try:
-            result = self.execute("PREPARE " + _with_holders(key))
-        except Error as exc:
+            self.execute("PREPARE " + _with_holders(key))
+            rows = self.execute(_TYPES_OF).rows
+        except Error as exc:  # (a failed PREPARE or query dropped every prepared statement of the session)
             if connection_lost(exc):
                 raise  # the statement's own error: the session is gone, not the statement unpreparable
             self._unpreparable.add(key)  # e.g. a parameter whose type MonetDB cannot tell: run as text
             return None
-        sid = result.prepared_id if result.prepared_id is not None else sid
-        try:
-            kinds = self.execute(f"{_TYPES_OF} {int(sid)} AND inout = 1 ORDER BY number").rows
-        except Error as exc:  # (it dropped every prepared statement of the session, this one too)
-            if connection_lost(exc):
-                raise
+        if not rows or rows[0][0] is None:
             self._unpreparable.add(key)
             return None
-        self._kinds[key] = tuple(str(k[0]) for k in kinds)
+        sid = int(rows[0][0])
+        self._kinds[key] = tuple(str(kind) for _, kind in rows if kind is not None)
         self._ids[key] = sid
         return sid
 
