@@ -274,3 +274,25 @@ def test_numbers_take_the_type_their_text_gives_them_on_every_run(
             want, got = _runs(conn, cur, raw, sql, t, p, args)
             wrong += [(sql, args, g, want) for g in got if g != want]
         assert not wrong, wrong
+
+
+def test_a_null_the_text_refuses_is_refused_on_every_run(
+    connect: Connect, url: str, unique_name: Callable[[str], str]
+) -> None:
+    """A NULL's text literal has no type: ``b + NULL`` on a BOOLEAN fails as text ("no such binary operator"), while a
+    prepared ``b + ?`` answered NULL from the third run (found by the long differential run)."""
+    with twin_tables(connect, url, unique_name, "(k INT PRIMARY KEY, b BOOLEAN, n INT)") as (conn, cur, raw, t, p):
+        for table, run in ((t, cur.execute), (p, raw.execute)):
+            run(f"INSERT INTO {table} VALUES (1, true, 5)")
+        conn.commit()
+        wrong = []
+        for sql, args in [
+            ("SELECT k, b + %s FROM {t}", (None,)),
+            ("SELECT k, b + %s FROM {t}", (3,)),
+            ("SELECT k, b + %s FROM {t}", (None,)),
+            ("SELECT k, n + %s FROM {t}", (None,)),
+            ("SELECT k FROM {t} WHERE n = %s", (None,)),
+        ]:
+            want, got = _runs(conn, cur, raw, sql, t, p, args)
+            wrong += [(sql, args, g, want) for g in got if g != want]
+        assert not wrong, wrong

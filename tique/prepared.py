@@ -37,12 +37,16 @@ SET_OPTIMIZER = re.compile(r"\s*SET\s+optimizer\s*=\s*'([^']*)'\s*;?\s*$", re.I)
 # with b BOOLEAN took 3 as TRUE and answered 2 where the text answers 4; `r * ?` with r REAL computed in DOUBLE).
 # An integer is typed as MonetDB types its literal, by magnitude (5 TINYINT, 300 SMALLINT); a decimal by its
 # digits as written (0.015 is DECIMAL(4,3): a division's scale follows the precision, so DECIMAL(18,3) divided
-# otherwise). None: a bare `?` (strings, NULL); a string runs prepared only into a parameter of a string type
-# (_TEXT_PARAMETERS). A literal of another form is not prepared.
+# otherwise). None: a bare `?` (strings; NULL_ARGUMENT for a NULL); a string runs prepared only into a parameter
+# of a string type (_TEXT_PARAMETERS). A literal of another form is not prepared.
 _DECIMAL = re.compile(r"-?(\d*)\.(\d*)")
 _TYPED = re.compile(r"(DATE|TIME\(\d\)|TIMESTAMP\(\d\)) '")
 _TIMESTAMP = re.compile(r"TIMESTAMP '")  # a datetime as pymonetdb writes it: at most microseconds
-_BARE = re.compile(r"'(?:[^']|'')*'|NULL")
+_STRING = re.compile(r"'(?:[^']|'')*'")
+# A NULL's text literal has no type, which some operators refuse (`b + NULL` on a BOOLEAN: "no such binary operator"),
+# while a prepared `?` takes one from the context and answers NULL: such a statement is prepared only once its text
+# has answered with a NULL there (run).
+NULL_ARGUMENT = "NULL"
 _INTEGER_TYPES = ((2**7, "TINYINT"), (2**15, "SMALLINT"), (2**31, "INT"), (2**63, "BIGINT"), (2**127, "HUGEINT"))
 # The parameter types (sys.prepared_statements_args) a string literal goes into as itself. Into another type an EXEC
 # converts the string to it, where the text form leaves MonetDB to compare or combine the string as it does a
@@ -75,7 +79,9 @@ def parameter_type(literal: str) -> str | None:
     if digits.isascii() and digits.isdigit():  # most are integers: spared the patterns (they run per slot and EXEC)
         size = int(digits)
         return next((name for bound, name in _INTEGER_TYPES if size < bound), UNPREPARABLE)
-    if _BARE.fullmatch(literal):
+    if literal == "NULL":
+        return NULL_ARGUMENT
+    if _STRING.fullmatch(literal):
         return None
     if literal.lower() in ("true", "false"):
         return "BOOLEAN"
@@ -113,6 +119,7 @@ class PreparingConnection:
         self._uses: Counter[Prepared] = Counter()
         self._unpreparable: set[Prepared] = set()
         self._kinds: dict[Prepared, tuple[str, ...]] = {}  # its parameters' types, as it was last prepared
+        self._null_answered: set[Prepared] = set()  # statements with a NULL argument whose text answered
         self.hooks: list[StatementHook] = []
         # the process's catalog as the statements were prepared: MonetDB keeps a session's prepared statements
         # through another session's DDL, and an EXEC then reads a table made again with the old plan's types
@@ -188,11 +195,16 @@ class PreparingConnection:
             return self._as_text(template, values)
         if self.catalog_version is not None and self._prepared_under != (now := self.catalog_version()):
             self._forget_all()
+            self._null_answered.clear()
             self._prepared_under = now
         types = tuple(parameter_type(values[s]) for s in template.slots)
         key = (template, types)
         if UNPREPARABLE in types or key in self._unpreparable:
             return self._as_text(template, values)
+        if NULL_ARGUMENT in types and key not in self._null_answered:
+            result = self._as_text(template, values)  # an error here: as text it fails every time
+            self._null_answered.add(key)
+            return result
         sid = self._ids.get(key)
         if sid is None:
             self._uses[key] += 1
@@ -261,7 +273,8 @@ class PreparingConnection:
 def _with_holders(key: Prepared) -> str:
     """The statement's text with a `?` for each slot, cast to its literal's type where a bare one loses it."""
     template, types = key
-    return template.render({s: "?" if t is None else f"CAST(? AS {t})" for s, t in zip(template.slots, types)})
+    bare = (None, NULL_ARGUMENT)
+    return template.render({s: "?" if t in bare else f"CAST(? AS {t})" for s, t in zip(template.slots, types)})
 
 
 def run_template(conn: RawConnection, template: Template, values: dict[str, str]) -> Result:
