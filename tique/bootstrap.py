@@ -7,9 +7,9 @@ One sequence, used by every way a database is opened: ``tique.connect`` (tique/d
 
 from __future__ import annotations
 
-from tique import catalog, privileges, views
+from tique import catalog, privileges, string_offsets, views
 from tique.engine.base import RawConnection
-from tique.recovery import RecoveryReport, recover
+from tique.recovery import RecoveryReport, caches, recover
 from tique.sequencer import CSequencer, Sequencer
 
 
@@ -33,6 +33,7 @@ def recover_and_view(conn: RawConnection, sequencer: Sequencer) -> RecoveryRepor
     tables = catalog.Catalog()
     tables.refresh(conn)
     views.ensure(conn, tables.all())
+    string_offsets.widen_caches(conn, caches(conn))  # a restart narrowed an empty column's offsets again
     return report
 
 

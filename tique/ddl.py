@@ -15,13 +15,14 @@ from typing import Any, TypeVar
 
 from sqlglot import exp
 
-from tique import alter, catalog, ddl_parse, ddl_views, views
+from tique import alter, catalog, ddl_parse, ddl_views, string_offsets, views
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import NAME, ident, quote, read_names, table_key
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
+from tique.string_offsets import string_columns
 from tique.versioned import versioned
 
 T = TypeVar("T")
@@ -138,6 +139,8 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
             for stmt, physical in zip(catalog.create_ddl(made), catalog.physical_tables(made)):
                 conn.execute(stmt)
                 done.append(physical)
+            if made.kind == "tx":  # before any transaction can write it (string_offsets.py)
+                string_offsets.widen(conn, made.cache, string_columns(made))
             catalog.register(conn, made)
         except Exception:
             for name in done:  # leave nothing half-made behind
