@@ -296,3 +296,23 @@ def test_a_null_the_text_refuses_is_refused_on_every_run(
             want, got = _runs(conn, cur, raw, sql, t, p, args)
             wrong += [(sql, args, g, want) for g in got if g != want]
         assert not wrong, wrong
+
+
+def test_a_sort_position_given_as_a_parameter_sorts_on_every_run(
+    connect: Connect, url: str, unique_name: Callable[[str], str]
+) -> None:
+    """In ORDER BY an integer literal is a column's position; cast to its type, a prepared parameter sorted by a
+    constant from the second run (found by a helper's review of 1adf452)."""
+    with twin_tables(connect, url, unique_name, "(k INT PRIMARY KEY, v VARCHAR(5))") as (conn, cur, raw, t, p):
+        for table, run in ((t, cur.execute), (p, raw.execute)):
+            run(f"INSERT INTO {table} VALUES (1, 'c'), (2, 'a'), (3, 'b')")
+        conn.commit()
+        for sql, args in [
+            ("SELECT k, v FROM {t} ORDER BY %s", (2,)),
+            ("SELECT k, v FROM {t} ORDER BY k DESC, %s", (2,)),
+            ("SELECT k, v FROM {t} ORDER BY %s", (3,)),
+        ]:
+            want = answer(lambda q: raw.execute(q).rows, inline(sql.format(t=p), args), ordered=True)
+            for _ in range(4):
+                assert answer(rows_of, cur, sql.format(t=t), args, ordered=True) == want, (sql, args)
+                conn.rollback()

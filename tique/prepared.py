@@ -64,6 +64,15 @@ _TYPES_OF = (
 )
 
 
+# A slot alone in an ORDER BY list: there an integer literal is a column's position (`ORDER BY 2`), while a cast
+# parameter is a constant that sorts nothing; MonetDB refuses a bare one. Such a statement runs as text.
+_SORT_POSITION = re.compile(r"\bORDER\s+BY\s+(?:[^()]*,\s*)?$", re.I)
+
+
+def _sorts_by_slot(template: Template) -> bool:
+    return any(_SORT_POSITION.search(part) for part in template.parts[: len(template.slots)])
+
+
 def preparing(sql: str) -> bool:
     """Is ``sql`` one of the statements that prepare a statement (its PREPARE, the query of its parameters' types),
     which a session sends once per statement shape? (For counting a transaction's round trips.)"""
@@ -253,6 +262,9 @@ class PreparingConnection:
         return None
 
     def _prepare(self, key: Prepared) -> int | None:
+        if _sorts_by_slot(key[0]):
+            self._unpreparable.add(key)
+            return None
         try:
             self.execute("PREPARE " + _with_holders(key))
             rows = self.execute(_TYPES_OF).rows
