@@ -23,7 +23,7 @@ from tique.engine import Engine, RawConnection, open_engine
 from tique.engine.url import EngineURL, parse_url
 from tique.errors import InterfaceError
 from tique.record_keys import record_keys_for
-from tique.sequencer import Sequencer, make_sequencer
+from tique.sequencer import CSequencer, Sequencer, make_sequencer
 from tique.settings import COMMIT_LEASE_MS, SHARED_ROWS_PER_TABLE
 from tique.shared_rows import SharedRows
 from tique.storage import StorageGuard
@@ -122,6 +122,8 @@ class Database:
         try:
             self.owner = privileges.owns_tique(conn)
             self.user = str(conn.execute("SELECT CURRENT_USER").scalar())
+            if isinstance(self.sequencer, CSequencer):
+                self.sequencer.compiled_by_server = url.kind == "server"
             bootstrap.install(conn, self.sequencer, owner=self.owner)
             if url.kind == "embedded":  # over MAPI, ``tique serve`` recovered
                 bootstrap.recover_and_view(conn, self.sequencer)

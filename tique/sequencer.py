@@ -221,6 +221,10 @@ class CSequencer:
     # An ordinary user (not tique's owner) advances only settled timestamps and writes outcomes through the
     # protocol procedures (tique/privileges.py); set by Database.
     restricted = False
+    # Over MAPI, `tique serve` compiled the functions before it let any client in: a client compiling them again,
+    # several at once, failed ("TypeException ... 'sql.put_outcome' undefined", 1 of 48 connections) and once
+    # the server closed every connection. Set by Database.
+    compiled_by_server = False
     advance_fn = "tique.advance"
     publishes_in_certification = True
 
@@ -243,10 +247,12 @@ class CSequencer:
             wanted = (*sqlfiles.statements("udf_functions"), *SESSION_FUNCTIONS)
             # only a change is installed: every process's first connection did it (about 17 ms of DDL)
             creates = {function_text(stmt) for stmt in wanted if stmt.lstrip().upper().startswith("CREATE")}
-            if not creates <= installed_functions(conn):
+            changed = not creates <= installed_functions(conn)
+            if changed:
                 for stmt in wanted:
                     conn.execute(stmt)
-            compile_functions(conn)
+            if changed or not self.compiled_by_server:
+                compile_functions(conn)
         try:
             abi = _one(conn, "SELECT tique.abi()")
         except Exception as exc:
