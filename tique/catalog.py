@@ -193,16 +193,17 @@ class TableInfo:
     @cached_property
     def has_strings(self) -> bool:
         """Whether a column holds strings (append_guard.py: reads of such a table are kept from its appends)."""
-        return bool(self._quoted_strings)
+        return bool(self.quoted_strings)
 
     @cached_property
-    def _quoted_strings(self) -> tuple[str, ...]:
+    def quoted_strings(self) -> tuple[str, ...]:
+        """The quoted names of the string columns."""
         return tuple(quote(c.name) for c in self.columns if base_type(c.sql_type) in STRING_TYPES)
 
     def names_strings(self, sql: str) -> bool:
         """Does ``sql`` name one of the table's string columns? tique's statements name every column they read,
         quoted; another table's column of the same name counts too (the read is guarded once more than needed)."""
-        return any(name in sql for name in self._quoted_strings)
+        return any(name in sql for name in self.quoted_strings)
 
     def column(self, name: str) -> ColumnSpec:
         found = self._columns_by_name.get(name)

@@ -22,7 +22,6 @@ from tique.errors import NotSupportedError, ProgrammingError
 from tique.names import NAME, ident, quote, read_names, table_key
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
-from tique.string_offsets import string_columns
 from tique.versioned import versioned
 
 T = TypeVar("T")
@@ -140,7 +139,7 @@ def _create_table(db: Database, conn: RawConnection, tree: exp.Create, sql: str)
                 conn.execute(stmt)
                 done.append(physical)
             if made.kind == "tx":  # before any transaction can write it (string_offsets.py)
-                string_offsets.widen(conn, made.cache, string_columns(made))
+                string_offsets.widen(conn, made.cache, made.quoted_strings)
             catalog.register(conn, made)
         except Exception:
             for name in done:  # leave nothing half-made behind

@@ -23,6 +23,7 @@ from tique.append_guard import AppendGuard
 from tique.engine.base import RawConnection, Result, drops_prepared
 from tique.errors import Error, connection_lost, prepared_statement_missing, value_not_converted
 from tique.rewrite.template import SLOT_PREFIX, Template
+from tique.rewrite.values import ENGINE_STRING_TYPES
 from tique.zero_signs import NEGATIVE_ZERO, zero_signs_kept
 
 PREPARE_AFTER = 2  # uses of a statement on a session before it is prepared
@@ -54,7 +55,7 @@ _INTEGER_TYPES = ((2**7, "TINYINT"), (2**15, "SMALLINT"), (2**31, "INT"), (2**63
 # casts the BOOLEAN to the string's CHAR(4)); ``ts = '...10:00:00.1234'`` with a TIMESTAMP(3) none as text and the
 # row of .123 as EXEC (rounded to the column's precision); ``COALESCE(m, '1.5')`` with a DECIMAL(5,3) failed as
 # text and answered as EXEC. Such a statement runs as text with that literal.
-_TEXT_PARAMETERS = frozenset({"varchar", "char", "clob"})
+_TEXT_PARAMETERS = ENGINE_STRING_TYPES
 # The id the session's newest statement took and its parameters' types, asked right after each PREPARE. The id is
 # read, not counted: 11.41 numbers some refused PREPAREs ("Could not determine type") and not others ("identifier
 # unknown", a syntax error), and a count one too high made a later EXEC run ANOTHER statement.

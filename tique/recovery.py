@@ -37,7 +37,7 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
             "INSERT INTO tique.outcomes SELECT txid, MAX(cts), FALSE FROM tique.commits "
             "WHERE txid NOT IN (SELECT txid FROM tique.outcomes) GROUP BY txid"
         )
-    present = caches(conn)
+    caches = _caches(conn)
     txid_sources = [
         "SELECT MAX(txid) AS m FROM tique.commits",
         "SELECT MAX(txid) AS m FROM tique.outcomes",
@@ -45,7 +45,7 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
         "SELECT MAX(last_txid) AS m FROM tique.checkpoints",  # ids of trimmed metadata: logged before any trim
         "SELECT MAX(CAST(table_id AS BIGINT)) AS m FROM tique.tables",  # a table's id is its DDL's txid
     ]
-    txid_sources += [f"SELECT MAX(tq_txid) AS m FROM {c}" for c in present]
+    txid_sources += [f"SELECT MAX(tq_txid) AS m FROM {c}" for c in caches]
     row = conn.execute(
         f"SELECT (SELECT MAX(m) FROM ({' UNION ALL '.join(txid_sources)}) AS x), "
         "(SELECT MAX(m) FROM (SELECT MAX(cts) AS m FROM tique.commits "
@@ -59,7 +59,7 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
     return RecoveryReport(unfinished, last_txid, last_cts)
 
 
-def caches(conn: RawConnection) -> list[str]:
+def _caches(conn: RawConnection) -> list[str]:
     """The Cache tables of tique's transactional tables, as its catalog (tique.tables) names them - never found
     by a name pattern: an application's own table may be called anything, ``page_cache`` or ``x__cache``. A
     Cache the catalog lists but the engine lacks (a CREATE that died half-way) is left out."""
@@ -69,8 +69,8 @@ def caches(conn: RawConnection) -> list[str]:
             "SELECT s.name, t.name FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id"
         ).rows
     }
-    found = []
+    caches = []
     for info in read_tables(conn):
         if info.kind == "tx" and (info.physical_schema, info.cache_name) in present:
-            found.append(info.cache)
-    return found
+            caches.append(info.cache)
+    return caches

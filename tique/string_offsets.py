@@ -24,17 +24,17 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
-from tique.catalog import TableInfo
 from tique.engine.base import RawConnection
 from tique.names import quote
-from tique.rewrite.values import sql_type
+from tique.rewrite.values import ENGINE_STRING_TYPES
 
 ROWS = 48  # one-character strings, 8 bytes each in the heap: past the 255 bytes of 1-byte offsets
 _LETTERS = string.ascii_letters
-STRING_TYPES = ("varchar", "char", "clob")
 
-# the Cache tables' string columns with 1-byte offsets (sys.storage's typewidth of a string column is its offsets')
-NARROW = 'SELECT "schema", "table", "column" FROM sys.storage WHERE typewidth = 1 AND type IN ({types})'
+# the string columns with 1-byte offsets (sys.storage's typewidth of a string column is its offsets')
+NARROW = 'SELECT "schema", "table", "column" FROM sys.storage WHERE typewidth = 1 AND type IN ({})'.format(
+    ", ".join(f"'{t}'" for t in sorted(ENGINE_STRING_TYPES))
+)
 
 
 def widen(conn: RawConnection, table: str, columns: Sequence[str]) -> None:
@@ -49,21 +49,13 @@ def widen(conn: RawConnection, table: str, columns: Sequence[str]) -> None:
         conn.execute("ROLLBACK")
 
 
-def string_columns(info: TableInfo) -> list[str]:
-    """The quoted names of ``info``'s string columns."""
-    return [quote(c.name) for c in info.columns if sql_type(c.sql_type).base == "VARCHAR"]
-
-
-def widen_caches(conn: RawConnection, caches: Sequence[str]) -> int:
-    """Widen every string column of the Cache tables ``caches`` (quoted "schema"."table") that has 1-byte offsets;
-    how many tables it widened."""
+def widen_caches(conn: RawConnection, caches: Sequence[str]) -> None:
+    """Widen every string column of the Cache tables ``caches`` (quoted "schema"."table") that has 1-byte offsets."""
     wanted = set(caches)
     narrow: dict[str, list[str]] = {}
-    types = ", ".join(f"'{t}'" for t in STRING_TYPES)
-    for schema, table, column in conn.execute(NARROW.format(types=types)).rows:
+    for schema, table, column in conn.execute(NARROW).rows:
         qualified = f"{quote(str(schema))}.{quote(str(table))}"
         if qualified in wanted:
             narrow.setdefault(qualified, []).append(quote(str(column)))
     for table, columns in narrow.items():
         widen(conn, table, columns)
-    return len(narrow)

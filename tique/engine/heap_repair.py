@@ -83,11 +83,11 @@ def missing_files(directory: str) -> list[str]:
             continue
         base, width, used = root / "bat" / fields[3], int(fields[9]), int(fields[17])
         tails = _tail_names(base, width) if fields[8] in STRING_HEAPS else [base.with_name(base.name + ".tail")]
-        tail = next((effective(p) for p in tails if effective(p).exists()), None)
+        tail = next((p for p in map(effective, tails) if p.exists()), None)
         if used > 0 and tail is None:
             said.append(f"{tails[0]} is missing (the kernel's catalog counts {fields[5]} rows in it, {used} bytes)")
-        elif used > 0 and tail is not None and tail.stat().st_size < used:
-            said.append(f"{tail} has {tail.stat().st_size} bytes, the kernel's catalog records {used}")
+        elif used > 0 and tail is not None and (size := tail.stat().st_size) < used:
+            said.append(f"{tail} has {size} bytes, the kernel's catalog records {used}")
         if len(fields) == VAR_FIELDS and int(fields[22]) > 0:
             heap = effective(base.with_name(base.name + ".theap"))
             if not heap.exists():

@@ -228,6 +228,8 @@ def check_type(sql_type_text: str) -> str:
     return sql_type_text
 
 
+# the string types as MonetDB names them in its catalog (sys.columns, sys.storage, sys.prepared_statements_args)
+ENGINE_STRING_TYPES = frozenset({"varchar", "char", "clob"})
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 _SPACES = " \t\n\v\f\r"  # what MonetDB skips around a number or BOOLEAN it reads from text (C isspace)
 
