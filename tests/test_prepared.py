@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import decimal
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -146,16 +147,32 @@ def test_a_string_compared_with_a_boolean_answers_as_text_every_time(
         assert answers == [want] * 4
 
 
-def _runs(
-    conn: tique.Connection, cur: tique.Cursor, raw: object, sql: str, t: str, p: str, args: tuple[object, ...]
-) -> tuple[object, list[object]]:
-    """The twin's answer to ``sql``'s text, and tique's to four runs of it (text, PREPARE, EXEC, EXEC)."""
-    want = answer(lambda: raw.execute(inline(sql.format(t=p), args)).rows)  # type: ignore[attr-defined]
-    got = []
-    for _ in range(4):
-        got.append(answer(rows_of, cur, sql.format(t=t), args))
-        conn.rollback()
-    return want, got
+def _twin_rows(conn: tique.Connection, cur: tique.Cursor, raw: Any, t: str, p: str, values: str) -> None:
+    """The same rows (a VALUES list) in the tique table and its twin, committed."""
+    for table, run in ((t, cur.execute), (p, raw.execute)):
+        run(f"INSERT INTO {table} VALUES {values}")
+    conn.commit()
+
+
+def _differences(
+    conn: tique.Connection,
+    cur: tique.Cursor,
+    raw: Any,
+    t: str,
+    p: str,
+    cases: list[tuple[str, tuple[object, ...]]],
+    ordered: bool = False,
+) -> list[tuple[object, ...]]:
+    """Each case's runs (text, PREPARE, EXEC, EXEC) whose answer differs from the twin's answer to its text."""
+    wrong = []
+    for sql, args in cases:
+        want = answer(lambda q: raw.execute(q).rows, inline(sql.format(t=p), args), ordered=ordered)
+        for _ in range(4):
+            got = answer(rows_of, cur, sql.format(t=t), args, ordered=ordered)
+            conn.rollback()
+            if got != want:
+                wrong.append((sql, args, got, want))
+    return wrong
 
 
 def test_a_prepare_the_engine_refuses_does_not_shift_the_ids_of_later_statements(
@@ -166,24 +183,19 @@ def test_a_prepare_the_engine_refuses_does_not_shift_the_ids_of_later_statements
     argument to ``v = ?`` answered with the SUM of a statement prepared after it (found by a helper's review)."""
     ddl = "(k INT PRIMARY KEY, v VARCHAR(10), n INT)"
     with twin_tables(connect, url, unique_name, ddl) as (conn, cur, raw, t, p):
-        for table, run in ((t, cur.execute), (p, raw.execute)):
-            run(f"INSERT INTO {table} VALUES (1, 'a', 10), (2, 'b', 20), (3, NULL, 30)")
-        conn.commit()
+        _twin_rows(conn, cur, raw, t, p, "(1, 'a', 10), (2, 'b', 20), (3, NULL, 30)")
         for _ in range(2):  # a typo tried twice: its second run is a PREPARE the engine refuses
             with pytest.raises(tique.ProgrammingError):
                 cur.execute(f"SELECT nosuch FROM {t} WHERE k > %s", (1,))
             conn.rollback()
-        wrong = []
-        for sql, args in [
+        cases = [
             ("SELECT k FROM {t} WHERE v = %s", ("a",)),
             ("SELECT SUM(n) FROM {t} WHERE n > %s", ("15",)),
             ("SELECT k FROM {t} WHERE v = %s", (None,)),
             ("SELECT k FROM {t} WHERE v = %s", (5,)),
             ("SELECT SUM(n) FROM {t} WHERE n > %s", (15,)),
-        ]:
-            want, got = _runs(conn, cur, raw, sql, t, p, args)
-            wrong += [(sql, args, g, want) for g in got if g != want]
-        assert not wrong, wrong
+        ]
+        assert not (wrong := _differences(conn, cur, raw, t, p, cases)), wrong
 
 
 def test_a_table_made_again_with_other_types_by_another_connection_is_not_read_with_the_old_ones(
@@ -254,11 +266,8 @@ def test_numbers_take_the_type_their_text_gives_them_on_every_run(
     with another scale than its literal's DECIMAL(2,1) (found by a helper's review)."""
     ddl = "(k INT PRIMARY KEY, r REAL, b BOOLEAN, m6 DECIMAL(18,6), m DECIMAL(5,3), ti TINYINT)"
     with twin_tables(connect, url, unique_name, ddl) as (conn, cur, raw, t, p):
-        for table, run in ((t, cur.execute), (p, raw.execute)):
-            run(f"INSERT INTO {table} VALUES (1, 0.1, true, 1.333333, 1.5, 100)")
-        conn.commit()
-        wrong = []
-        for sql, args in [
+        _twin_rows(conn, cur, raw, t, p, "(1, 0.1, true, 1.333333, 1.5, 100)")
+        cases = [
             ("SELECT k, r * %s FROM {t}", (3,)),
             ("SELECT k, b + %s FROM {t}", (3,)),
             ("SELECT k FROM {t} WHERE b = %s", (3,)),
@@ -270,10 +279,8 @@ def test_numbers_take_the_type_their_text_gives_them_on_every_run(
             ("SELECT k, %s / ti FROM {t}", (decimal.Decimal("1.5"),)),
             ("SELECT k, %s / m6 FROM {t}", (decimal.Decimal("12345.678"),)),
             ("SELECT k, m * %s FROM {t}", (True,)),
-        ]:
-            want, got = _runs(conn, cur, raw, sql, t, p, args)
-            wrong += [(sql, args, g, want) for g in got if g != want]
-        assert not wrong, wrong
+        ]
+        assert not (wrong := _differences(conn, cur, raw, t, p, cases)), wrong
 
 
 def test_a_null_the_text_refuses_is_refused_on_every_run(
@@ -282,20 +289,15 @@ def test_a_null_the_text_refuses_is_refused_on_every_run(
     """A NULL's text literal has no type: ``b + NULL`` on a BOOLEAN fails as text ("no such binary operator"), while a
     prepared ``b + ?`` answered NULL from the third run (found by the long differential run)."""
     with twin_tables(connect, url, unique_name, "(k INT PRIMARY KEY, b BOOLEAN, n INT)") as (conn, cur, raw, t, p):
-        for table, run in ((t, cur.execute), (p, raw.execute)):
-            run(f"INSERT INTO {table} VALUES (1, true, 5)")
-        conn.commit()
-        wrong = []
-        for sql, args in [
+        _twin_rows(conn, cur, raw, t, p, "(1, true, 5)")
+        cases = [
             ("SELECT k, b + %s FROM {t}", (None,)),
             ("SELECT k, b + %s FROM {t}", (3,)),
             ("SELECT k, b + %s FROM {t}", (None,)),
             ("SELECT k, n + %s FROM {t}", (None,)),
             ("SELECT k FROM {t} WHERE n = %s", (None,)),
-        ]:
-            want, got = _runs(conn, cur, raw, sql, t, p, args)
-            wrong += [(sql, args, g, want) for g in got if g != want]
-        assert not wrong, wrong
+        ]
+        assert not (wrong := _differences(conn, cur, raw, t, p, cases)), wrong
 
 
 def test_a_sort_position_given_as_a_parameter_sorts_on_every_run(
@@ -304,15 +306,10 @@ def test_a_sort_position_given_as_a_parameter_sorts_on_every_run(
     """In ORDER BY an integer literal is a column's position; cast to its type, a prepared parameter sorted by a
     constant from the second run (found by a helper's review of 1adf452)."""
     with twin_tables(connect, url, unique_name, "(k INT PRIMARY KEY, v VARCHAR(5))") as (conn, cur, raw, t, p):
-        for table, run in ((t, cur.execute), (p, raw.execute)):
-            run(f"INSERT INTO {table} VALUES (1, 'c'), (2, 'a'), (3, 'b')")
-        conn.commit()
-        for sql, args in [
+        _twin_rows(conn, cur, raw, t, p, "(1, 'c'), (2, 'a'), (3, 'b')")
+        cases = [
             ("SELECT k, v FROM {t} ORDER BY %s", (2,)),
             ("SELECT k, v FROM {t} ORDER BY k DESC, %s", (2,)),
             ("SELECT k, v FROM {t} ORDER BY %s", (3,)),
-        ]:
-            want = answer(lambda q: raw.execute(q).rows, inline(sql.format(t=p), args), ordered=True)
-            for _ in range(4):
-                assert answer(rows_of, cur, sql.format(t=t), args, ordered=True) == want, (sql, args)
-                conn.rollback()
+        ]
+        assert not (wrong := _differences(conn, cur, raw, t, p, cases, ordered=True)), wrong

@@ -106,6 +106,15 @@ def _record_more(directory: Path, heap: Path, extra: int) -> int:
     raise AssertionError(f"no BBP.dir entry for {physical}")
 
 
+def _reads_every_row_repaired(directory: Path, rows: list[list[object]], repaired: Path) -> None:
+    """tique opens the damaged directory, reads every row, and warns that it repaired ``repaired``."""
+    read = _run(READ, f"monetdbe://{directory}")
+    assert read.returncode == 0, read.stderr[-3000:]
+    said = json.loads(read.stdout.strip().splitlines()[-1])
+    assert said["rows"] == rows
+    assert any("repaired" in w and str(repaired) in w for w in said["warnings"]), said["warnings"]
+
+
 @pytest.mark.parametrize("column", ["s", "c", "b"])  # VARCHAR, CLOB, BLOB
 def test_a_heap_file_shorter_than_recorded_is_extended_and_every_row_reads(tmp_path: Path, column: str) -> None:
     directory, rows, heap = _made(tmp_path, column)
@@ -115,11 +124,7 @@ def test_a_heap_file_shorter_than_recorded_is_extended_and_every_row_reads(tmp_p
     [found] = heap_repair.short_heaps(str(directory))
     assert found.path == heap and found.rows_whole
 
-    read = _run(READ, f"monetdbe://{directory}")
-    assert read.returncode == 0, read.stderr[-3000:]
-    said = json.loads(read.stdout.strip().splitlines()[-1])
-    assert said["rows"] == rows
-    assert any("repaired" in w and str(heap) in w for w in said["warnings"]), said["warnings"]
+    _reads_every_row_repaired(directory, rows, heap)
     assert heap.stat().st_size >= recorded
     again = _run(PLAIN_OPEN, str(directory))  # the kernel's own start now works too
     assert again.returncode == 0, again.stderr[-3000:]
@@ -164,11 +169,7 @@ def test_a_short_copy_the_kernel_puts_back_from_its_backup_is_repaired(tmp_path:
     plain = _run(PLAIN_OPEN, str(_copy(directory, tmp_path / "plain")))  # on a copy: a failed start moves files
     assert plain.returncode != 0, "the kernel started: the test does not make the state it was seen in"
 
-    read = _run(READ, f"monetdbe://{directory}")
-    assert read.returncode == 0, read.stderr[-3000:]
-    said = json.loads(read.stdout.strip().splitlines()[-1])
-    assert said["rows"] == rows
-    assert any("repaired" in w and str(saved) in w for w in said["warnings"]), said["warnings"]
+    _reads_every_row_repaired(directory, rows, saved)
 
 
 def _copy(directory: Path, to: Path) -> Path:
@@ -195,11 +196,7 @@ def test_a_short_heap_of_a_flush_killed_while_writing_its_catalog_is_repaired(tm
     [found] = heap_repair.short_heaps(str(directory))
     assert found.path == saved and found.rows_whole
 
-    read = _run(READ, f"monetdbe://{directory}")
-    assert read.returncode == 0, read.stderr[-3000:]
-    said = json.loads(read.stdout.strip().splitlines()[-1])
-    assert said["rows"] == rows
-    assert any("repaired" in w and str(saved) in w for w in said["warnings"]), said["warnings"]
+    _reads_every_row_repaired(directory, rows, saved)
     again = _run(PLAIN_OPEN, str(directory))
     assert again.returncode == 0, again.stderr[-3000:]
 
