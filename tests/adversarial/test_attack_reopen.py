@@ -457,7 +457,7 @@ class Model:
             elif kind == "ok":
                 self._apply(tries.pop(rest[0]))
             elif kind == "fail":
-                tries.pop(rest[0])
+                tries.pop(rest[0], None)  # none: a statement failed before COMMIT was tried, nothing of it committed
             elif kind == "unknown":
                 self.pending_t.append(tries.pop(rest[0]))
             elif kind == "loadt":
