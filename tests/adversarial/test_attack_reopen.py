@@ -447,6 +447,7 @@ class Model:
         self.pending_p: set[int] = set()
         self.pending_loads: dict[str, int] = {}
         self.died: list[str] = []
+        self.failed_statements: list[str] = []  # a writer's statement failed before its COMMIT was tried
 
     def read(self, log: Path) -> None:
         tries: dict[str, list[str]] = {}
@@ -457,7 +458,8 @@ class Model:
             elif kind == "ok":
                 self._apply(tries.pop(rest[0]))
             elif kind == "fail":
-                tries.pop(rest[0], None)  # none: a statement failed before COMMIT was tried, nothing of it committed
+                if tries.pop(rest[0], None) is None:  # no COMMIT tried: a statement before it failed
+                    self.failed_statements.append(f"{log.name}: writer {rest[0]}")
             elif kind == "unknown":
                 self.pending_t.append(tries.pop(rest[0]))
             elif kind == "loadt":
@@ -660,6 +662,10 @@ def test_kill_and_close_loop_keeps_every_logged_commit(tmp_path: Path) -> None:
     )
     assert problems == [], problems
     assert model.died == [], f"work threads died (their errors: {child_errors})"
+    assert model.failed_statements == [], (
+        f"writers' statements failed before COMMIT (their keys are their own, so none should): "
+        f"{model.failed_statements} (errors of cleanly closed rounds: {child_errors})"
+    )
 
 
 # ---- the repair's edge cases ------------------------------------------------------------------------------------
