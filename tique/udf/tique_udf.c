@@ -446,6 +446,10 @@ static int64_t ckpt_owner = 0, ckpt_until_ms = 0;
 static pin_t *
 pin_find(tq_lng txid)
 {
+	/* ids are positive: 0 and -1 are the markers of a free entry, which a caller must never find (dropping
+	 * one would count a live pin fewer, and the horizon's scan would then stop before a live snapshot) */
+	if (txid <= 0)
+		return NULL;
 	for (uint64_t i = 0; i < PINS; i++) {
 		pin_t *p = &pins[((uint64_t) txid + i) % PINS];
 		if (p->txid == txid)
