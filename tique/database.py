@@ -19,7 +19,7 @@ from typing import Any
 from tique import bootstrap, catalog, privileges
 from tique.append_guard import AppendGuard
 from tique.cache_keys import cache_keys_of
-from tique.engine import Engine, RawConnection, open_engine
+from tique.engine import Engine, RawConnection, open_engine, udf
 from tique.engine.url import EngineURL, parse_url
 from tique.errors import InterfaceError
 from tique.record_keys import record_keys_for
@@ -125,6 +125,8 @@ class Database:
             if isinstance(self.sequencer, CSequencer):
                 self.sequencer.compiled_by_server = url.kind == "server"
             bootstrap.install(conn, self.sequencer, owner=self.owner)
+            if isinstance(self.sequencer, CSequencer) and url.kind == "embedded" and self.owner:
+                self.sequencer.local = udf.local_calls()  # this process loaded the module the kernel runs
             if url.kind == "embedded":  # over MAPI, ``tique serve`` recovered
                 bootstrap.recover_and_view(conn, self.sequencer)
             if lease_ms is not None:

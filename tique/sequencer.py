@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 
 from tique import sqlfiles
 from tique.engine.base import RawConnection
+from tique.engine.local_calls import LocalCalls
 from tique.errors import LeaseExpired, NotSupportedError, OperationalError, Timeout
 from tique.prepared import protocol_template, run_template
 from tique.rewrite.template import Template
@@ -227,6 +228,9 @@ class CSequencer:
     compiled_by_server = False
     advance_fn = "tique.advance"
     publishes_in_certification = True
+    # The process that loaded the module (embedded) and runs as tique's owner: the begin and the finish as direct
+    # C calls instead of statements (tique/engine/local_calls.py). Set by Database.
+    local: LocalCalls | None = None
 
     def restrict(self) -> None:
         self.restricted = True
@@ -326,6 +330,9 @@ class CSequencer:
         )
 
     def finish(self, conn: RawConnection, txid: int, cts: int, timeout_ms: int) -> None:
+        if self.local is not None and not conn.closed:
+            self.local.finish(cts, timeout_ms, txid)
+            return
         values = {"cts": str(int(cts)), "ms": str(int(timeout_ms)), "txid": str(int(txid))}
         run_template(conn, _finish_template(self.advance_fn, self.call("end_txn", "{txid}")), values)
 

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 COMMIT_LEASE_MS = 1000
 # How long a priority retry's key reservations hold (Connection.run(priority=True)).
 RESERVATION_MS = 10000
+# The C module takes times in ms as a MonetDB INT (about 24.8 days at most).
+INT_MAX = 2**31 - 1
 # How long a transaction's snapshot pin outlives its last statement (Settings.snapshot_lease_ms).
 SNAPSHOT_LEASE_MS = 60000
 # How long a checkpointer's lock outlives its last renewal: a killed checkpointer's lock is free after this.
@@ -93,11 +95,12 @@ class Settings(BaseModel):
         "None: 1.0 embedded, where yielding reads also run at low CPU priority, 3.0 over MAPI, where the server's "
         "threads run them and the rest is all that holds them back",
     )
-    publish_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits for earlier commits")
-    advance_timeout_ms: int = Field(10000, gt=0, description="how long a commit waits to become visible")
+    publish_timeout_ms: int = Field(10000, gt=0, le=INT_MAX, description="how long a commit waits for earlier commits")
+    advance_timeout_ms: int = Field(10000, gt=0, le=INT_MAX, description="how long a commit waits to become visible")
     lease_ms: int | None = Field(
         None,
         gt=0,
+        le=INT_MAX,
         description="a commit stuck for this long without its client (before deciding: abandoned; deciding: its "
         f"decided outcome written for it) no longer holds back later ones; set per database in the engine "
         f"(default {COMMIT_LEASE_MS} ms there); None leaves it as it is",
@@ -105,6 +108,7 @@ class Settings(BaseModel):
     snapshot_lease_ms: int = Field(
         SNAPSHOT_LEASE_MS,
         gt=0,
+        le=INT_MAX,
         description="the checkpointer keeps every version a transaction's snapshot may read for this long after "
         "its last statement (renewed while it runs); a transaction idle for longer aborts on its next statement",
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 
 from tique.database import Database
 from tique.engine.base import RawConnection
@@ -14,7 +15,7 @@ from tique.outcomes import settle_if_decided, waiting
 from tique.prepared import protocol_template, run_template
 from tique.rewrite.template import STS, TXID, Template
 from tique.sequencer import CSequencer
-from tique.settings import COMMIT_LEASE_MS, Settings
+from tique.settings import COMMIT_LEASE_MS, INT_MAX, Settings
 
 
 @functools.cache
@@ -57,15 +58,13 @@ class SnapshotLease:
             # the checkpointer keeps every version it may read (see renew).
             # The catalog version is read after begin_txn took the snapshot (it takes x.t as input), so a snapshot
             # that includes a DDL comes with that DDL's version (see catalog.py).
-            values = {"prev": str(int(prev_txid)), "lease": str(int(self.settings.snapshot_lease_ms))}
             shared = self.db.shared_rows
             tracked = shared.tracked() if self.settings.shared_rows and shared.max_rows > 0 else ()
-            places = _marks_read(len(tracked))
-            # a table id is never 0: the places past the tables tracked read a mark nobody uses
-            values.update({f"m{i}": str(int(t)) for i, t in enumerate((*tracked, *[0] * (places - len(tracked))))})
-            begin = _begin_template(self.db.sequencer.call("begin_txn", "{prev}", "CAST({lease} AS INT)"), places)
-            txid, sts, stuck, version, *marks = run_template(self.conn, begin, values).rows[0]
-            sts, txid = int(sts), int(txid)
+            local = self.db.sequencer.local
+            if local is not None and not self.conn.closed:
+                txid, sts, stuck, version, marks = local.begin(prev_txid, self.settings.snapshot_lease_ms, tracked)
+            else:
+                txid, sts, stuck, version, marks = self._begin_statement(prev_txid, tracked)
             shared.validate(sts, int(version), {t: int(m) for t, m in zip(tracked, marks)})
             self.catalog_seen, self.catalog_sts = int(version), sts
             if stuck and settle_if_decided(self.conn, int(stuck), self.db.sequencer.restricted):
@@ -82,6 +81,16 @@ class SnapshotLease:
                 raise
         return sts, txid
 
+    def _begin_statement(self, prev_txid: int, tracked: Sequence[int]) -> tuple[int, int, int, int, list[int]]:
+        """The begin as one prepared statement (a client over MAPI, an ordinary user)."""
+        values = {"prev": str(int(prev_txid)), "lease": str(int(self.settings.snapshot_lease_ms))}
+        places = _marks_read(len(tracked))
+        # a table id is never 0: the places past the tables tracked read a mark nobody uses
+        values.update({f"m{i}": str(int(t)) for i, t in enumerate((*tracked, *[0] * (places - len(tracked))))})
+        begin = _begin_template(self.db.sequencer.call("begin_txn", "{prev}", "CAST({lease} AS INT)"), places)
+        txid, sts, stuck, version, *marks = run_template(self.conn, begin, values).rows[0]
+        return int(txid), int(sts), int(stuck or 0), int(version), [int(m) for m in marks]
+
     def _await_own_commit(self, cts: int) -> int:
         """Wait until this session's last commit ``cts`` is visible. It is committed (its outcome is recorded),
         and only earlier commits can hold it back: each finishes, or is abandoned once stuck for the lease, so
@@ -89,7 +98,7 @@ class SnapshotLease:
         With the C module the wait is an advance of ``cts``, which settles it (if its COMMIT could not) and
         abandons stale predecessors as any committer's wait does."""
         lease = self.db.lease_ms or COMMIT_LEASE_MS
-        timeout = lease + self.settings.advance_timeout_ms
+        timeout = min(lease + self.settings.advance_timeout_ms, INT_MAX)  # the C module takes an INT
         if not isinstance(self.db.sequencer, CSequencer):
             return self.await_sts(cts, "this session's last commit", timeout)
         try:

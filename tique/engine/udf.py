@@ -23,6 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
+from tique.engine.local_calls import LocalCalls
 from tique.errors import OperationalError
 
 ABI = 14  # must match TIQUE_UDF_ABI in tique/udf/tique_udf.c
@@ -161,6 +162,14 @@ def watch_storage(directory: str, min_free_bytes: int) -> None:
 
 def is_loaded() -> bool:
     return _loaded
+
+
+def local_calls() -> LocalCalls | None:
+    """The sequencer calls this process may make without a statement (None: the module is not loaded here, or
+    was built before it had them: the statements still work)."""
+    if _module is None or not hasattr(_module, "tique_begin_local"):
+        return None
+    return LocalCalls(_module)
 
 
 SESSION_STACK_SOURCE = PACKAGE_DIR / "udf" / "session_stack.c"

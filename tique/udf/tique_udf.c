@@ -101,6 +101,13 @@
  *                          owners' running ones.
  *   turn_end(owner, ticket) the request ends (ticket 0: every request of owner)
  *
+ * The process that loaded the module (an embedded kernel's) begins and finishes tique's owner's transactions
+ * without a statement:
+ *
+ *   tique_begin_local(...)  C only: begin_txn(prev, lease) as the owner, then snapshot_of, stuck, catalog_version
+ *                          and last_write of each table given, as the begin statement runs them
+ *   tique_finish_local(...) C only: advance(c, timeout_ms), then end_txn(txid), as the finish statement
+ *
  * Functions return NULL on success and a MonetDB exception string otherwise; "40001!" marks errors after
  * which a retry is safe, "HYT00!" timeouts, and tique's own codes (tique/errors.py, README "Errors") its own
  * conditions: "TQ003!" a lease that ran out (retry is safe), "TQ004!" a wait for a commit stuck deciding.
@@ -159,6 +166,7 @@ _Static_assert(__builtin_offsetof(mel_func, args) == 72, "mel_func.args at offse
 extern char *createException(int type, const char *fcn, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
 extern int mal_module(const char *name, void *atoms, mel_func *funcs);
+extern void freeException(char *msg);
 #endif
 
 #define LNG_NIL INT64_MIN
@@ -1409,6 +1417,47 @@ tique_turn_end(int *ret, const tq_lng *owner, const tq_lng *ticket)
 	pthread_mutex_unlock(&turn_lock);
 	*ret = ended;
 	return NULL;
+}
+
+/* The begin and the finish of a transaction of tique's owner (who 0), called by the process that loaded the
+ * module without a statement (an embedded kernel's): the same functions in the order the SQL forms run them.
+ * An error's message goes to msg (the engine's exception text, which the driver maps as it maps any) and the
+ * result is -1. */
+static int
+local_error(char *err, char *msg, size_t size)
+{
+	snprintf(msg, size, "%s", err);
+	freeException(err);
+	return -1;
+}
+
+/* out: txid, sts, the lowest stuck commit, the catalog version, then the write mark of each of the ntables */
+int
+tique_begin_local(tq_lng prev, int lease, int ntables, const tq_lng *tables, tq_lng *out, char *msg, size_t size)
+{
+	tq_lng owner = 0;
+	char *err = TQbegin(&out[0], &prev, &lease, &owner);
+	if (err == NULL)
+		err = TQsnapshot_of(&out[1], &out[0]);
+	if (err == NULL)
+		err = TQstuck(&out[2]);
+	if (err == NULL)
+		err = TQcatalog_version(&out[3], &out[0]);
+	for (int i = 0; err == NULL && i < ntables; i++)
+		err = TQlast_write(&out[4 + i], &out[0], &tables[i]);
+	return err ? local_error(err, msg, size) : 0;
+}
+
+/* advance(cts, timeout_ms), then the pin of txid ends (not when the advance failed, as in the statement) */
+int
+tique_finish_local(tq_lng cts, int timeout_ms, tq_lng txid, tq_lng *sts_out, char *msg, size_t size)
+{
+	tq_lng owner = 0;
+	int ended;
+	char *err = TQadvance(sts_out, &cts, &timeout_ms);
+	if (err == NULL)
+		err = TQend(&ended, &txid, &owner);
+	return err ? local_error(err, msg, size) : 0;
 }
 
 static char *
