@@ -54,6 +54,11 @@ class Settings(BaseModel):
         description="send a rewritten statement MonetDB has seen on this connection as EXEC of a prepared "
         "statement (skips its SQL parser and optimizer)",
     )
+    cache_first: bool = Field(
+        True,
+        description="read whole rows by integer key from their visible Cache versions first: when every key has "
+        "one, a row written often is one Cache read instead of a union of Storage and Cache (otherwise the union)",
+    )
     held_rows: bool = Field(
         True,
         description="answer a read of rows by their whole key, and compute an UPDATE of one row by its key, from "

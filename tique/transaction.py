@@ -37,7 +37,7 @@ from tique.known_rows import MISSING, KnownRows, Row
 from tique.prepared import PreparingConnection
 from tique.record_keys import SnapshotKeys
 from tique.rewrite.exact import decode
-from tique.rewrite.point import KeyRead, computable, natural, new_values, newest_versions
+from tique.rewrite.point import KeyRead, computable, natural, new_values, newest_by_key, newest_versions
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.template import Template
 from tique.rewrite.values import coerce
@@ -171,11 +171,13 @@ class Transaction:
         point_keys: PointKeys = (),
         names: frozenset[str] | None = None,
         stored: frozenset[str] = frozenset(),
+        cached: frozenset[str] = frozenset(),
     ) -> Result:
         """Run a rewritten read; the transaction's pending writes to the tables it reads reach the engine first,
         unless the read asks for exact keys none of them has, or reads none of the columns they update
         (WriteBuffer.to_flush): one round trip saved per such table. ``stored``: tables it reads from Storage
-        alone (kept from appends to their Storage only: append_guard.py)."""
+        alone (kept from appends to their Storage only: append_guard.py); ``cached``: tables it reads from the Cache
+        alone."""
         self.check_usable()
         self.read_names.update(reads)
         self.flush(self.to_flush(reads, point_keys, params, names))
@@ -196,7 +198,7 @@ class Transaction:
             return run()
         found = (self.db.catalog.named(name) for name in reads)
         strings = [info.qualified for info in found if info is not None and _reads_strings(template, info)]
-        parts = [storage_of(t) for t in strings] + [cache_of(t) for t in strings if t not in stored]
+        parts = [storage_of(t) for t in strings if t not in cached] + [cache_of(t) for t in strings if t not in stored]
         return guard.reading(parts, run)
 
     # ---- rows the transaction holds whole (known_rows.py, rewrite/point.py) --------------------------------
@@ -277,16 +279,44 @@ class Transaction:
         """Every column of the rows of ``keys``, from the engine; held from now on (None: no such row)."""
         info = read.table
         if read.versions is not None and read.versions_decode is not None:
-            template = read.stored if read.stored is not None and self._uncached(plan, read, bound, keys) else None
-            stored = frozenset({info.qualified}) if template is not None else frozenset[str]()
-            result = decode(
-                self.run(template or read.versions, bound.rendered, plan.reads, plan.point_keys, stored=stored),
-                read.versions_decode,
-            )
-            found = [tuple(r) for r in result.rows] if template is not None else newest_versions(info, result.rows)
+            if read.stored is not None and self._uncached(plan, read, bound, keys):
+                found = [tuple(r) for r in self._stored_versions(plan, read, bound)]
+            elif read.cached is not None and self.settings.cache_first:
+                found = self._cache_first(plan, read, bound, keys)
+            else:
+                run = self.run(read.versions, bound.rendered, plan.reads, plan.point_keys)
+                found = newest_versions(info, decode(run, read.versions_decode).rows)
             return self._hold_found(info, keys, found)
         result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
         return self._hold_found(info, keys, [tuple(r) for r in result.rows])
+
+    def _stored_versions(self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound) -> list[Row]:
+        """The Storage rows of the keys ``read`` names, one per key, in stored order."""
+        assert read.stored is not None and read.versions_decode is not None
+        stored = frozenset({read.table.qualified})
+        run = self.run(read.stored, bound.rendered, plan.reads, plan.point_keys, stored=stored)
+        return [tuple(r) for r in decode(run, read.versions_decode).rows]
+
+    def _cache_first(
+        self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound, keys: list[Key]
+    ) -> list[Row]:
+        """The rows of ``keys`` from their visible Cache versions when every key has one (a tombstone counts): a
+        visible Cache version outranks any Storage row, so one Cache statement answers a hot row (a TPC-C
+        district) instead of the union, which costs what both its branches cost. When a key has none, the union
+        answers all of them in one statement: a Storage statement beside the Cache one would not be atomic (a
+        bulk load or another session's DDL between the two would tear the read). A read whose Cache statement
+        keeps missing goes to the union straight away (CacheFirst)."""
+        assert read.cached is not None and read.versions_decode is not None
+        info = read.table
+        if read.cache_first.worth_trying():
+            run = self.run(read.cached, bound.rendered, plan.reads, plan.point_keys, cached=frozenset({info.qualified}))
+            newest = newest_by_key(info, decode(run, read.versions_decode).rows)
+            hit = all(key in newest for key in keys)
+            read.cache_first.count(hit)
+            if hit:
+                return [row for row in newest.values() if row is not None]
+        run = self.run(read.versions, bound.rendered, plan.reads, plan.point_keys)  # type: ignore[arg-type]
+        return newest_versions(info, decode(run, read.versions_decode).rows)
 
     def _uncached(self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound, keys: list[Key]) -> bool:
         """Has no Cache row any of ``keys`` (tique/cache_keys.py)? Then their Storage rows are the snapshot's. The

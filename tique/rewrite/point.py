@@ -40,6 +40,26 @@ _INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "HUGEINT")
 MAX_KEYS = 1000  # keys a read may name (the product of its IN lists) to be answered from held rows
 
 
+class CacheFirst:
+    """How often a read's Cache statement answered all its keys lately (a moving average, about the last ten
+    tries). A miss costs the Cache statement and then the union, more than the union alone, and a hit saves about
+    as much as a miss costs: below one hit in two the read goes to the union straight away, and tries the Cache
+    again once in 16. Threads race on it harmlessly: it only chooses between two correct forms."""
+
+    def __init__(self) -> None:
+        self.rate = 1.0
+        self.skipped = 0
+
+    def worth_trying(self) -> bool:
+        if self.rate >= 0.5:
+            return True
+        self.skipped += 1
+        return self.skipped % 16 == 0
+
+    def count(self, hit: bool) -> None:
+        self.rate = 0.9 * self.rate + (0.1 if hit else 0.0)
+
+
 @dataclass(frozen=True)
 class KeyRead:
     """A SELECT of plain columns of one table by its whole key: each key column equal to a parameter, or IN a
@@ -56,11 +76,15 @@ class KeyRead:
     # as ``versions``, for keys no Cache row has (tique/cache_keys.py): their Storage rows alone, one per key, with
     # no version columns (nothing to rank)
     stored: Template | None = None
+    # as ``versions``, the visible Cache versions alone: a key with one needs no Storage row; with
+    # ``versions_decode`` (Transaction._cache_first)
+    cached: Template | None = None
     # ``full`` and ``every_part`` before they become snapshots: made when first used (most plans never use them, and
     # each costs milliseconds to print; an UPDATE's or DELETE's plan carries a KeyRead too)
     full_tree: exp.Select | None = field(default=None, repr=False, compare=False)
     every_tree: exp.Select | None = field(default=None, repr=False, compare=False)
     options: ReadOptions = field(default_factory=ReadOptions, repr=False, compare=False)
+    cache_first: CacheFirst = field(default_factory=lambda: CacheFirst(), repr=False, compare=False)
 
     @cached_property
     def full(self) -> Template:
@@ -223,13 +247,19 @@ def key_read(select: exp.Expression, lookup: Lookup, options: ReadOptions) -> Ke
     stored = _versions(full, info, options, cached=False)
     if stored is not None:
         wrap_outputs(stored, types)  # the stored columns of ``versions``, read the same way (versions_decode)
+    cached = _versions(full, info, options, stored=False)
+    if cached is not None:
+        wrap_outputs(cached, [*types, None, None, None])  # as ``versions``
     return KeyRead(
         info, slots, tuple(outputs), decode, every_decode, None if versions is None else Template.from_tree(versions),
-        versions_decode, None if stored is None else Template.from_tree(stored), full, every, options,
+        versions_decode, None if stored is None else Template.from_tree(stored),
+        None if cached is None else Template.from_tree(cached), full, every, options,
     )  # fmt: skip
 
 
-def _versions(full: exp.Select, info: TableInfo, options: ReadOptions, cached: bool = True) -> exp.Select | None:
+def _versions(
+    full: exp.Select, info: TableInfo, options: ReadOptions, cached: bool = True, stored: bool = True
+) -> exp.Select | None:
     """Every visible version of the keys ``full`` reads, for the client to rank: MonetDB's ROW_NUMBER over the
     few versions of a key cost a quarter to a third of a wide point read (17 columns: 4.0-5.8 against 2.7-4.7 ms
     without it, measured on a busy machine). Only when every key column is an integer, so that Python groups
@@ -247,14 +277,29 @@ def _versions(full: exp.Select, info: TableInfo, options: ReadOptions, cached: b
         return None
     own = options.owns(info.qualified)
     return snapshot_tree(
-        info, "point", preds, latest=options.latest, own=own, tag="_1", ranked=False, cached=cached, alone=True
+        info,
+        "point",
+        preds,
+        latest=options.latest,
+        own=own,
+        tag="_1",
+        ranked=False,
+        cached=cached,
+        stored=stored,
+        alone=True,
     )
 
 
 def newest_versions(info: TableInfo, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
     """Per key, the newest of its versions (as ``_versions`` reads them: the stored columns, then tq_deleted,
-    tq_cts and tq_seq), unless it is a tombstone; the engine's ranking (snapshot.py, ``_newest``) done here:
-    newest commit first, then the later statement, NULL before any value."""
+    tq_cts and tq_seq), unless it is a tombstone."""
+    return [row for row in newest_by_key(info, rows).values() if row is not None]
+
+
+def newest_by_key(info: TableInfo, rows: Sequence[Sequence[Any]]) -> dict[tuple[Any, ...], tuple[Any, ...] | None]:
+    """Per key with a version in ``rows``, the stored columns of its newest (None: a tombstone); the engine's
+    ranking (snapshot.py, ``_newest``) done here: newest commit first, then the later statement, NULL before any
+    value. A Storage row ranks as commit 0, below every Cache version."""
     width = len(info.stored_names)
     newest: dict[tuple[Any, ...], tuple[tuple[Any, ...], Sequence[Any]]] = {}
     for row in rows:
@@ -264,7 +309,7 @@ def newest_versions(info: TableInfo, rows: Sequence[Sequence[Any]]) -> list[tupl
         kept = newest.get(key)
         if kept is None or order > kept[0]:
             newest[key] = (order, row)
-    return [tuple(row[:width]) for _, row in newest.values() if not row[width]]
+    return {key: None if row[width] else tuple(row[:width]) for key, (_, row) in newest.items()}
 
 
 def _item(node: exp.Expression) -> Item | None:

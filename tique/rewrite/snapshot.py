@@ -266,6 +266,7 @@ def snapshot_tree(
     semi: Sequence[exp.Expression] = (),
     ranked: bool = True,
     cached: bool = True,
+    stored: bool = True,
     alone: bool = False,
 ) -> exp.Select:
     """The snapshot of ``info`` as a tree; ``sts``/``txid`` are slots. ``preds`` are the query's key predicates
@@ -286,8 +287,11 @@ def snapshot_tree(
     row; in the Cache branches each copy would evaluate the subquery once more). ``ranked=False`` (point only): every
     visible version of the keys ``preds`` pin, with ``tq_deleted``, ``tq_cts`` and ``tq_seq``, for the client to
     rank (rewrite/point.py, newest_versions). ``cached=False``: the Storage rows alone, for keys (point) or a table
-    (analytical) no Cache row has (tique/cache_keys.py); unranked, without the version columns. ``alone`` (point
-    only): the statement is the snapshot itself, with no filter of the caller's above it (see _stable_rows)."""
+    (analytical) no Cache row has (tique/cache_keys.py); unranked, without the version columns. ``stored=False``
+    (point, unranked): the visible Cache versions alone, with the version columns; a key with one needs no Storage
+    row, since a visible Cache version outranks any Storage row (rewrite/point.py, newest_versions). ``alone``
+    (point only): the statement is the snapshot itself, with no filter of the caller's above it (see
+    _stable_rows)."""
     wanted = info.column_names if columns is None else [c for c in info.column_names if c in columns or c in info.key]
     wanted = wanted or info.column_names[:1]  # COUNT(*) of a table keyed by its hidden row id: some column
     cols = list(wanted)
@@ -301,6 +305,10 @@ def snapshot_tree(
         tree = _select(_user_cols(cols), *_stable_rows(info, cols, pushed, tag, alone))
         if not ranked:
             return tree
+    elif formulation == "point" and not stored:
+        assert not ranked, "the Cache versions alone are ranked by the client"
+        source = _union(*_visible_cache(info, cols, pushed, latest, own, tag))
+        return _select([*_user_cols(cols), *(_col(c) for c in VERSION_COLUMNS)], _from(source, f"tq_u{tag}"))
     elif formulation == "point":
         stable = _select(
             [
