@@ -300,8 +300,8 @@ def test_transaction_across_add_column(connect: Callable[..., tique.Connection],
     a.rollback()
     ca.execute(f"INSERT INTO {t} (id, v) VALUES (8, 'h')")
     cb.execute(f"ALTER TABLE {t} ADD COLUMN m INT DEFAULT 5")
-    ca.execute(f"INSERT INTO {t} VALUES (9, 'i', 1, 2)")  # now both shapes in one transaction
-    with pytest.raises(tique.DatabaseError):
+    with pytest.raises(tique.DatabaseError):  # SerializationFailure: a statement meets another session's ALTER
+        ca.execute(f"INSERT INTO {t} VALUES (9, 'i', 1, 2)")  # now both shapes in one transaction
         ca.execute(f"SELECT COUNT(*) FROM {t}")
         a.commit()
     a.rollback()

@@ -406,6 +406,11 @@ class Catalog:
         ``version`` (as this process has seen; bulk loads, which bump the version, change no entry)?"""
         return self._changed.get(qualified, 0) > version
 
+    def changed_after(self, version: int) -> set[str]:
+        """The tables (TableInfo.qualified) whose entries changed, appeared or went after catalog version
+        ``version``."""
+        return {q for q, v in self._changed.items() if v > version}
+
     def get(self, schema: str, name: str) -> TableInfo | None:
         return self._tables.get((schema, name))
 

@@ -25,11 +25,23 @@ from tique.params import Params, inline
 from tique.prepared import PreparingConnection, StatementHook
 from tique.privileges import Access
 from tique.rewrite.exact import decode
+from tique.rewrite.parse import parse
 from tique.rewrite.reads import PointKeys, ReadOptions
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
-from tique.statements import DDL, Bound, Control, CopyPlan, PassThrough, Plan, ReadPlan, bind_plan, plan_statement
+from tique.statements import (
+    DDL,
+    Bound,
+    Control,
+    CopyPlan,
+    PassThrough,
+    Plan,
+    ReadPlan,
+    bind_plan,
+    plan_statement,
+    tables_named,
+)
 from tique.storage import LARGE_WRITE_SLACK
 from tique.transaction import CommitResult, Transaction
 from tique.versioned import versioned
@@ -383,6 +395,12 @@ class Connection:
         txn = self.transaction()
         if self.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
             plan, bound = self._planned(operation, parameters)
+        if self.db.catalog.version != txn.catalog_at_begin:  # DDL since the begin (rare): of a table it uses?
+            altered = self._altered_since_begin(txn, self._tables_used(plan))
+            if altered is not None:
+                if self.autocommit:
+                    self.rollback()
+                raise altered
         try:
             if _engine_reads(plan):  # it may send pending writes first: inside, as the statement's own errors
                 bound = bound or bind_plan(plan, parameters)
@@ -393,6 +411,8 @@ class Connection:
             executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
         except (ProgrammingError, errors.OperationalError) as exc:
             moved = self._moved_under(txn, plan, catalog_version, exc)
+            if moved is None and isinstance(exc, ProgrammingError):  # a table it names went since the begin
+                moved = self._altered_since_begin(txn, self._tables_named(operation, parameters))
             if self.autocommit:
                 self.rollback()
             if moved is not None:
@@ -416,8 +436,13 @@ class Connection:
         again after a begin, which syncs the catalog (see catalog.py)."""
         try:
             return self._planned(operation, parameters)
-        except ProgrammingError:
-            if self.in_transaction:
+        except ProgrammingError as exc:
+            if self._txn is not None:
+                altered = self._altered_since_begin(self._txn, self._tables_named(operation, parameters))
+                if altered is not None:  # a column or table it names was dropped or renamed by another session
+                    if self.autocommit:
+                        self.rollback()
+                    raise altered from exc
                 raise
             self.transaction()
             try:
@@ -448,6 +473,27 @@ class Connection:
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
 
+    def _altered_since_begin(self, txn: Transaction, tables: Iterable[str]) -> SerializationFailure | None:
+        """Another session's DDL (seen by this process: its own sessions', or another process's learned at a
+        begin) changed, dropped or re-created one of ``tables`` since this transaction began: the statement would
+        read or write the table as it is now, not as the snapshot has it (a table dropped and created again
+        holds other rows; an added column has no value in the snapshot), so the transaction fails, retryably.
+        This session's own DDL does not count."""
+        if self.db.catalog.version == txn.catalog_at_begin:
+            return None
+        changed = [q for q in tables if self.db.catalog.changed_since(q, txn.catalog_at_begin)]
+        if not any(q not in txn.own_changed for q in changed):
+            return None
+        return self._ddl_conflict(txn, f"{', '.join(sorted(changed))} changed since the transaction began")
+
+    def _ddl_conflict(self, txn: Transaction, why: str) -> SerializationFailure:
+        txn.failed = f"a table it used was changed by DDL in another session ({why})"
+        return SerializationFailure(
+            "could not serialize: a table this statement uses was renamed, altered or dropped by DDL in another "
+            f"session while the transaction ran; transaction {txn.txid} was rolled back: run it again (it will use "
+            "the tables as they are now)"
+        )
+
     def _moved_under(
         self, txn: Transaction, plan: Plan, catalog_version: int, exc: Exception
     ) -> SerializationFailure | None:
@@ -463,12 +509,7 @@ class Connection:
             return None
         if not any(self.db.catalog.changed_since(q, catalog_version) for q in self._tables_used(plan)):
             return None
-        txn.failed = f"a table it used was changed by DDL in another session ({exc})"
-        return SerializationFailure(
-            "could not serialize: a table this statement uses was renamed, altered or dropped by DDL in another "
-            f"session while the transaction ran; transaction {txn.txid} was rolled back: run it again (it will use "
-            "the tables as they are now)"
-        )
+        return self._ddl_conflict(txn, str(exc))
 
     def _pass_through(self, plan: PassThrough, bound: Bound) -> Result:
         sql = plan.template.render(bound.rendered)
@@ -481,6 +522,15 @@ class Connection:
             schema = str(self._raw.execute("SELECT CURRENT_SCHEMA").scalar())
             self.read_options = replace(self.read_options, schema=schema)
         return result
+
+    def _tables_named(self, operation: str, parameters: Params) -> set[str]:
+        """The tables (TableInfo.qualified) a statement's text names, for one that could not be planned."""
+        schema = self.read_options.schema or self.db.default_schema
+        try:
+            trees = parse(operation, parameters is not None)
+        except Exception:  # not even parsed: nothing it names can have changed
+            return set()
+        return {table_key(given or schema, name) for tree in trees for given, name in tables_named(tree)}
 
     def _tables_used(self, plan: Plan) -> set[str]:
         """The tables (TableInfo.qualified) a plan reads or writes; of a pass-through statement, those it names."""
@@ -530,6 +580,7 @@ class Connection:
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
         if _TEMPORARY.search(plan.sql):
             self._session_set = True  # a temporary table is this session's alone (see _reader)
+        version = self.db.catalog.version
         try:
             with self.db.changing_catalog():
                 result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
@@ -541,6 +592,7 @@ class Connection:
             raise
         if self._txn is not None:
             self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)
+            self._txn.own_changed |= self.db.catalog.changed_after(version)
         return result
 
     # ---- PEP 249 -------------------------------------------------------------------------------------------

@@ -437,7 +437,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
         plain = tree.copy() if held is not None and held.stored is not None else None
         found = snapshot_reads(tree, lookup, options)
         if not found.reads:
-            return PassThrough(Template.from_tree(tree), decode, names=_tables_named(tree))
+            return PassThrough(Template.from_tree(tree), decode, names=tables_named(tree))
         stored = None
         if plain is not None:
             stored = Template.from_tree(snapshot_reads(plain, lookup, replace(options, cached=False)).tree)
@@ -509,7 +509,7 @@ def _refuse_unreadable_strings(tree: exp.Expression) -> None:
             monetdb_string(node.this)
 
 
-def _tables_named(tree: exp.Expression) -> tuple[tuple[str | None, str], ...]:
+def tables_named(tree: exp.Expression) -> tuple[tuple[str | None, str], ...]:
     """The tables a query names, as MonetDB resolves them ((schema or None, name)); a WITH query's own names are
     not tables."""
     ctes = {ident(c.args["alias"].this) for c in tree.find_all(exp.CTE) if c.args.get("alias")}
