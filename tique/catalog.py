@@ -383,6 +383,8 @@ class Catalog:
         self.seen: int | None = None  # the engine's catalog version this view was last read under
         self._probes: dict[int, str] = {}  # table id -> its probe column (see probed)
         self._changed: dict[str, int] = {}  # TableInfo.qualified -> the version at which its entry last changed
+        # TableInfo.qualified -> the versions at which the table appeared (True) or went (False), oldest first
+        self._presence: dict[str, list[tuple[int, bool]]] = {}
 
     def sync(self, conn: RawConnection, engine_version: int) -> None:
         """Refresh when the engine's catalog version (read before calling) differs from the one last seen."""
@@ -397,6 +399,8 @@ class Catalog:
                 for key in tables.keys() | self._tables.keys():
                     if tables.get(key) != self._tables.get(key):
                         self._changed[table_key(*key)] = self.version + 1
+                    if (key in tables) != (key in self._tables):
+                        self._presence.setdefault(table_key(*key), []).append((self.version + 1, key in tables))
                 self._tables = tables
                 self._named = {info.qualified: info for info in tables.values()}
                 self.version += 1
@@ -406,10 +410,14 @@ class Catalog:
         ``version`` (as this process has seen; bulk loads, which bump the version, change no entry)?"""
         return self._changed.get(qualified, 0) > version
 
-    def changed_after(self, version: int) -> set[str]:
-        """The tables (TableInfo.qualified) whose entries changed, appeared or went after catalog version
-        ``version``."""
-        return {q for q, v in self._changed.items() if v > version}
+    def existed_at(self, qualified: str, version: int) -> bool:
+        """Was table ``qualified`` in this process's view of the catalog at version ``version``?"""
+        present = False
+        for at, there in self._presence.get(qualified, ()):
+            if at > version:
+                break
+            present = there
+        return present
 
     def get(self, schema: str, name: str) -> TableInfo | None:
         return self._tables.get((schema, name))

@@ -395,12 +395,11 @@ class Connection:
         txn = self.transaction()
         if self.db.catalog.version != catalog_version:  # the begin found DDL by another process: plan again
             plan, bound = self._planned(operation, parameters)
-        if self.db.catalog.version != txn.catalog_at_begin:  # DDL since the begin (rare): of a table it uses?
-            altered = self._altered_since_begin(txn, self._tables_used(plan))
-            if altered is not None:
-                if self.autocommit:
-                    self.rollback()
-                raise altered
+        altered = self._altered_since_begin(txn, lambda: self._tables_used(plan))  # DDL since the begin (rare)?
+        if altered is not None:
+            if self.autocommit:
+                self.rollback()
+            raise altered
         try:
             if _engine_reads(plan):  # it may send pending writes first: inside, as the statement's own errors
                 bound = bound or bind_plan(plan, parameters)
@@ -412,7 +411,7 @@ class Connection:
         except (ProgrammingError, errors.OperationalError) as exc:
             moved = self._moved_under(txn, plan, catalog_version, exc)
             if moved is None and isinstance(exc, ProgrammingError):  # a table it names went since the begin
-                moved = self._altered_since_begin(txn, self._tables_named(operation, parameters))
+                moved = self._altered_since_begin(txn, lambda: self._tables_named(operation, parameters))
             if self.autocommit:
                 self.rollback()
             if moved is not None:
@@ -438,7 +437,7 @@ class Connection:
             return self._planned(operation, parameters)
         except ProgrammingError as exc:
             if self._txn is not None:
-                altered = self._altered_since_begin(self._txn, self._tables_named(operation, parameters))
+                altered = self._altered_since_begin(self._txn, lambda: self._tables_named(operation, parameters))
                 if altered is not None:  # a column or table it names was dropped or renamed by another session
                     if self.autocommit:
                         self.rollback()
@@ -473,18 +472,27 @@ class Connection:
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
 
-    def _altered_since_begin(self, txn: Transaction, tables: Iterable[str]) -> SerializationFailure | None:
+    def _altered_since_begin(
+        self, txn: Transaction, tables: Callable[[], Iterable[str]]
+    ) -> SerializationFailure | None:
         """Another session's DDL (seen by this process: its own sessions', or another process's learned at a
         begin) changed, dropped or re-created one of ``tables`` since this transaction began: the statement would
         read or write the table as it is now, not as the snapshot has it (a table dropped and created again
         holds other rows; an added column has no value in the snapshot), so the transaction fails, retryably.
-        This session's own DDL does not count."""
-        if self.db.catalog.version == txn.catalog_at_begin:
+        This session's own DDL of a table does not count (another session's after it does), nor does a table
+        created since the begin. ``tables``: computed only when the catalog moved since the begin."""
+        catalog, begun = self.db.catalog, txn.catalog_at_begin
+        if catalog.version == begun or txn.failed:
             return None
-        changed = [q for q in tables if self.db.catalog.changed_since(q, txn.catalog_at_begin)]
-        if not any(q not in txn.own_changed for q in changed):
+        changed = sorted(
+            q
+            for q in tables()
+            if catalog.changed_since(q, max(begun, txn.own_changed.get(q, 0)))
+            and catalog.existed_at(q, begun)  # a table created since is no table the snapshot saw otherwise
+        )
+        if not changed:
             return None
-        return self._ddl_conflict(txn, f"{', '.join(sorted(changed))} changed since the transaction began")
+        return self._ddl_conflict(txn, f"{', '.join(changed)} changed since the transaction began")
 
     def _ddl_conflict(self, txn: Transaction, why: str) -> SerializationFailure:
         txn.failed = f"a table it used was changed by DDL in another session ({why})"
@@ -580,7 +588,6 @@ class Connection:
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
         if _TEMPORARY.search(plan.sql):
             self._session_set = True  # a temporary table is this session's alone (see _reader)
-        version = self.db.catalog.version
         try:
             with self.db.changing_catalog():
                 result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
@@ -592,7 +599,9 @@ class Connection:
             raise
         if self._txn is not None:
             self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)
-            self._txn.own_changed |= self.db.catalog.changed_after(version)
+            # the tables this DDL names (a rename's both names), not whatever else the catalog learned meanwhile
+            for given, name in tables_named(plan.tree):
+                self._txn.own_changed[table_key(given or schema, name)] = self.db.catalog.version
         return result
 
     # ---- PEP 249 -------------------------------------------------------------------------------------------

@@ -79,7 +79,9 @@ class Transaction:
         self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
         self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
-        self.own_changed: set[str] = set()  # tables whose catalog entries this session's DDL changed meanwhile
+        # tables this session's DDL named meanwhile, with the catalog version after it: their changes up to it are
+        # the transaction's own
+        self.own_changed: dict[str, int] = {}
         self.lease = SnapshotLease(db, conn, settings, min_sts, prev_txid)
         # DDL takes effect at once: once the process ran one (or learned of one) since this begin, rows shared
         # under the begin's catalog version may not be the engine's any more (see shares)

@@ -85,3 +85,49 @@ def test_own_ddl_and_ddl_of_other_tables_fail_nothing(connect: Connect, unique_n
     cur.execute(f"SELECT w FROM {mine} WHERE k = 1")
     assert cur.fetchall() == [(8,)]
     conn.commit()
+
+
+def test_another_sessions_ddl_after_own_ddl_still_fails(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """Own DDL of a table covers that DDL only: another session's DROP and CREATE of the table after it fails the
+    next statement; and own DDL of another table covers nothing of this one (found by a review: both were taken
+    for the transaction's own)."""
+    name, unrelated = unique_name("after_own"), unique_name("unrelated")
+    other, conn = connect(), connect()
+    _table(other, name)
+    cur = conn.cursor()
+    cur.execute(f"SELECT SUM(v) FROM {name}")
+    cur.execute(f"ALTER TABLE {name} ADD COLUMN w INT DEFAULT 7")  # own
+    ocur = other.cursor()
+    ocur.execute(f"DROP TABLE {name}")
+    ocur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT)")
+    ocur.execute(f"INSERT INTO {name} VALUES (1, 500)")
+    other.commit()
+    with pytest.raises(tique.SerializationFailure):
+        cur.execute(f"SELECT SUM(v) FROM {name}")
+    conn.rollback()
+    cur.execute(f"SELECT SUM(v) FROM {name}")
+    assert cur.fetchall() == [(500,)]
+    ocur.execute(f"ALTER TABLE {name} ADD COLUMN w INT DEFAULT 7")
+    other.commit()
+    cur.execute(f"CREATE TABLE {unrelated} (k INT PRIMARY KEY)")  # own DDL of another table
+    with pytest.raises(tique.SerializationFailure):
+        cur.execute(f"SELECT * FROM {name}")
+    conn.rollback()
+
+
+def test_a_table_created_since_the_begin_can_be_used(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """A table another session created after the transaction began is no table its snapshot saw otherwise: it is
+    read as the snapshot has it (empty) and written, as before (a review found it failed the statement)."""
+    old, new = unique_name("old"), unique_name("new")
+    other, conn = connect(), connect()
+    _table(other, old)
+    cur = conn.cursor()
+    cur.execute(f"SELECT SUM(v) FROM {old}")
+    _table(other, new)
+    cur.execute(f"SELECT COUNT(*) FROM {new}")
+    assert cur.fetchone() == (0,)  # its rows came after the snapshot
+    cur.execute(f"INSERT INTO {new} VALUES (3, 30)")
+    conn.commit()
+    cur.execute(f"SELECT k FROM {new} ORDER BY k")
+    assert cur.fetchall() == [(1,), (2,), (3,)]
+    conn.commit()
