@@ -282,44 +282,38 @@ class Transaction:
         """Every column of the rows of ``keys``, from the engine; held from now on (None: no such row)."""
         info = read.table
         if read.versions is not None and read.versions_decode is not None:
+            found: list[Row] | None = None
             if read.stored is not None and self._uncached(plan, read, bound, keys):
-                found = [tuple(r) for r in self._stored_versions(plan, read, bound)]
+                stored = frozenset({info.qualified})
+                run = self.run(read.stored, bound.rendered, plan.reads, plan.point_keys, stored=stored)
+                found = [tuple(r) for r in decode(run, read.versions_decode).rows]
             elif read.cached is not None and self.settings.cache_first:
                 found = self._cache_first(plan, read, bound, keys)
-            else:
+            if found is None:
                 run = self.run(read.versions, bound.rendered, plan.reads, plan.point_keys)
                 found = newest_versions(info, decode(run, read.versions_decode).rows)
             return self._hold_found(info, keys, found)
         result = decode(self.run(read.full, bound.rendered, plan.reads, plan.point_keys), read.full_decode)
         return self._hold_found(info, keys, [tuple(r) for r in result.rows])
 
-    def _stored_versions(self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound) -> list[Row]:
-        """The Storage rows of the keys ``read`` names, one per key, in stored order."""
-        assert read.stored is not None and read.versions_decode is not None
-        stored = frozenset({read.table.qualified})
-        run = self.run(read.stored, bound.rendered, plan.reads, plan.point_keys, stored=stored)
-        return [tuple(r) for r in decode(run, read.versions_decode).rows]
-
     def _cache_first(
         self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound, keys: list[Key]
-    ) -> list[Row]:
+    ) -> list[Row] | None:
         """The rows of ``keys`` from their visible Cache versions when every key has one (a tombstone counts): a
         visible Cache version outranks any Storage row, so one Cache statement answers a hot row (a TPC-C
-        district) instead of the union, which costs what both its branches cost. When a key has none, the union
-        answers all of them in one statement: a Storage statement beside the Cache one would not be atomic (a
-        bulk load or another session's DDL between the two would tear the read). A read whose Cache statement
-        keeps missing goes to the union straight away (CacheFirst)."""
+        district) instead of the union, which costs what both its branches cost. None when a key has none: then
+        the union answers all of them in one statement (a Storage statement beside the Cache one would not be
+        atomic: a bulk load or another session's DDL between the two would tear the read). A read whose Cache
+        statement keeps missing goes to the union straight away (CacheFirst)."""
         assert read.cached is not None and read.versions_decode is not None
+        if not read.cache_first.worth_trying():
+            return None
         info = read.table
-        if read.cache_first.worth_trying():
-            run = self.run(read.cached, bound.rendered, plan.reads, plan.point_keys, cached=frozenset({info.qualified}))
-            newest = newest_by_key(info, decode(run, read.versions_decode).rows)
-            hit = all(key in newest for key in keys)
-            read.cache_first.count(hit)
-            if hit:
-                return [row for row in newest.values() if row is not None]
-        run = self.run(read.versions, bound.rendered, plan.reads, plan.point_keys)  # type: ignore[arg-type]
-        return newest_versions(info, decode(run, read.versions_decode).rows)
+        run = self.run(read.cached, bound.rendered, plan.reads, plan.point_keys, cached=frozenset({info.qualified}))
+        newest = newest_by_key(info, decode(run, read.versions_decode).rows)
+        hit = all(key in newest for key in keys)
+        read.cache_first.count(hit)
+        return [row for row in newest.values() if row is not None] if hit else None
 
     def _uncached(self, plan: ReadPlan | UpdatePlan | DeletePlan, read: KeyRead, bound: Bound, keys: list[Key]) -> bool:
         """Has no Cache row any of ``keys`` (tique/cache_keys.py)? Then their Storage rows are the snapshot's. The

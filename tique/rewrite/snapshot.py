@@ -305,21 +305,22 @@ def snapshot_tree(
         tree = _select(_user_cols(cols), *_stable_rows(info, cols, pushed, tag, alone))
         if not ranked:
             return tree
-    elif formulation == "point" and not stored:
-        assert not ranked, "the Cache versions alone are ranked by the client"
-        source = _union(*_visible_cache(info, cols, pushed, latest, own, tag))
-        return _select([*_user_cols(cols), *(_col(c) for c in VERSION_COLUMNS)], _from(source, f"tq_u{tag}"))
     elif formulation == "point":
-        stable = _select(
-            [
-                *_user_cols(cols),
-                _as(exp.false(), "tq_deleted"),
-                _as(_ZERO_CTS.copy(), "tq_cts"),
-                _as(exp.Literal.number(0), "tq_seq"),
-            ],
-            *_stable_rows(info, cols, pushed, tag, alone),
-        )
-        source = _union(stable, *_visible_cache(info, cols, pushed, latest, own, tag))
+        branches = _visible_cache(info, cols, pushed, latest, own, tag)
+        if stored:
+            stable = _select(
+                [
+                    *_user_cols(cols),
+                    _as(exp.false(), "tq_deleted"),
+                    _as(_ZERO_CTS.copy(), "tq_cts"),
+                    _as(exp.Literal.number(0), "tq_seq"),
+                ],
+                *_stable_rows(info, cols, pushed, tag, alone),
+            )
+            branches.insert(0, stable)
+        else:
+            assert not ranked, "the Cache versions alone are ranked by the client"
+        source = _union(*branches)
         if not ranked:
             return _select([*_user_cols(cols), *(_col(c) for c in VERSION_COLUMNS)], _from(source, f"tq_u{tag}"))
         tree = _newest(cols, info.key, source, tag)
