@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from sqlglot import exp
 
-from tique import bulk_load, errors, privileges
+from tique import bulk_load, errors, privileges, temporary
 from tique.catalog import TableInfo
 from tique.database import Database
 from tique.ddl import dropped_table, renamed_table, run_ddl
@@ -90,6 +90,7 @@ class Connection:
             raise
         self._analytical: PreparingConnection | None = None  # the session analytical reads run on (_reader)
         self._session_set = bool(settings.worker_limit)  # state of this session another would not share
+        self._temporary: dict[str, temporary.TemporaryTable] = {}  # its temporary tables, by name (temporary.py)
         self._txn: Transaction | None = None
         self._autocommit = False
         self._closed = False
@@ -588,6 +589,9 @@ class Connection:
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
         if _TEMPORARY.search(plan.sql):
             self._session_set = True  # a temporary table is this session's alone (see _reader)
+        if temporary.creates_temporary(plan.sql):
+            return self._create_temporary(plan.sql, schema)
+        temporary.refuse_shadowed(self._raw, plan.tree)
         try:
             with self.db.changing_catalog():
                 result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
@@ -604,6 +608,20 @@ class Connection:
                 self._txn.own_changed[table_key(given or schema, name)] = self.db.catalog.version
         return result
 
+    def _create_temporary(self, sql: str, schema: str) -> Result:
+        def is_tique_table(schema: str, name: str) -> bool:
+            return self.db.catalog.lookup(self._raw, schema, name) is not None
+
+        result, made = temporary.create(self._raw, sql, self, schema, is_tique_table)
+        if made is not None:
+            self._temporary[made.name] = made
+        return result
+
+    def _end_temporaries(self) -> None:
+        """The end of a transaction, for the temporary tables made ON COMMIT DELETE ROWS or DROP (temporary.py)."""
+        if self._temporary and not self._closed:
+            temporary.end(self._raw, self._temporary)
+
     # ---- PEP 249 -------------------------------------------------------------------------------------------
 
     def cursor(self) -> Any:
@@ -616,6 +634,7 @@ class Connection:
         self._check_open()
         txn, self._txn = self._txn, None
         if txn is None:
+            self._end_temporaries()
             return
         result: CommitResult | None = None
         try:
@@ -632,6 +651,7 @@ class Connection:
                 if result.cts:
                     self._last_cts = result.cts  # the next transaction waits until it sees this commit
                     self.db.workload.committed(id(self), result.cts)
+            self._end_temporaries()  # last: a lost connection here must not hide the outcome recorded above
 
     def rollback(self) -> None:
         self._check_open()
@@ -640,6 +660,7 @@ class Connection:
             # rows it sent stay in the Cache until the checkpointer drops them, which it does only once the pin
             # ends (else at this session's next begin): a bulk load refuses their keys until then
             txn.lease.end_pin(txn.txid)
+        self._end_temporaries()
 
     def close(self) -> None:
         """Close the connection; its running transaction is rolled back. Closing twice is an error, as in

@@ -138,6 +138,8 @@ class ServerConnection:
         preparing = sql.lstrip()[:7].upper() == "PREPARE"
         turn = None if _TRANSACTION_CONTROL.match(sql) else self.engine.turns.pending()
         try:
+            # the embedded kernel's listener sends no update count: pymonetdb would leave the last statement's
+            cur.rowcount = -1
             if turn is None:
                 cur.execute(sql)
             else:

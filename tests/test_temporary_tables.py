@@ -1,0 +1,182 @@
+"""CREATE TEMPORARY TABLE makes MonetDB's own table of the session (tique/temporary.py), on both engines: never a
+transactional table that other sessions could see, write or drop, and with ON COMMIT acting at the end of the
+tique transaction, as MonetDB's does at the end of its own (found by a review: it was made a shared tique table
+in sys)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import tique
+from tique.errors import NotSupportedError, ProgrammingError
+
+Connect = Callable[..., tique.Connection]
+
+SPELLINGS = [
+    "CREATE TEMPORARY TABLE",
+    "CREATE TEMP TABLE",
+    "CREATE LOCAL TEMPORARY TABLE",
+    "CREATE LOCAL TEMP TABLE",
+    "CREATE GLOBAL TEMPORARY TABLE",
+    "-- a comment first\nCREATE TEMPORARY TABLE",
+]
+
+
+@pytest.fixture
+def base(connect: Connect, unique_name: Callable[[str], str]) -> str:
+    """A transactional table holding 1 and 2."""
+    name = unique_name("base")
+    conn = connect()
+    conn.cursor().execute(f"CREATE TABLE {name} (a INT PRIMARY KEY)")
+    conn.cursor().execute(f"INSERT INTO {name} VALUES (1), (2)")
+    conn.commit()
+    return name
+
+
+def rows(conn: tique.Connection, sql: str) -> list[tuple[object, ...]]:
+    cur = conn.cursor()
+    cur.execute(sql)
+    return sorted(cur.fetchall())
+
+
+def tmp_tables(conn: tique.Connection, name: str) -> list[tuple[object, ...]]:
+    """Where MonetDB holds tables called ``name``, as this session sees them."""
+    return rows(
+        conn,
+        "SELECT s.name, t.temporary FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+        f"WHERE t.name = '{name}'",
+    )
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_each_spelling_makes_a_table_of_the_session_emptied_when_the_transaction_ends(
+    connect: Connect, unique_name: Callable[[str], str], base: str, spelling: str
+) -> None:
+    conn, other = connect(), connect()
+    name = unique_name("tmp")
+    conn.cursor().execute(f"{spelling} {name} (a INT)")
+    assert conn.db.catalog.get("sys", name) is None and conn.db.catalog.get("tmp", name) is None
+    assert tmp_tables(conn, name) == [("tmp", 1)]  # MonetDB's temporary table, in tmp; nothing in sys
+    conn.cursor().execute(f"INSERT INTO {name} SELECT a FROM {base}")
+    assert rows(conn, f"SELECT a FROM {name}") == [(1,), (2,)]  # until the transaction ends (DELETE ROWS)
+    if "GLOBAL" in spelling:  # its definition is shared, its rows are not
+        assert rows(other, f"SELECT a FROM {name}") == []
+    else:
+        with pytest.raises(ProgrammingError, match="no such table"):
+            other.cursor().execute(f"SELECT a FROM {name}")
+        other.rollback()
+    conn.commit()
+    assert rows(conn, f"SELECT a FROM {name}") == []
+    conn.cursor().execute(f"INSERT INTO {name} VALUES (7)")
+    conn.rollback()
+    assert rows(conn, f"SELECT a FROM {name}") == []
+    conn.cursor().execute(f"DROP TABLE {name}")
+    conn.commit()
+    assert tmp_tables(conn, name) == []
+
+
+def test_on_commit_preserve_rows_keeps_them_across_transactions_and_a_rollback(
+    connect: Connect, unique_name: Callable[[str], str]
+) -> None:
+    conn = connect()
+    name = unique_name("tmp")
+    conn.cursor().execute(f"CREATE TEMPORARY TABLE {name} (a INT) ON COMMIT PRESERVE ROWS")
+    conn.cursor().execute(f"INSERT INTO {name} VALUES (1)")
+    conn.commit()
+    conn.cursor().execute(f"INSERT INTO {name} VALUES (2)")
+    conn.rollback()  # its writes took effect at once, as a plain table's (README)
+    assert rows(conn, f"SELECT a FROM {name}") == [(1,), (2,)]
+    conn.cursor().execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} (a INT)")  # keeps PRESERVE ROWS
+    conn.commit()
+    assert rows(conn, f"SELECT a FROM {name}") == [(1,), (2,)]
+
+
+def test_on_commit_drop_drops_it_at_the_end_of_the_transaction(
+    connect: Connect, unique_name: Callable[[str], str]
+) -> None:
+    conn = connect()
+    for end in (conn.commit, conn.rollback):
+        name = unique_name("tmp")
+        conn.cursor().execute(f"CREATE LOCAL TEMPORARY TABLE {name} (a INT) ON COMMIT DROP")
+        conn.cursor().execute(f"INSERT INTO {name} VALUES (1)")
+        assert rows(conn, f"SELECT a FROM {name}") == [(1,)]
+        end()
+        assert tmp_tables(conn, name) == []
+
+
+def test_create_as_select_reads_the_transactions_snapshot_and_own_writes(
+    connect: Connect, unique_name: Callable[[str], str], base: str
+) -> None:
+    conn, other = connect(), connect()
+    rows(conn, f"SELECT a FROM {base}")  # the snapshot is taken
+    other.cursor().execute(f"INSERT INTO {base} VALUES (20)")
+    other.commit()  # after the snapshot: not read
+    conn.cursor().execute(f"INSERT INTO {base} VALUES (10)")  # its own write, not committed: read
+    name = unique_name("tmp")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TEMPORARY TABLE {name} AS SELECT a, a * 2 AS b FROM {base} ON COMMIT PRESERVE ROWS")
+    assert cur.rowcount == 3
+    assert rows(conn, f"SELECT a, b FROM {name}") == [(1, 2), (2, 4), (10, 20)]
+    conn.rollback()  # the base row goes; the temporary table keeps what it read
+    assert rows(conn, f"SELECT a FROM {name}") == [(1,), (2,), (10,)]
+    assert rows(conn, f"SELECT a FROM {base}") == [(1,), (2,), (20,)]
+    empty = unique_name("tmp")
+    conn.cursor().execute(f"CREATE TEMP TABLE {empty} (x, y) AS SELECT a, a FROM {base} WITH NO DATA")
+    assert rows(conn, f"SELECT x, y FROM {empty}") == []
+
+
+def test_a_create_as_select_that_fails_leaves_no_table(
+    connect: Connect, unique_name: Callable[[str], str], base: str
+) -> None:
+    conn = connect()
+    name = unique_name("tmp")
+    with pytest.raises(tique.DatabaseError):
+        conn.cursor().execute(f"CREATE TEMP TABLE {name} AS SELECT 1 / (a - 2) AS q FROM {base}")
+    conn.rollback()
+    assert tmp_tables(conn, name) == []
+
+
+def test_a_name_of_a_transactional_table_is_refused_and_other_schemas_get_monetdbs_error(
+    connect: Connect, unique_name: Callable[[str], str], base: str
+) -> None:
+    conn = connect()
+    with pytest.raises(NotSupportedError, match="give the temporary table another name"):
+        conn.cursor().execute(f"CREATE TEMPORARY TABLE {base} (a INT)")
+    with pytest.raises(ProgrammingError, match="tmp"):
+        conn.cursor().execute(f"CREATE TEMPORARY TABLE sys.{unique_name('tmp')} (a INT)")
+    assert rows(conn, f"SELECT a FROM {base}") == [(1,), (2,)]
+
+
+def test_autocommit_empties_it_after_each_statement_as_monetdb_does(
+    connect: Connect, unique_name: Callable[[str], str]
+) -> None:
+    conn = connect(autocommit=True)
+    name = unique_name("tmp")
+    conn.cursor().execute(f"CREATE TEMPORARY TABLE {name} (a INT)")
+    conn.cursor().execute(f"INSERT INTO {name} VALUES (1)")
+    assert rows(conn, f"SELECT a FROM {name}") == []
+
+
+def test_it_goes_with_its_session(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    name = unique_name("tmp")
+    first = connect()
+    first.cursor().execute(f"CREATE TEMPORARY TABLE {name} (a INT) ON COMMIT PRESERVE ROWS")
+    first.cursor().execute(f"INSERT INTO {name} VALUES (1)")
+    first.close()
+    second = connect()
+    second.cursor().execute(f"CREATE TEMPORARY TABLE {name} (a INT) ON COMMIT PRESERVE ROWS")
+    assert rows(second, f"SELECT a FROM {name}") == []
+
+
+def test_a_table_under_a_temporary_tables_name_is_refused(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    conn = connect()
+    name = unique_name("tmp")
+    conn.cursor().execute(f"CREATE TEMPORARY TABLE {name} (a INT) ON COMMIT PRESERVE ROWS")
+    with pytest.raises(NotSupportedError, match="temporary table of that name"):
+        conn.cursor().execute(f"CREATE TABLE {name} (a INT PRIMARY KEY)")
+    assert conn.db.catalog.get("sys", name) is None
+    conn.cursor().execute(f"DROP TABLE {name}")
+    conn.cursor().execute(f"CREATE TABLE {name} (a INT PRIMARY KEY)")  # the name is free again
+    assert conn.db.catalog.get("sys", name) is not None
