@@ -202,13 +202,19 @@ def check_number(value: Any, sql_type: str, column: str, table: str) -> None:
 
 
 def _typed_nulls(values: exp.Values, types: list[str]) -> exp.Values:
-    """A bare NULL in VALUES typed as its column: MonetDB types it as SMALLINT, which then cannot be converted
-    to a temporal column (found by the differential tester: a DATE literal and a NULL TIMESTAMP in one row)."""
+    """A NULL in VALUES typed as its column: MonetDB types a bare NULL as SMALLINT, which then cannot be converted
+    to a temporal or BLOB column, nor the next rows' strings (found by the differential tester: a DATE literal and a
+    NULL TIMESTAMP in one row; then by a review: any None parameter beside a CURRENT_TIMESTAMP default). A
+    parameter may be NULL: COALESCE with the column's typed NULL gives NULL that type, and any other value the
+    type it had (a cast would round a DECIMAL or cut a string before the column's own check sees it)."""
     for tup in values.expressions:
         items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
         for item, sql_type in zip(items, types):
+            typed_null = exp.Cast(this=exp.Null(), to=exp.DataType.build(sql_type, dialect=MonetDB))
             if isinstance(item, exp.Null):
-                item.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build(sql_type, dialect=MonetDB)))
+                item.replace(typed_null)
+            elif isinstance(item, exp.Placeholder):
+                item.replace(exp.Coalesce(this=item.copy(), expressions=[typed_null]))
     return values
 
 
@@ -303,6 +309,7 @@ def _values_with_defaults(
             to = exp.DataType.build(exprs[columns[i]].sql_type, dialect=MonetDB)
             values[i] = exp.Cast(this=exp.null() if is_default else values[i], to=to)
         rows.append(exp.Tuple(expressions=values + flags))
+    rows_typed = _typed_nulls(exp.Values(expressions=rows), [info.column(c).sql_type for c in columns])
     names = [f"c{i}" for i in range(len(columns))] + [f"f{i}" for i in flagged]
     alias = exp.TableAlias(this=exp.to_identifier("tq_v"), columns=[exp.to_identifier(n) for n in names])
     picked: list[exp.Expression] = []
@@ -311,9 +318,7 @@ def _values_with_defaults(
         if i in flagged:
             value = exp.Case(ifs=[exp.If(this=exp.column(f"f{i}", table="tq_v"), true=default(name))], default=value)
         picked.append(value)
-    select = exp.select(*picked, *[default(n) for n in missing]).from_(
-        exp.Subquery(this=exp.Values(expressions=rows), alias=alias)
-    )
+    select = exp.select(*picked, *[default(n) for n in missing]).from_(exp.Subquery(this=rows_typed, alias=alias))
     return (*columns, *missing), select.join(now, join_type="CROSS")
 
 
