@@ -379,7 +379,7 @@ def test_bulk_load_writes_stable_rows_to_storage(connect: Connect, kv: str, uniq
     conn.bulk_load(bag, [(2,), (2,)])  # a second load: its hidden row ids must not collide
     assert rows(conn, f"SELECT COUNT(*) FROM {bag}") == [(4,)]
     conn.cursor().execute(f"DELETE FROM {bag} WHERE a = 1")
-    assert conn.cursor().execute(f"SELECT COUNT(*) FROM {bag}").fetchone() == (2,)
+    assert conn.execute(f"SELECT COUNT(*) FROM {bag}").fetchone() == (2,)
     conn.commit()
     assert rows(conn, f"SELECT a, COUNT(*) FROM {bag} GROUP BY a") == [(2, 2)]
 

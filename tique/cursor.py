@@ -41,10 +41,13 @@ class Cursor:
 
     # ---- executing -----------------------------------------------------------------------------------------
 
-    def execute(self, operation: str, parameters: Params = None) -> Cursor:
-        """Run one statement on the connection (Connection._execute) and keep its result."""
+    def execute(self, operation: str, parameters: Params = None) -> int | None:
+        """Run one statement on the connection (Connection._execute) and keep its result. Returns the rowcount,
+        or None when it is unknown (-1), as pymonetdb does: ``if cur.execute(...)`` tests for rows there, and a
+        cursor returned instead would always be true (``Connection.execute`` returns the cursor)."""
         self._check()
-        return self._run(*bind(operation, parameters))
+        self._run(*bind(operation, parameters))
+        return self.rowcount if self.rowcount >= 0 else None
 
     def _run(self, operation: str, parameters: Params) -> Cursor:
         self._set(Result())
@@ -54,7 +57,7 @@ class Cursor:
         self.lastrowid = executed.lastrowid
         return self
 
-    def executemany(self, operation: str, seq_of_parameters: Sequence[Params]) -> Cursor:
+    def executemany(self, operation: str, seq_of_parameters: Sequence[Params]) -> int:
         """Run the statement once per parameter set. A failure after earlier sets wrote rows fails the
         transaction (it can only be rolled back): pymonetdb runs the sets one by one too, and MonetDB then aborts
         the whole transaction, so a COMMIT keeps none of them. tique's rule that a failed statement leaves the
@@ -83,7 +86,7 @@ class Cursor:
                 wrote = True
             total += max(self.rowcount, 0)
         self.rowcount = total
-        return self
+        return total  # as pymonetdb
 
     def _set(self, result: Result) -> None:
         self._rows = result.rows

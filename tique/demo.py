@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - started
 
         check = tique.connect(url)
-        final = check.execute("SELECT SUM(balance) FROM accounts").fetchone()[0]
+        final = check.execute("SELECT SUM(balance) FROM accounts").fetchone()[0]  # Connection.execute: a cursor
         check.close()
         attempted = counts["committed"] + counts["aborted"]
         expected = ACCOUNTS * START_BALANCE

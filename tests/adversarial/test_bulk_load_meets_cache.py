@@ -19,7 +19,7 @@ Names = Callable[[str], str]
 
 
 def rows(conn: Connection, sql: str) -> list[tuple[object, ...]]:
-    return [tuple(r) for r in conn.cursor().execute(sql).fetchall()]
+    return [tuple(r) for r in conn.execute(sql).fetchall()]
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ def test_names_monetdb_cannot_have_are_refused_before_connecting(server: ServePr
 
 def test_the_named_database_is_reached(server: ServeProcess) -> None:
     conn = tique.connect(**_keywords(server, server.directory.name))
-    assert conn.cursor().execute("SELECT 1").fetchall() == [(1,)]
+    assert conn.execute("SELECT 1").fetchall() == [(1,)]
     conn.close()
 
 
