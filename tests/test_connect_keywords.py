@@ -47,3 +47,17 @@ def test_monet_version(connect: Any) -> None:
     assert len(rows) == 1 and re.fullmatch(r"\d+\.\d+\.\d+", rows[0][0]), rows
     assert conn.monet_version == rows[0][0]
     assert tuple(int(p) for p in conn.monet_version.split(".")) >= (11, 41, 0)
+
+
+def test_pymonetdbs_positional_database_mapi_url_and_connect_timeout(server: Any) -> None:
+    """pymonetdb's connect("db", hostname=...), its mapi:monetdb:// URL and its connect_timeout keyword were
+    refused (found by a drop-in review)."""
+    name, port, password = server.directory.name, server.port, server.password
+    first = tique.connect(name, hostname="127.0.0.1", port=port, password=password, connect_timeout=5)
+    assert first.execute("SELECT 1").fetchall() == [(1,)]
+    second = tique.connect(f"mapi:monetdb://monetdb:{password}@127.0.0.1:{port}/{name}", connect_timeout=-1)
+    assert second.execute("SELECT 2").fetchall() == [(2,)]
+    first.close()
+    second.close()
+    with pytest.raises(tique.InterfaceError, match="connect_timeout"):
+        tique.connect(name, hostname="127.0.0.1", port=port, password=password, connect_timeout=-5)

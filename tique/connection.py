@@ -71,9 +71,11 @@ class Connection:
     ProgrammingError = errors.ProgrammingError
     NotSupportedError = errors.NotSupportedError
 
-    def __init__(self, url: str, settings: Settings) -> None:
+    def __init__(self, url: str, settings: Settings, connect_timeout: float | None = None) -> None:
         self.settings = settings
-        self.db = Database.get(parse_url(url), settings.sequencer, settings.lease_ms, connection=True)
+        self.db = Database.get(
+            parse_url(url), settings.sequencer, settings.lease_ms, connection=True, connect_timeout=connect_timeout
+        )
         self._raw: Any = None
         try:
             self._raw = self._session()
@@ -872,6 +874,7 @@ def connect(
     host: str | None = None,
     user: str | None = None,
     autocommit: bool = False,
+    connect_timeout: float | None = None,
     **settings: Any,
 ) -> Connection:
     """Open a tique connection.
@@ -879,11 +882,15 @@ def connect(
     ``tique.connect("monetdbe:///path/to/db")``, ``tique.connect("monetdbe::memory:")``,
     ``tique.connect("monetdb://user:pw@host:port/db")``, or pymonetdb's keywords:
     ``tique.connect(database="db", hostname="localhost", port=50000, username=..., password=...)`` (``host=`` and
-    ``user=`` are aliases, as in pymonetdb; ``database=`` may also be a URL). ``autocommit=True`` as in pymonetdb.
-    Other keywords are Settings (``write_mode``, ``snapshot``, ``sequencer``...).
+    ``user=`` are aliases, as in pymonetdb; ``database=`` may also be a URL; as in pymonetdb the database may come
+    first: ``tique.connect("db", hostname=...)``). ``autocommit=True`` and ``connect_timeout`` (seconds to reach a
+    server; -1 the system's default, 0 none; for this process's later connections to that server too) as in
+    pymonetdb. Other keywords are Settings (``write_mode``, ``snapshot``, ``sequencer``...).
     """
     hostname = _one_of("hostname", hostname, "host", host) or "localhost"
     username = _one_of("username", username, "user", user) or "monetdb"
+    if url is not None and database is None and ":" not in url:  # pymonetdb's connect("db", hostname=...)
+        url, database = None, url
     if url is None:
         if not database:
             raise InterfaceError("connect() needs a URL or database=...")
@@ -900,7 +907,9 @@ def connect(
         parsed_settings = Settings(**settings)
     except Exception as exc:  # pydantic's ValidationError lists every bad setting
         raise InterfaceError(f"bad settings: {exc}") from None
-    conn = Connection(url, parsed_settings)
+    if connect_timeout is not None and connect_timeout < 0 and connect_timeout != -1:
+        raise InterfaceError(f"connect_timeout={connect_timeout!r}: give seconds, 0 (none) or -1 (the default)")
+    conn = Connection(url, parsed_settings, connect_timeout)
     if autocommit:
         conn.autocommit = True
     return conn

@@ -95,9 +95,12 @@ def _looks_free(lock: Any) -> bool:
 
 
 class Database:
-    def __init__(self, url: EngineURL, sequencer_kind: str, lease_ms: int | None) -> None:
+    def __init__(
+        self, url: EngineURL, sequencer_kind: str, lease_ms: int | None, connect_timeout: float | None = None
+    ) -> None:
         self.url = url
-        self.engine: Engine = open_engine(url)
+        options = {"connect_timeout": connect_timeout} if connect_timeout is not None and url.kind == "server" else {}
+        self.engine: Engine = open_engine(url, **options)
         self.catalog = catalog.Catalog()
         self.plans = PlanCache()
         self.shared_rows = SharedRows(SHARED_ROWS_PER_TABLE)  # rows of quiet tables across transactions
@@ -162,18 +165,26 @@ class Database:
 
     @classmethod
     def get(
-        cls, url: str | EngineURL, sequencer_kind: str = "c", lease_ms: int | None = None, connection: bool = False
+        cls,
+        url: str | EngineURL,
+        sequencer_kind: str = "c",
+        lease_ms: int | None = None,
+        connection: bool = False,
+        connect_timeout: float | None = None,
     ) -> Database:
         """The process's Database for ``url``, opened now if needed. A tique connection passes ``connection``
-        and calls ``release_connection`` when it closes; any other caller holds the Database until close()."""
+        and calls ``release_connection`` when it closes; any other caller holds the Database until close().
+        ``connect_timeout``: pymonetdb's, for the server's sessions opened from now on (None: as before)."""
         parsed = parse_url(url) if isinstance(url, str) else url
         key = (parsed.redacted() + f"|{parsed.username}|{parsed.password}", sequencer_kind)
         with _registry_lock:
             db = _registry.get(key)
             if db is None:
                 _one_sequencer(parsed, sequencer_kind)
-                db = cls(parsed, sequencer_kind, lease_ms)
+                db = cls(parsed, sequencer_kind, lease_ms, connect_timeout)
                 _registry[key] = db
+            elif connect_timeout is not None and parsed.kind == "server":
+                db.engine.connect_timeout = connect_timeout  # type: ignore[attr-defined]
             if connection:
                 db._connections += 1
             else:

@@ -44,6 +44,8 @@ def parse_url(url: str) -> EngineURL:
     """Parse a tique connection URL; an unknown scheme or a malformed URL gets a message saying what is accepted."""
     if not isinstance(url, str) or not url:
         raise InterfaceError(f"expected a connection URL string, got {url!r}. {_ACCEPTED}")
+    if url.startswith("mapi:monetdb://"):  # pymonetdb's spelling of the same URL
+        url = url[len("mapi:") :]
     if url in ("monetdbe::memory:", "monetdbe://:memory:", "monetdbe:///:memory:"):
         return EngineURL(kind="embedded")
     parts = urlsplit(url)
