@@ -44,6 +44,17 @@ def _hex_number(parser: Postgres.Parser, token: Token) -> exp.Expression:
     return parser.expression(exp.HexString(this=token.text, is_integer=is_integer), token)
 
 
+def _time_literal(parser: Postgres.Parser, this: exp.Expression, to: exp.DataType) -> exp.Expression:
+    """TIME '12:34:56.789' is a TIME(3) in MonetDB: a literal's precision is its digits. Printed back as
+    CAST('12:34:56.789' AS TIME) it would be a TIME(0), rounded to 12:34:57 (found by a differential review: an
+    INSERT stored the rounded value and the literal no longer found its row)."""
+    text = this.name if isinstance(this, exp.Literal) and this.is_string else ""
+    digits = len(text.strip().partition(".")[2]) if "." in text else 0
+    if digits and not to.expressions:
+        to = exp.DataType.build(f"TIME({min(digits, 6)})", dialect="postgres")
+    return parser.expression(exp.Cast(this=this, to=to))
+
+
 class MonetDB(Postgres):
     # MonetDB sorts NULL as the smallest value: first ascending, last descending (PostgreSQL: the largest). With
     # PostgreSQL's setting an explicit NULLS LAST ascending (NULLS FIRST descending) was dropped as the default
@@ -64,6 +75,7 @@ class MonetDB(Postgres):
         EXPONENT: dict = {}
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS, **{name: _verbatim(name) for name in _VERBATIM}}
         PRIMARY_PARSERS = {**Postgres.Parser.PRIMARY_PARSERS, TokenType.HEX_STRING: _hex_number}
+        TYPE_LITERAL_PARSERS = {**Postgres.Parser.TYPE_LITERAL_PARSERS, exp.DataType.Type.TIME: _time_literal}
 
     class Generator(Postgres.Generator):
         # MonetDB reads INTERVAL '1' DAY, not PostgreSQL's INTERVAL '1 DAY' (a syntax error in 11.41)
