@@ -589,6 +589,12 @@ class Connection:
                 f"ALTER TABLE {renamed} RENAME TO: this transaction wrote to the table; commit or roll back first"
             )
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
+        if self._txn is not None and isinstance(plan.tree, exp.Alter):
+            # rows still in the client have the table's old shape: sent now, the ALTER changes them with the Cache
+            # (sent after it, they failed as if another session had altered the table)
+            named = [table_key(given or schema, name) for given, name in tables_named(plan.tree)]
+            if self._txn.has_pending(named):
+                self._txn.flush(named)
         if _TEMPORARY.search(plan.sql):
             self._session_set = True  # a temporary table is this session's alone (see _reader)
         if temporary.creates_temporary(plan.sql):
