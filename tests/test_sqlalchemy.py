@@ -263,3 +263,28 @@ def test_importing_the_dialect_leaves_pymonetdb_paramstyle_alone() -> None:
     import tique.sqla  # noqa: F401  (sqlalchemy-monetdb sets pymonetdb.paramstyle = "named" when imported)
 
     assert pymonetdb.paramstyle == "pyformat"
+
+
+def test_orm_update_of_a_plain_table_row(sa_engine: sa.Engine, unique_name: Callable[[str], str]) -> None:
+    """Over MAPI a write to a plain (or temporary) table counts no rows: the ORM took its UPDATE as stale
+    (StaleDataError, "expected 1; -1 were matched"; found by a review). tique's dialect says so for server URLs."""
+    name = unique_name("plainorm")
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Row(Base):
+        __tablename__ = name
+        id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+        v: Mapped[str] = mapped_column(sa.String(10))
+
+    with Session(sa_engine) as session:
+        session.execute(sa.text(f"CREATE TABLE {name} (id INT PRIMARY KEY, v VARCHAR(10)) -- tique: plain"))
+        session.add(Row(id=1, v="a"))
+        session.flush()
+        row = session.get(Row, 1)
+        assert row is not None
+        row.v = "b"
+        session.commit()
+    with Session(sa_engine) as session:
+        assert session.execute(sa.select(Row.v)).scalars().all() == ["b"]

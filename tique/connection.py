@@ -547,7 +547,8 @@ class Connection:
         """The tables (TableInfo.qualified) a plan reads or writes; of a pass-through statement, those it names."""
         if isinstance(plan, PassThrough):
             schema = self.read_options.schema or self.db.default_schema
-            return {table_key(given or schema, name) for given, name in plan.names}
+            temporary = self.read_options.temporary  # a name MonetDB resolves to the session's temporary table
+            return {table_key(given or schema, name) for given, name in plan.names if given or name not in temporary}
         used = set(getattr(plan, "reads", ()))
         for write in (plan, getattr(plan, "insert", None)):  # a CopyPlan's INSERT
             table = getattr(write, "table", None)
@@ -562,6 +563,8 @@ class Connection:
         schema = self.read_options.schema or self.db.default_schema
         self.db.catalog.refresh(self._raw)
         for given, name in plan.names:
+            if not given and name in self._temporary:  # MonetDB read the session's temporary table
+                continue
             info = self.db.catalog.get(given or schema, name)  # names as MonetDB stores them (statements.ident)
             if info is not None and info.kind != "plain" and self._txn is not None:
                 self._txn.failed = f"table {name!r} was renamed or created by another session while a query ran"
@@ -599,6 +602,15 @@ class Connection:
             self._session_set = True  # a temporary table is this session's alone (see _reader)
         if temporary.creates_temporary(plan.sql):
             return self._create_temporary(plan.sql, schema)
+        creates = isinstance(plan.tree, exp.Create) and str(plan.tree.args.get("kind") or "").upper() == "TABLE"
+        named = None if creates else temporary.named_temporary(plan.tree, self._temporary)
+        if named is not None:  # DROP, TRUNCATE, CREATE INDEX... of a temporary table: MonetDB's own
+            temporary.refuse_renamed(plan.tree)
+            result = self._raw.execute(plan.sql)
+            if isinstance(plan.tree, exp.Drop):
+                self._temporary.pop(named, None)
+                self._temporaries_changed()
+            return result
         temporary.refuse_shadowed(self._raw, plan.tree)
         try:
             with self.db.changing_catalog():
@@ -623,12 +635,22 @@ class Connection:
         result, made = temporary.create(self._raw, sql, self, schema, is_tique_table)
         if made is not None:
             self._temporary[made.name] = made
+            self._temporaries_changed()
+        if self.autocommit:  # the statement was its own transaction, and that ended
+            self._end_temporaries()
         return result
 
     def _end_temporaries(self) -> None:
         """The end of a transaction, for the temporary tables made ON COMMIT DELETE ROWS or DROP (temporary.py)."""
         if self._temporary and not self._closed:
             temporary.end(self._raw, self._temporary)
+            self._temporaries_changed()
+
+    def _temporaries_changed(self) -> None:
+        """Statements are planned knowing the session's temporary tables (MonetDB resolves a name to one first)."""
+        names = frozenset(self._temporary)
+        if names != self.read_options.temporary:
+            self.read_options = replace(self.read_options, temporary=names)
 
     # ---- PEP 249 -------------------------------------------------------------------------------------------
 

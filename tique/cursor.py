@@ -84,7 +84,7 @@ class Cursor:
             now = self.connection._txn
             if now is not None and now.buffer.seq != (before if now is txn else 0):
                 wrote = True
-            total += max(self.rowcount, 0)
+            total = -1 if total < 0 or self.rowcount < 0 else total + self.rowcount  # -1: one count is unknown
         self.rowcount = total
         return total  # as pymonetdb
 

@@ -218,6 +218,9 @@ class TiqueDialect(MonetDialect):
             value = value[-1] if isinstance(value, tuple) else value
             settings[key] = int(value) if key in _INT_SETTINGS else value
         if url.host:
+            # over MAPI a write to a plain or temporary table counts no rows (rowcount -1): the ORM would take its
+            # UPDATE of such a row as stale; tique's own tables count exactly on either engine
+            self.supports_sane_rowcount = self.supports_sane_multi_rowcount = False
             user = url.username or "monetdb"
             password = url.password if url.password is not None else "monetdb"
             target = URL.create(

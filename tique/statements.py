@@ -342,6 +342,8 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     seen: dict[tuple[str, str], TableInfo | None] = {}
 
     def lookup(schema: str | None, name: str) -> TableInfo | None:
+        if schema is None and name in options.temporary:  # MonetDB's order: the session's temporary table first
+            return None
         at = (schema or options.schema or db.default_schema, name)
         if at not in seen:  # each pass looks tables up again: a small table's probe (catalog.probed) once
             info = db.catalog.lookup(conn, *at)

@@ -1,4 +1,4 @@
-"""CREATE [LOCAL | GLOBAL] TEMPORARY TABLE: MonetDB's own table of the session, in schema tmp.
+"""CREATE [LOCAL] TEMPORARY TABLE: MonetDB's own table of the session, in schema tmp.
 
 A temporary table is the session's alone, so it never becomes a transactional tique table (which every session
 would share and which would outlive the session). It is an ordinary MonetDB table, like a plain one: its writes
@@ -11,32 +11,42 @@ Two things differ from MonetDB run with autocommit off, because tique's engine s
   ROLLBACK: the rows live until then, as in MonetDB.
 - ROLLBACK does not undo the writes to a table kept ON COMMIT PRESERVE ROWS (as for a plain table).
 
-CREATE TEMPORARY TABLE ... AS SELECT reads the transaction's snapshot, like CREATE TABLE AS: MonetDB creates
-the table from the SELECT's types (WITH NO DATA), then tique inserts the rows. MonetDB resolves an unqualified
-name to a temporary table before the current schema's, tique to its own table: a temporary table named like a
-transactional table of the current schema, or a table created under a temporary table's name, is refused rather
-than read differently by the two.
+CREATE TEMPORARY TABLE ... AS SELECT reads the transaction's snapshot, like CREATE TABLE AS: MonetDB creates the
+table from the SELECT's types (WITH NO DATA), then tique inserts the rows.
+
+MonetDB resolves an unqualified name to the session's temporary table before any schema's table; tique's name
+lookup does the same for the temporary tables the session made (ReadOptions.temporary), and DDL naming one goes
+to MonetDB as written. A temporary table named like a transactional table of the current schema, and a table
+created under a temporary table's name, are refused all the same: other ways of naming a table (SQLAlchemy's
+reflection, tique's own API) would not tell the two apart.
+
+Refused, with what to do instead: GLOBAL TEMPORARY (its definition is shared and outlives the session, so an ON
+COMMIT clause would have to act in sessions tique does not know of), and two forms that crash MonetDB 11.41's
+kernel (the whole process): a FOREIGN KEY between temporary tables, and ALTER TABLE ... RENAME of one.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
 
 from tique.engine.base import RawConnection, Result
-from tique.errors import NotSupportedError, ProgrammingError
+from tique.errors import Error, NotSupportedError, ProgrammingError
 from tique.names import ident, qualified, quote
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
+from tique.rewrite.parse import monetdb_quotes
 
-_LEADING_COMMENTS = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
+_LEADING_COMMENTS = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
 _CREATE = re.compile(r"CREATE\s+(?:(LOCAL|GLOBAL)\s+)?TEMP(?:ORARY)?\s+TABLE\b", re.I)
-_ON_COMMIT = re.compile(r"\s+ON\s+COMMIT\s+(DELETE\s+ROWS|PRESERVE\s+ROWS|DROP)\s*;?\s*$", re.I)
 
 # what the end of a tique transaction does to the table
 DELETE_ROWS = "delete rows"
@@ -65,24 +75,33 @@ def create(
     """Create the temporary table ``sql`` describes (creates_temporary), kept ON COMMIT PRESERVE ROWS; returns
     the statement's result and the table with what the transaction's end must do to it (None: the table existed,
     IF NOT EXISTS)."""
-    text = sql[_LEADING_COMMENTS.match(sql).end() :].rstrip().rstrip(";").rstrip()  # type: ignore[union-attr]
-    create_match = _CREATE.match(text)
-    assert create_match is not None
-    scope = (create_match.group(1) or "LOCAL").upper()
-    on_commit = _ON_COMMIT.search(text)
-    at_end = " ".join(on_commit.group(1).lower().split()) if on_commit else DELETE_ROWS
-    body = text[: on_commit.start()] if on_commit else text
-    tree = _parsed(body[create_match.end() :])
+    text = monetdb_quotes(sql)  # pymonetdb's 'it\'s' (a DDL's parameters are formatted in) as the reader reads it
+    tokens = _tokens(text)
+    if len(tokens) > 1 and tokens[1].text.upper() == "GLOBAL":
+        raise NotSupportedError(
+            "CREATE GLOBAL TEMPORARY TABLE is not supported by tique: its definition outlives the session and is "
+            "shared, and its ON COMMIT would have to act in every session using it. Use CREATE TEMPORARY TABLE "
+            "(the session's own), or a plain table (-- tique: plain)"
+        )
+    at_end, body_end = _on_commit(tokens)
+    table_at = next(i for i, t in enumerate(tokens) if t.token_type == TokenType.TABLE)
+    body = text[tokens[0].start : body_end]
+    tree = _parsed(text[tokens[table_at].end + 1 : body_end])
     table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
     if not isinstance(table, exp.Table):
         raise ProgrammingError(f"CREATE TEMPORARY TABLE: no table name in {sql!r}")
+    if tree.find(exp.Reference, exp.ForeignKey):
+        raise NotSupportedError(
+            "CREATE TEMPORARY TABLE with a FOREIGN KEY (REFERENCES) is refused by tique: between two temporary "
+            "tables it crashes MonetDB 11.41's kernel; check the reference in the application"
+        )
     name = ident(table)
     if ident(table.args.get("db")) in ("", "tmp") and is_tique_table(current_schema, name):
         raise NotSupportedError(
             f"CREATE TEMPORARY TABLE {name}: {current_schema}.{name} is a transactional table, which MonetDB would "
             "read in its place in some statements and tique in others; give the temporary table another name"
         )
-    existed = bool(tree.args.get("exists")) and _exists(conn, name)
+    existed = bool(tree.args.get("exists")) and exists(conn, name)
     if tree.expression is None:
         conn.execute(f"{body} ON COMMIT PRESERVE ROWS")
         return Result(rowcount=-1), None if existed else TemporaryTable(name, at_end)
@@ -99,29 +118,51 @@ def create(
     made = TemporaryTable(name, at_end)
     # MonetDB derives the column types from the SELECT (over the outside views); tique inserts the snapshot's rows
     conn.execute(
-        f"CREATE {scope} TEMPORARY TABLE {made.qualified}{columns} AS {select_sql} WITH NO DATA ON COMMIT PRESERVE ROWS"
+        f"CREATE LOCAL TEMPORARY TABLE {made.qualified}{columns} AS {select_sql} WITH NO DATA ON COMMIT PRESERVE ROWS"
     )
     if no_data:
         return Result(rowcount=-1), made
     try:
         cursor = session.cursor()
         cursor.execute(f"INSERT INTO {made.qualified} {select_sql}")
+        if cursor.rowcount < 0:  # over MAPI the embedded kernel's listener sends no update count
+            cursor.execute(f"SELECT COUNT(*) FROM {made.qualified}")
+            return Result(rowcount=int(cursor.fetchone()[0])), made
     except BaseException:
         conn.execute(f"DROP TABLE {made.qualified}")  # all or nothing, as one statement
         raise
-    if cursor.rowcount < 0:  # over MAPI the embedded kernel's listener sends no update count
-        cursor.execute(f"SELECT COUNT(*) FROM {made.qualified}")
-        return Result(rowcount=int(cursor.fetchone()[0])), made
     return Result(rowcount=cursor.rowcount), made
 
 
+def named_temporary(tree: exp.Expression, tables: Iterable[str]) -> str | None:
+    """The session's temporary table a DDL statement (DROP, ALTER, TRUNCATE, CREATE INDEX...) names: unqualified
+    and among ``tables``, or in schema tmp. MonetDB resolves such a name to it, so the statement goes as written."""
+    renamed_to = {id(a.this) for a in tree.args.get("actions") or [] if isinstance(a, exp.AlterRename)}
+    for table in tree.find_all(exp.Table):
+        if id(table) in renamed_to:  # a new name, not a table the statement uses
+            continue
+        schema, name = ident(table.args.get("db")), ident(table)
+        if schema == "tmp" or (not schema and name in tables):
+            return name
+    return None
+
+
+def refuse_renamed(tree: exp.Expression) -> None:
+    """ALTER TABLE ... RENAME of a temporary table crashes MonetDB 11.41's kernel (two columns or more)."""
+    if isinstance(tree, exp.Alter) and any(isinstance(a, exp.AlterRename) for a in tree.args.get("actions") or []):
+        raise NotSupportedError(
+            "ALTER TABLE ... RENAME of a temporary table is refused by tique: it crashes MonetDB 11.41's kernel; "
+            "create a new temporary table AS SELECT from it instead"
+        )
+
+
 def refuse_shadowed(conn: RawConnection, tree: exp.Expression) -> None:
-    """A CREATE TABLE (not temporary) of a name this session has a temporary table of (its own, or a GLOBAL one's
-    definition) is refused, for the reason a temporary table is refused a transactional table's name."""
+    """A CREATE TABLE (not temporary) of a name this session has a temporary table of is refused, for the reason
+    a temporary table is refused a transactional table's name."""
     if not (isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "TABLE"):
         return
     table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-    if isinstance(table, exp.Table) and _exists(conn, ident(table)):
+    if isinstance(table, exp.Table) and exists(conn, ident(table)):
         raise NotSupportedError(
             f"CREATE TABLE {ident(table)}: this session has a temporary table of that name, which MonetDB would "
             "read in its place in some statements and tique in others; drop it first, or choose another name"
@@ -131,40 +172,69 @@ def refuse_shadowed(conn: RawConnection, tree: exp.Expression) -> None:
 def end(conn: RawConnection, tables: dict[str, TemporaryTable]) -> None:
     """What the end of a transaction does to the session's temporary tables (kept ON COMMIT PRESERVE ROWS):
     empty those made ON COMMIT DELETE ROWS, drop those made ON COMMIT DROP. A table dropped meanwhile is
-    forgotten."""
+    forgotten. It never fails the COMMIT or ROLLBACK that ends the transaction: a table it could not empty or drop
+    is named in a warning."""
     for key, table in list(tables.items()):
         if table.at_end == PRESERVE_ROWS:
             continue
         try:
             conn.execute(f"DROP TABLE {table.qualified}" if table.at_end == DROP else f"DELETE FROM {table.qualified}")
-        except ProgrammingError:
-            if _exists(conn, table.name):
-                raise
-            del tables[key]
-            continue
-        if table.at_end == DROP:
-            del tables[key]
+            if table.at_end == DROP:
+                del tables[key]
+        except Error as exc:
+            try:
+                gone = not exists(conn, table.name)
+            except Error:
+                gone = False
+            if gone:
+                del tables[key]
+                continue
+            verb = "drop" if table.at_end == DROP else "empty"
+            warnings.warn(f"tique could not {verb} the temporary table tmp.{table.name} at the end of the transaction "
+                          f"({type(exc).__name__}: {exc})", RuntimeWarning, stacklevel=4)  # fmt: skip
+
+
+def exists(conn: RawConnection, name: str) -> bool:
+    """Whether this session has a temporary table ``name`` (another session's GLOBAL one counts too)."""
+    rows = conn.execute(
+        "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
+        f"WHERE s.name = 'tmp' AND t.name = {literal(name)}"
+    ).rows
+    return bool(rows[0][0])
+
+
+def _tokens(text: str) -> list[Token]:
+    """The statement's tokens (comments are none), up to its first ';'."""
+    try:
+        tokens = MonetDB().tokenize(text)
+    except TokenError as exc:
+        raise ProgrammingError(f"CREATE TEMPORARY TABLE: tique could not read it: {exc}", "42000") from None
+    for i, token in enumerate(tokens):
+        if token.token_type == TokenType.SEMICOLON:
+            return tokens[:i]
+    return tokens
+
+
+def _on_commit(tokens: list[Token]) -> tuple[str, int]:
+    """The statement's ON COMMIT action (MonetDB's default: DELETE ROWS), and where the text before it ends."""
+    words = [t.text.upper() for t in tokens[-4:]]
+    for action, length in ((DELETE_ROWS, 4), (PRESERVE_ROWS, 4), (DROP, 3)):
+        tail = ["ON", "COMMIT", *action.upper().split()]
+        if words[-length:] == tail and len(tokens) > length:
+            return action, tokens[-length - 1].end + 1  # a comment before ON COMMIT is left out with it
+    return DELETE_ROWS, tokens[-1].end + 1
 
 
 def _parsed(rest: str) -> exp.Create:
-    """The statement after its CREATE ... TEMPORARY TABLE, parsed as a CREATE TEMPORARY TABLE (sqlglot reads no
-    LOCAL or GLOBAL, and no ON COMMIT DROP: both were taken off)."""
+    """The statement after its CREATE ... TEMPORARY TABLE and before its ON COMMIT, parsed as a CREATE TEMPORARY
+    TABLE (sqlglot reads no LOCAL)."""
     try:
         tree = sqlglot.parse_one("CREATE TEMPORARY TABLE " + rest, read=MonetDB)
-    except sqlglot.errors.ParseError as exc:
-        raise ProgrammingError(f"CREATE TEMPORARY TABLE: tique could not read it: {exc}") from None
+    except (ParseError, TokenError) as exc:
+        raise ProgrammingError(f"CREATE TEMPORARY TABLE: tique could not read it: {exc}", "42000") from None
     if not isinstance(tree, exp.Create):
         raise NotSupportedError(
             "CREATE TEMPORARY TABLE: tique could not read this form; write it as CREATE TEMPORARY TABLE name "
             "(columns) or CREATE TEMPORARY TABLE name AS SELECT ..."
         )
     return tree
-
-
-def _exists(conn: RawConnection, name: str) -> bool:
-    """Whether this session has a temporary table ``name`` (a GLOBAL one counts too)."""
-    rows = conn.execute(
-        "SELECT COUNT(*) FROM sys.tables t JOIN sys.schemas s ON t.schema_id = s.id "
-        f"WHERE s.name = 'tmp' AND t.name = {literal(name)}"
-    ).rows
-    return bool(rows[0][0])

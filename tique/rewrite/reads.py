@@ -37,6 +37,7 @@ class ReadOptions:
     schema: str | None = None  # the session's current schema (SET SCHEMA) for unqualified names; None: the default
     cached: bool = True  # False: point reads of Storage alone, for keys no Cache row has (tique/cache_keys.py)
     stored: frozenset[str] = frozenset()  # tables no Cache row has at all: read as their Storage rows alone
+    temporary: frozenset[str] = frozenset()  # the session's temporary tables: an unqualified name is one of them
 
     def owns(self, table: str) -> bool:
         """Does a snapshot of ``table`` (schema.name) include the transaction's own Cache versions?"""
