@@ -322,6 +322,27 @@ def _values_with_defaults(
     return (*columns, *missing), select.join(now, join_type="CROSS")
 
 
+def _defaults_assigned(tree: exp.Update, info: TableInfo) -> None:
+    """``SET c = DEFAULT`` as c's default: its literal, or the expression the engine evaluates, as MonetDB does; a
+    column without one is refused as MonetDB refuses it."""
+    for eq in tree.expressions:
+        value = eq.expression if isinstance(eq, exp.EQ) else None
+        # read as a column named DEFAULT (unquoted: a quoted "DEFAULT" is a column) or a keyword
+        word = isinstance(value, exp.Var) or (
+            isinstance(value, exp.Column) and not value.table and not value.this.args.get("quoted")
+        )
+        if not (word and value.name.upper() == "DEFAULT" and isinstance(eq.this, exp.Column)):  # type: ignore[union-attr]
+            continue
+        column = info.column(ident(eq.this))
+        if column.name in info.generated or isinstance(column.default, SequenceDefault):
+            raise NotSupportedError(
+                f"UPDATE: SET {column.name} = DEFAULT of a generated column is not supported by tique; set a value"
+            )
+        if column.default is None:
+            raise ProgrammingError(f"UPDATE: column {column.name!r} has no valid default value", "42000")
+        value.replace(_default_expr(column) if _engine_default(column) else _default_item(column))
+
+
 _RETURNING = (
     "{verb} ... RETURNING is not supported by tique (MonetDB 11.41 has no RETURNING clause): {then} in the same "
     "transaction (it reads its own writes, and its snapshot does not change under it)"
@@ -399,6 +420,7 @@ def plan_update(tree: exp.Update, lookup: Lookup, options: ReadOptions) -> Updat
         raise NotSupportedError(_RETURNING.format(verb="UPDATE", then="SELECT the updated rows after the UPDATE"))
     _row_assignments(tree)
     _refuse_repeated_targets(tree, info)
+    _defaults_assigned(tree, info)
     held = key_update(tree, info)
     assignments: dict[str, exp.Expression] = {}
     numbers: tuple[tuple[str, str], ...] = ()
