@@ -40,7 +40,9 @@ def run_ddl(
     its current schema (SET SCHEMA), where unqualified names are resolved."""
     tree = qualify_names(tree, schema or db.default_schema, lambda s, n: db.catalog.lookup(conn, s, n) is not None)
     kind = str(tree.args.get("kind") or "").upper()
-    if isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is not None and not _plain(sql):
+    if isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is not None:
+        if _plain(sql):
+            return ddl_views.create_plain_table_as(db, conn, tree, session)
         return ddl_views.create_table_as(db, conn, tree, session)
     if isinstance(tree, exp.Create) and kind == "TABLE":
         return _create_table(db, conn, tree, sql)

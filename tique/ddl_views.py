@@ -31,7 +31,7 @@ from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
 from tique.errors import NotSupportedError, ProgrammingError
-from tique.names import ident, quote
+from tique.names import ident, qualified, quote
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.views import VIEW
@@ -130,6 +130,45 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
         raise
     _changed(db, conn)
     return Result(rowcount=loaded)
+
+
+def create_plain_table_as(db: Database, conn: RawConnection, tree: exp.Create, session: Any) -> Result:
+    """CREATE TABLE p AS SELECT ... -- tique: plain: MonetDB's own table (a plain one, catalog.py) with the
+    SELECT's column types and - WITH DATA, the default - its rows as the creating transaction reads them, inserted
+    as any write to a plain table (at once, reading the snapshot)."""
+    table = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
+    assert table is not None and tree.expression is not None
+    schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
+    props = tree.args.get("properties")
+    no_data = any(
+        isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (props.expressions if props else [])
+    )
+    if db.catalog.lookup(conn, schema, name) is not None or _exists(conn, schema, name):
+        if tree.args.get("exists"):
+            return Result(rowcount=-1)
+        raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
+    select_sql = tree.expression.sql(dialect=MonetDB)
+    target = qualified(schema, name)
+    conn.execute(f"CREATE TABLE {target} AS {select_sql} WITH NO DATA")  # MonetDB's types, from the outside views
+    info = None
+    try:
+        info = TableInfo(db.sequencer.next_txid(conn), schema, name, "plain", _columns(conn, schema, name),
+                         (catalog.ROWID,))  # fmt: skip
+        catalog.register(conn, info)
+        _changed(db, conn)
+        if no_data:
+            return Result(rowcount=-1)
+        if session is None:
+            raise NotSupportedError("CREATE TABLE AS SELECT WITH DATA needs a tique connection")
+        cursor = session.cursor()
+        cursor.execute(f"INSERT INTO {target} {select_sql}")
+    except BaseException:  # all or nothing, as one statement
+        if info is not None:
+            catalog.unregister(conn, info)
+        conn.execute(f"DROP TABLE IF EXISTS {target}")
+        _changed(db, conn)
+        raise
+    return Result(rowcount=cursor.rowcount)  # -1 over MAPI: its listener counts no plain write
 
 
 def _exists(conn: RawConnection, schema: str, name: str) -> bool:
