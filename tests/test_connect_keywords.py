@@ -53,7 +53,7 @@ def test_pymonetdbs_positional_database_mapi_url_and_connect_timeout(server: Any
     """pymonetdb's connect("db", hostname=...), its mapi:monetdb:// URL and its connect_timeout keyword were
     refused (found by a drop-in review)."""
     name, port, password = server.directory.name, server.port, server.password
-    first = tique.connect(name, hostname="127.0.0.1", port=port, password=password, connect_timeout=5)
+    first = tique.connect(name, hostname="127.0.0.1", port=port, password=password, connect_timeout="5")
     assert first.execute("SELECT 1").fetchall() == [(1,)]
     second = tique.connect(f"mapi:monetdb://monetdb:{password}@127.0.0.1:{port}/{name}", connect_timeout=-1)
     assert second.execute("SELECT 2").fetchall() == [(2,)]

@@ -26,3 +26,20 @@ def test_execute_returns_the_rowcount_as_pymonetdb(
     assert cur.execute(f"DELETE FROM {t} WHERE k = 5") == 1
     conn.commit()
     assert conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone() == (4,)
+
+
+def test_statements_that_write_no_rows_return_none(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """The embedded C API leaves the last write's count for a statement that writes none (SET, DDL): execute
+    returned it (found by a review); pymonetdb returns None."""
+    conn = connect()
+    cur = conn.cursor()
+    t, s = unique_name("pl"), unique_name("sch")
+    cur.execute(f"CREATE TABLE {t} (a INT) -- tique: plain")
+    assert cur.execute(f"INSERT INTO {t} VALUES (1), (2), (3)") in (3, None)  # None over MAPI (README)
+    assert cur.execute(f"CREATE SCHEMA {s}") is None
+    assert cur.execute(f"SET SCHEMA {s}") is None
+    assert cur.execute("SET SCHEMA sys") is None
+    assert cur.execute(f"COMMENT ON TABLE {t} IS 'x'") is None
+    assert cur.execute(f"CREATE INDEX {t}_i ON {t} (a)") is None

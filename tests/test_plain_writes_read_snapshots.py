@@ -100,3 +100,31 @@ def test_create_plain_table_as_select_reads_the_snapshot(
     assert conn.execute(f"SELECT COUNT(*) FROM sys.tables WHERE name = '{failed}'").fetchall() == [(0,)]
     cur.execute(f"CREATE TABLE {empty} AS SELECT k FROM {t} WITH NO DATA -- tique: plain")
     assert conn.execute(f"SELECT COUNT(*) FROM {empty}").fetchall() == [(0,)]
+
+
+def test_create_table_as_names_its_columns_as_listed(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """CREATE TABLE x (a, b) AS SELECT ... ignored the list, plain or transactional (found by a review)."""
+    t, pl, tx = unique_name("src"), unique_name("ctasp"), unique_name("ctast")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v VARCHAR(5))")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 'a')")
+    cur.execute(f"CREATE TABLE {pl} (x, y) AS SELECT k, v FROM {t} -- tique: plain")
+    cur.execute(f"CREATE TABLE {tx} (x, y) AS SELECT k, v FROM {t}")
+    for name in (pl, tx):
+        assert conn.execute(f"SELECT x, y FROM {name}").fetchall() == [(1, "a")]
+
+
+def test_a_plain_tables_generated_column_is_generated_by_monetdb(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """A plain table's SERIAL or AUTO_INCREMENT column was created as a bare NOT NULL column, so an INSERT that left
+    it out failed (found by a review)."""
+    conn = connect()
+    for spec in ("s SERIAL", "s INT AUTO_INCREMENT PRIMARY KEY", "s BIGINT GENERATED ALWAYS AS IDENTITY"):
+        name = unique_name("gen")
+        conn.cursor().execute(f"CREATE TABLE {name} ({spec}, v INT) -- tique: plain")
+        conn.cursor().execute(f"INSERT INTO {name} (v) VALUES (10), (20)")
+        assert conn.execute(f"SELECT s, v FROM {name} ORDER BY v").fetchall() == [(1, 10), (2, 20)]

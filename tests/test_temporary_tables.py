@@ -295,3 +295,33 @@ def temporary_qualified(name: str) -> str:
     from tique.temporary import TemporaryTable
 
     return TemporaryTable(name, "drop").qualified
+
+
+def test_a_view_whose_cte_shares_a_temporary_tables_name_reads_the_snapshot(
+    connect: Connect, unique_name: Callable[[str], str], base: str
+) -> None:
+    """CREATE VIEW naming a temporary table's name anywhere (a CTE of that name, say) went to MonetDB as written,
+    a view tique did not know, which read the latest committed rows instead of the snapshot (found by a review)."""
+    conn, other = connect(), connect()
+    k, view = unique_name("k"), unique_name("v")
+    conn.cursor().execute(f"CREATE TEMP TABLE {k} (a INT) ON COMMIT PRESERVE ROWS")
+    conn.cursor().execute(f"CREATE VIEW {view} AS WITH {k} AS (SELECT a FROM {base}) SELECT a FROM {k}")
+    conn.commit()
+    assert conn.db.catalog.get("sys", view) is not None  # tique's view, expanded into each query
+    conn.cursor().execute(f"UPDATE {base} SET a = 99 WHERE a = 1")
+    assert rows(conn, f"SELECT a FROM {view}") == [(2,), (99,)]  # its own write
+    other.cursor().execute(f"INSERT INTO {base} VALUES (50)")
+    other.commit()
+    assert rows(conn, f"SELECT a FROM {view}") == [(2,), (99,)]  # not the later commit
+
+
+def test_a_temporary_table_may_share_a_plain_tables_name(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """MonetDB reads the temporary one by the unqualified name, and tique passes plain tables to it: no conflict."""
+    conn = connect()
+    name = unique_name("pl")
+    conn.cursor().execute(f"CREATE TABLE {name} (a INT) -- tique: plain")
+    conn.cursor().execute(f"INSERT INTO {name} VALUES (1)")
+    conn.cursor().execute(f"CREATE TEMP TABLE {name} (a INT) ON COMMIT PRESERVE ROWS")
+    conn.cursor().execute(f"INSERT INTO {name} VALUES (2)")
+    assert rows(conn, f"SELECT a FROM {name}") == [(2,)]
+    assert rows(conn, f"SELECT a FROM sys.{name}") == [(1,)]

@@ -52,3 +52,16 @@ def test_a_generated_columns_default_is_refused(connect: Connect, unique_name: C
     cur.execute(f"INSERT INTO {t} (v) VALUES (1)")
     with pytest.raises(tique.NotSupportedError, match="generated"):
         cur.execute(f"UPDATE {t} SET k = DEFAULT")
+
+
+def test_a_default_holding_a_quote(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """The default's literal was quoted as pymonetdb quotes ('it\\'s') and read back by a reader that ends it at the
+    quote: sqlglot's TokenError, no DB-API error (found by a review)."""
+    conn = connect()
+    cur = conn.cursor()
+    t = unique_name("sdq")
+    cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, s VARCHAR(10) DEFAULT 'it''s', ts TIMESTAMP DEFAULT NOW())")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 'q', NULL), (2, DEFAULT, NULL)")
+    cur.execute(f"UPDATE {t} SET s = DEFAULT WHERE id = 1")
+    conn.commit()
+    assert conn.execute(f"SELECT id, s FROM {t} ORDER BY id").fetchall() == [(1, "it's"), (2, "it's")]

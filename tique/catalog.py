@@ -495,6 +495,8 @@ def _storage_create(info: TableInfo, physical: str) -> str:
     cols = []
     for c in info.columns:
         col = f"{quote(c.name)} {c.sql_type}"
+        if info.kind == "plain" and c.name in info.generated:  # MonetDB generates a plain table's values itself
+            col += " AUTO_INCREMENT"
         if c.not_null:
             col += " NOT NULL"
         if c.default is not None:

@@ -629,8 +629,9 @@ class Connection:
         return result
 
     def _create_temporary(self, sql: str, schema: str) -> Result:
-        def is_tique_table(schema: str, name: str) -> bool:
-            return self.db.catalog.lookup(self._raw, schema, name) is not None
+        def is_tique_table(schema: str, name: str) -> bool:  # a plain table is MonetDB's, read by the same rule
+            info = self.db.catalog.lookup(self._raw, schema, name)
+            return info is not None and info.kind != "plain"
 
         result, made = temporary.create(self._raw, sql, self, schema, is_tique_table)
         if made is not None:
@@ -935,8 +936,13 @@ def connect(
         parsed_settings = Settings(**settings)
     except Exception as exc:  # pydantic's ValidationError lists every bad setting
         raise InterfaceError(f"bad settings: {exc}") from None
-    if connect_timeout is not None and connect_timeout < 0 and connect_timeout != -1:
-        raise InterfaceError(f"connect_timeout={connect_timeout!r}: give seconds, 0 (none) or -1 (the default)")
+    if connect_timeout is not None:
+        try:
+            connect_timeout = float(connect_timeout)
+        except (TypeError, ValueError):
+            connect_timeout = -2.0  # refused below
+        if connect_timeout < 0 and connect_timeout != -1:
+            raise InterfaceError("connect_timeout: give seconds, 0 (none) or -1 (the default)")
     conn = Connection(url, parsed_settings, connect_timeout)
     if autocommit:
         conn.autocommit = True

@@ -104,7 +104,7 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
         if tree.args.get("exists"):
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
-    select_sql = tree.expression.sql(dialect=MonetDB)
+    select_sql = _select_named(tree)
     info = catalog.placed(conn, TableInfo(db.sequencer.next_txid(conn), schema, name, "tx", (), (catalog.ROWID,)))
     storage = info.storage
     # the column types, as MonetDB derives them from the SELECT over the outside views
@@ -147,7 +147,7 @@ def create_plain_table_as(db: Database, conn: RawConnection, tree: exp.Create, s
         if tree.args.get("exists"):
             return Result(rowcount=-1)
         raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
-    select_sql = tree.expression.sql(dialect=MonetDB)
+    select_sql = _select_named(tree)
     target = qualified(schema, name)
     conn.execute(f"CREATE TABLE {target} AS {select_sql} WITH NO DATA")  # MonetDB's types, from the outside views
     info = None
@@ -162,13 +162,25 @@ def create_plain_table_as(db: Database, conn: RawConnection, tree: exp.Create, s
             raise NotSupportedError("CREATE TABLE AS SELECT WITH DATA needs a tique connection")
         cursor = session.cursor()
         cursor.execute(f"INSERT INTO {target} {select_sql}")
+        if cursor.rowcount < 0:  # over MAPI the embedded kernel's listener sends no count of a plain write
+            cursor.execute(f"SELECT COUNT(*) FROM {target}")
     except BaseException:  # all or nothing, as one statement
         if info is not None:
             catalog.unregister(conn, info)
         conn.execute(f"DROP TABLE IF EXISTS {target}")
         _changed(db, conn)
         raise
-    return Result(rowcount=cursor.rowcount)  # -1 over MAPI: its listener counts no plain write
+    return Result(rowcount=cursor.rowcount if cursor.description is None else int(cursor.fetchone()[0]))
+
+
+def _select_named(tree: exp.Create) -> str:
+    """CREATE TABLE AS's SELECT, its columns named as the list after the table's name says, if there is one."""
+    assert tree.expression is not None
+    select_sql = tree.expression.sql(dialect=MonetDB)
+    if isinstance(tree.this, exp.Schema) and tree.this.expressions:
+        names = ", ".join(quote(ident(c.this if isinstance(c, exp.ColumnDef) else c)) for c in tree.this.expressions)
+        return f"SELECT * FROM ({select_sql}) AS tq_named({names})"
+    return select_sql
 
 
 def _exists(conn: RawConnection, schema: str, name: str) -> bool:

@@ -9,7 +9,8 @@ Two things differ from MonetDB run with autocommit off, because tique's engine s
 - ON COMMIT DELETE ROWS (MonetDB's default) and ON COMMIT DROP would act after each statement. The table is made
   ON COMMIT PRESERVE ROWS instead, and tique empties (or drops) it when the tique transaction ends, by COMMIT or
   ROLLBACK: the rows live until then, as in MonetDB.
-- ROLLBACK does not undo the writes to a table kept ON COMMIT PRESERVE ROWS (as for a plain table).
+- ROLLBACK does not undo the writes to a table kept ON COMMIT PRESERVE ROWS (as for a plain table), nor the
+  CREATE itself (tique's DDL takes effect at once).
 
 CREATE TEMPORARY TABLE ... AS SELECT reads the transaction's snapshot, like CREATE TABLE AS: MonetDB creates the
 table from the SELECT's types (WITH NO DATA), then tique inserts the rows.
@@ -135,16 +136,23 @@ def create(
 
 
 def named_temporary(tree: exp.Expression, tables: Iterable[str]) -> str | None:
-    """The session's temporary table a DDL statement (DROP, ALTER, TRUNCATE, CREATE INDEX...) names: unqualified
-    and among ``tables``, or in schema tmp. MonetDB resolves such a name to it, so the statement goes as written."""
-    renamed_to = {id(a.this) for a in tree.args.get("actions") or [] if isinstance(a, exp.AlterRename)}
-    for table in tree.find_all(exp.Table):
-        if id(table) in renamed_to:  # a new name, not a table the statement uses
-            continue
-        schema, name = ident(table.args.get("db")), ident(table)
-        if schema == "tmp" or (not schema and name in tables):
-            return name
-    return None
+    """The session's temporary table a DROP TABLE, ALTER TABLE, TRUNCATE or CREATE INDEX acts on: unqualified and
+    among ``tables``, or in schema tmp. MonetDB resolves such a name to it, so the statement goes as written. Any
+    other DDL (a view over it, say) is tique's: the lookup resolves the name to it there too."""
+    kind = str(tree.args.get("kind") or "").upper()
+    targets: list[exp.Expression] = []
+    if isinstance(tree, exp.Drop) and kind == "TABLE":
+        targets = list(tree.args.get("tables") or []) or [tree.this]
+    elif isinstance(tree, exp.Alter) and kind in ("", "TABLE"):
+        targets = [tree.this]
+    elif isinstance(tree, exp.TruncateTable):
+        targets = list(tree.expressions)
+    elif isinstance(tree, exp.Create) and kind == "INDEX":
+        targets = [tree.find(exp.Table)]
+    if len(targets) != 1 or not isinstance(targets[0], exp.Table):  # several: tique's own DDL path refuses them
+        return None
+    schema, name = ident(targets[0].args.get("db")), ident(targets[0])
+    return name if schema == "tmp" or (not schema and name in tables) else None
 
 
 def refuse_renamed(tree: exp.Expression) -> None:

@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import fcntl
 import os
+import re
 import threading
 import time
 import warnings
@@ -44,6 +45,11 @@ _orphans: list[tuple[Any, KernelCalls]] = []
 # the keys that may have Cache rows, for the kernel open now (cache_keys.py); None while it listens to MAPI clients
 _cache_keys: CacheKeys | None = None
 _append_guard: AppendGuard | None = None  # this kernel's appends and reads kept apart (append_guard.py)
+
+
+# statements whose count of rows written the C API reports: writes, and EXEC of a prepared one (tique prepares
+# queries and writes only)
+_COUNTS_ROWS = re.compile(r"(?:\s+|--[^\n]*\n|/\*.*?\*/)*(?:INSERT|UPDATE|DELETE|MERGE|COPY|EXEC)\b", re.I | re.S)
 
 
 class EmbeddedEngine:
@@ -406,11 +412,13 @@ class EmbeddedConnection:
         if err:
             raise from_monetdb(ffi.string(ffi.cast("char *", err)).decode())
         res = result_p[0]
+        # the C API leaves the last write's count in place for a statement that writes no rows (SET, DDL, TRUNCATE)
+        counted = int(affected[0]) if _COUNTS_ROWS.match(sql) else -1
         if res == ffi.NULL:
-            return Result(rowcount=int(affected[0]))
+            return Result(rowcount=counted)
         try:
             if res.ncols == 0:
-                return Result(rowcount=int(affected[0]))
+                return Result(rowcount=counted)
             return read_result(ffi, lib, res)
         except (ValueError, OverflowError) as exc:  # a year past 9999, a TIME of 24:00...
             raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None

@@ -21,6 +21,7 @@ from tique.names import column_ref, ident, source_name
 from tique.params import literal
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.exact import NOTHING, Decode, needs_text, wrap_outputs
+from tique.rewrite.parse import monetdb_quotes
 from tique.rewrite.point import KeyRead, KeyUpdate, key_read, key_update
 from tique.rewrite.reads import PointKeys, ReadOptions, snapshot_reads
 from tique.rewrite.template import Template, slot_name
@@ -279,7 +280,8 @@ def _default_item(column: ColumnSpec) -> exp.Expression:
         return exp.Cast(this=exp.Var(this=str(column.default)), to=to)
     if column.default is None:
         return exp.Cast(this=exp.null(), to=to)
-    return exp.Cast(this=sqlglot.parse_one(literal(column.default), read=MonetDB), to=to)
+    # literal() quotes a ' as pymonetdb does (\'), which the reader takes as MonetDB does only once converted
+    return exp.Cast(this=sqlglot.parse_one(monetdb_quotes(literal(column.default)), read=MonetDB), to=to)
 
 
 def _values_with_defaults(
