@@ -95,6 +95,7 @@ class Connection:
         self._temporary: dict[str, temporary.TemporaryTable] = {}  # its temporary tables, by name (temporary.py)
         self._txn: Transaction | None = None
         self._autocommit = False
+        self._block = False  # START TRANSACTION in autocommit mode: statements join it until COMMIT or ROLLBACK
         self._closed = False
         self._last_cts = 0  # this session's last commit: its next snapshot must include it
         self._last_txid = 0  # this session's last transaction: the next begin ends its snapshot pin
@@ -314,6 +315,13 @@ class Connection:
         if value and not self._autocommit and self._txn is not None:
             self.commit()
         self._autocommit = bool(value)
+        self._block = False
+
+    @property
+    def _autocommitting(self) -> bool:
+        """Does each statement commit on its own: autocommit mode, outside a START TRANSACTION block (as MonetDB
+        and pymonetdb keep such a transaction open until COMMIT or ROLLBACK)?"""
+        return self._autocommit and not self._block
 
     def set_autocommit(self, value: bool) -> None:  # pymonetdb's spelling
         self.autocommit = value
@@ -400,7 +408,7 @@ class Connection:
             plan, bound = self._planned(operation, parameters)
         altered = self._altered_since_begin(txn, lambda: self._tables_used(plan))  # DDL since the begin (rare)?
         if altered is not None:
-            if self.autocommit:
+            if self._autocommitting:
                 self.rollback()
             raise altered
         try:
@@ -415,7 +423,7 @@ class Connection:
             moved = self._moved_under(txn, plan, catalog_version, exc)
             if moved is None and isinstance(exc, ProgrammingError):  # a table it names went since the begin
                 moved = self._altered_since_begin(txn, lambda: self._tables_named(operation, parameters))
-            if self.autocommit:
+            if self._autocommitting:
                 self.rollback()
             if moved is not None:
                 raise moved from exc
@@ -426,10 +434,10 @@ class Connection:
                 raise
             raise better from None
         except BaseException:
-            if self.autocommit:
+            if self._autocommitting:
                 self.rollback()
             raise
-        if self.autocommit:
+        if self._autocommitting:
             self.commit()
         return executed
 
@@ -442,7 +450,7 @@ class Connection:
             if self._txn is not None:
                 altered = self._altered_since_begin(self._txn, lambda: self._tables_named(operation, parameters))
                 if altered is not None:  # a column or table it names was dropped or renamed by another session
-                    if self.autocommit:
+                    if self._autocommitting:
                         self.rollback()
                     raise altered from exc
                 raise
@@ -452,7 +460,7 @@ class Connection:
                     raise
                 return self._planned(operation, parameters)
             except ProgrammingError:
-                if self.autocommit:
+                if self._autocommitting:
                     self.rollback()
                 raise
 
@@ -580,6 +588,7 @@ class Connection:
             self.rollback()
         if plan.action == "begin" or plan.chain:
             self.transaction()  # AND CHAIN: the next transaction begins now, with a snapshot taken now
+            self._block = self._autocommit  # in autocommit mode it lasts until COMMIT or ROLLBACK
 
     def _ddl(self, plan: DDL) -> Result:
         """DDL takes effect at once, outside any transaction (tique/ddl.py); the running one learns of it."""
@@ -637,7 +646,7 @@ class Connection:
         if made is not None:
             self._temporary[made.name] = made
             self._temporaries_changed()
-        if self.autocommit:  # the statement was its own transaction, and that ended
+        if self._autocommitting:  # the statement was its own transaction, and that ended
             self._end_temporaries()
         return result
 
@@ -663,6 +672,7 @@ class Connection:
 
     def commit(self) -> None:
         self._check_open()
+        self._block = False
         txn, self._txn = self._txn, None
         if txn is None:
             self._end_temporaries()
@@ -686,6 +696,7 @@ class Connection:
 
     def rollback(self) -> None:
         self._check_open()
+        self._block = False
         txn, self._txn = self._txn, None  # nothing it wrote was committed: its provisional rows are never visible
         if txn is not None and txn.buffer.in_cache():
             # rows it sent stay in the Cache until the checkpointer drops them, which it does only once the pin
