@@ -35,14 +35,17 @@ __all__ = [
 ]
 
 # PEP 249 module interface
+from tique import exceptions, types
 from tique.connection import Connection, connect
 from tique.cursor import Cursor
 from tique.dbapi import (
     BINARY,
+    DATE,
     DATETIME,
     NUMBER,
     ROWID,
     STRING,
+    TIME,
     Binary,
     Date,
     DateFromTicks,
@@ -50,6 +53,8 @@ from tique.dbapi import (
     TimeFromTicks,
     Timestamp,
     TimestampFromTicks,
+    TimestampTzFromTicks,
+    TimeTzFromTicks,
 )
 
 apilevel = "2.0"
@@ -58,10 +63,12 @@ paramstyle = "pyformat"
 
 __all__ += [
     "BINARY",
+    "DATE",
     "DATETIME",
     "NUMBER",
     "ROWID",
     "STRING",
+    "TIME",
     "Binary",
     "Connection",
     "Cursor",
@@ -69,10 +76,14 @@ __all__ += [
     "DateFromTicks",
     "Time",
     "TimeFromTicks",
+    "TimeTzFromTicks",
     "Timestamp",
     "TimestampFromTicks",
+    "TimestampTzFromTicks",
     "apilevel",
     "connect",
+    "exceptions",
     "paramstyle",
     "threadsafety",
+    "types",
 ]

@@ -20,6 +20,7 @@ from tique.ddl import dropped_table, renamed_table, run_ddl
 from tique.engine.base import Result
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, SerializationFailure, restated
+from tique.names import quote as quoted_name
 from tique.names import table_key
 from tique.params import Params, inline
 from tique.prepared import PreparingConnection, StatementHook
@@ -325,6 +326,42 @@ class Connection:
 
     def set_autocommit(self, value: bool) -> None:  # pymonetdb's spelling
         self.autocommit = value
+
+    def get_autocommit(self) -> bool:
+        return self.autocommit
+
+    def set_timezone(self, seconds_east_of_utc: int) -> None:
+        """The session's time zone, as pymonetdb sets it (CURRENT_TIMESTAMP, TIMESTAMP WITH TIME ZONE values)."""
+        hours = int(seconds_east_of_utc / 3600)
+        minutes = int((seconds_east_of_utc - 3600 * hours) / 60)
+        self.cursor().execute(f"SET TIME ZONE INTERVAL '{hours:+03}:{abs(minutes):02}' HOUR TO MINUTE")
+
+    # pymonetdb's fetch tuning: tique reads each result whole, so these are kept and have no effect
+    replysize = 100
+    maxprefetch = 0
+    binary = 1
+    sizeheader = True
+
+    def get_replysize(self) -> int:
+        return self.replysize
+
+    def set_replysize(self, replysize: int) -> None:
+        self.replysize = replysize
+
+    def get_maxprefetch(self) -> int:
+        return self.maxprefetch
+
+    def set_maxprefetch(self, maxprefetch: int) -> None:
+        self.maxprefetch = maxprefetch
+
+    def get_binary(self) -> int:
+        return self.binary
+
+    def set_binary(self, binary: int) -> None:
+        self.binary = binary
+
+    def set_sizeheader(self, sizeheader: bool) -> None:
+        self.sizeheader = sizeheader
 
     def _check_open(self) -> None:
         if self._closed:
@@ -905,16 +942,26 @@ def _read_part(plan: Plan) -> tuple[frozenset[str], PointKeys] | None:
 
 def connect(
     url: str | None = None,
-    *,
-    database: str | None = None,
     hostname: str | None = None,
     port: int | str = 50000,
     username: str | None = None,
     password: str = "monetdb",
+    *,
+    database: str | None = None,
     host: str | None = None,
     user: str | None = None,
     autocommit: bool = False,
     connect_timeout: float | None = None,
+    schema: str | None = None,
+    timezone: int | None = None,
+    unix_socket: str | None = None,
+    sock: str | None = None,
+    replysize: int | None = None,
+    maxprefetch: int | None = None,
+    binary: int | None = None,
+    client_info: bool | None = None,
+    client_application: str | None = None,
+    client_remark: str | None = None,
     **settings: Any,
 ) -> Connection:
     """Open a tique connection.
@@ -923,10 +970,15 @@ def connect(
     ``tique.connect("monetdb://user:pw@host:port/db")``, or pymonetdb's keywords:
     ``tique.connect(database="db", hostname="localhost", port=50000, username=..., password=...)`` (``host=`` and
     ``user=`` are aliases, as in pymonetdb; ``database=`` may also be a URL; as in pymonetdb the database may come
-    first: ``tique.connect("db", hostname=...)``). ``autocommit=True`` and ``connect_timeout`` (seconds to reach a
-    server; -1 the system's default, 0 none; for this process's later connections to that server too) as in
-    pymonetdb. Other keywords are Settings (``write_mode``, ``snapshot``, ``sequencer``...).
+    first: ``tique.connect("db", "host", 50000, "user", "password")``). ``autocommit=True``, ``connect_timeout``
+    (seconds to reach a server; -1 the system's default, 0 none; for this process's later connections to that server
+    too), ``schema`` (the current schema) and ``timezone`` (minutes east of UTC) as in pymonetdb; its fetch tuning
+    (``replysize``, ``maxprefetch``, ``binary``) and client details are taken and have no effect (tique reads each
+    result whole); a Unix socket is refused (tique connects over TCP). Other keywords are Settings (``write_mode``,
+    ``snapshot``, ``sequencer``...).
     """
+    if unix_socket is not None or sock is not None:
+        raise InterfaceError("tique connects to a server over TCP: give hostname= and port=, not a Unix socket")
     hostname = _one_of("hostname", hostname, "host", host) or "localhost"
     username = _one_of("username", username, "user", user) or "monetdb"
     if url is not None and database is None and ":" not in url:  # pymonetdb's connect("db", hostname=...)
@@ -955,6 +1007,18 @@ def connect(
         if connect_timeout < 0 and connect_timeout != -1:
             raise InterfaceError("connect_timeout: give seconds, 0 (none) or -1 (the default)")
     conn = Connection(url, parsed_settings, connect_timeout)
+    try:
+        for name, value in (("replysize", replysize), ("maxprefetch", maxprefetch), ("binary", binary)):
+            if value is not None:
+                setattr(conn, name, int(value))
+        if timezone is not None:
+            conn.set_timezone(60 * int(timezone))
+        if schema is not None:
+            conn.cursor().execute(f"SET SCHEMA {quoted_name(schema)}")
+        conn.rollback()  # the statements above began a transaction, which wrote nothing
+    except BaseException:
+        conn.close()
+        raise
     if autocommit:
         conn.autocommit = True
     return conn

@@ -30,7 +30,8 @@ class Description(NamedTuple):
 class Cursor:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
-        self.arraysize = 1
+        self.arraysize = 1  # PEP 249's default (pymonetdb's is 100, against the compliance suite)
+        self.operation = ""  # the last statement executed, as pymonetdb keeps it
         self.rowcount = -1
         self.description: list[Description] | None = None
         self.lastrowid = None
@@ -50,6 +51,7 @@ class Cursor:
         return self.rowcount if self.rowcount >= 0 else None
 
     def _run(self, operation: str, parameters: Params) -> Cursor:
+        self.operation = operation
         self._set(Result())
         self.lastrowid = None
         executed = self.connection._execute(operation, parameters)
@@ -165,6 +167,7 @@ class Cursor:
         """No statement of tique returns several results (execute takes one statement): None, as pymonetdb
         says when no result is left."""
         self._check()
+        self._set(Result())  # as pymonetdb: no result is current after the last one
         return None
 
     def close(self) -> None:

@@ -45,3 +45,23 @@ def TimeFromTicks(ticks: float) -> datetime.time:
 
 def TimestampFromTicks(ticks: float) -> datetime.datetime:
     return Timestamp(*time.localtime(ticks)[:6])
+
+
+# pymonetdb's names for the type codes of dates and times
+DATE = "date"
+TIME = "time"
+
+
+def _local(value: datetime.time | datetime.datetime) -> datetime.time | datetime.datetime:
+    offset = datetime.datetime.now().astimezone().utcoffset()
+    return value.replace(tzinfo=datetime.timezone(offset or datetime.timedelta(0)))
+
+
+def TimeTzFromTicks(ticks: float) -> datetime.time:
+    """The local time of day of ``ticks``, with the local offset (pymonetdb's)."""
+    return _local(TimeFromTicks(ticks))  # type: ignore[return-value]
+
+
+def TimestampTzFromTicks(ticks: float) -> datetime.datetime:
+    """The local date and time of ``ticks``, with the local offset (pymonetdb's)."""
+    return _local(TimestampFromTicks(ticks))  # type: ignore[return-value]
