@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from tique.errors import NotSupportedError, ProgrammingError
+from tique.errors import NotSupportedError, SeveralStatements
 from tique.names import read_names
 
 COMPOUND = re.compile(
@@ -61,9 +61,35 @@ def statement_end(sql: str) -> int:
 
 def check_one(sql: str) -> None:
     """A compound statement followed by another is refused, as any two statements in one execute()."""
-    rest = sql[statement_end(sql) :]
+    created = compound_start(sql)
+    at = created.start() if created else 0
+    rest = sql[at + statement_end(sql[at:]) :]
     if any(significant(text) and text != ";" for _, text in tokens(rest)):
-        raise ProgrammingError("execute() takes one statement, got 2; send them one by one", "42000")
+        raise SeveralStatements("execute() takes one statement, got 2; send them one by one", "42000")
+
+
+def compound_start(sql: str) -> re.Match[str] | None:
+    """COMPOUND matched after the comments the statement may begin with."""
+    start = next((at for at, text in tokens(sql) if significant(text)), len(sql))
+    return COMPOUND.match(sql, start)
+
+
+def statements_of(sql: str) -> list[str]:
+    """The statements of a text, in order, each as written (without its ';'): split at each ';' outside strings,
+    quoted names and comments, and after a compound statement's body (statement_end)."""
+    out: list[str] = []
+    rest = sql
+    while rest:
+        created = compound_start(rest)
+        if created:
+            end = created.start() + statement_end(rest[created.start() :])
+        else:
+            end = next((at for at, text in tokens(rest) if text == ";"), len(rest))
+        part = rest[:end]
+        if any(significant(text) for _, text in tokens(part)):
+            out.append(part)
+        rest = rest[end + 1 :]
+    return out
 
 
 def names_used(sql: str) -> Iterable[list[str]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tique.compound import statements_of
 from tique.engine.base import Result
-from tique.errors import InterfaceError, ProgrammingError
+from tique.errors import InterfaceError, ProgrammingError, SeveralStatements
 from tique.params import Params, check, inline, literal, normalize, pad_lists
 from tique.rewrite.values import check_utf8
 
@@ -37,6 +38,8 @@ class Cursor:
         self.lastrowid = None
         self.messages: list[tuple[type[Exception], str]] = []  # pymonetdb's; tique reports no warnings here
         self._rows: list[tuple[Any, ...]] = []
+        self._result = Result()
+        self._next_sets: list[Result] = []  # a script's result sets after the current one (_run_script)
         self._pos = 0
         self._closed = False
 
@@ -47,11 +50,27 @@ class Cursor:
         or None when it is unknown (-1), as pymonetdb does: ``if cur.execute(...)`` tests for rows there, and a
         cursor returned instead would always be true (``Connection.execute`` returns the cursor)."""
         self._check()
-        self._run(*bind(operation, parameters))
+        try:
+            self._run(*bind(operation, parameters))
+        except SeveralStatements:
+            self._run_script(operation if parameters is None else inline(operation, normalize(parameters)))
         return self.rowcount if self.rowcount >= 0 else None
+
+    def _run_script(self, text: str) -> None:
+        """Several statements in one text, as pymonetdb sends them: run one by one, in the transaction as any
+        statement (each its own in autocommit mode); the first failure stops them. The cursor then holds the first
+        result set, and ``nextset()`` moves to the next (a write's count is none), as in pymonetdb."""
+        results: list[Result] = []
+        for statement in statements_of(text):
+            self._run(statement, None)
+            results.append(self._result)
+        sets = [r for r in results if r.columns]
+        self._set(sets[0] if sets else results[-1] if results else Result())
+        self._next_sets = sets[1:]
 
     def _run(self, operation: str, parameters: Params) -> Cursor:
         self.operation = operation
+        self._next_sets = []
         self._set(Result())
         self.lastrowid = None
         executed = self.connection._execute(operation, parameters)
@@ -91,6 +110,7 @@ class Cursor:
         return total  # as pymonetdb
 
     def _set(self, result: Result) -> None:
+        self._result = result
         self._rows = result.rows
         self._pos = 0
         self.rowcount = result.rowcount
@@ -164,9 +184,12 @@ class Cursor:
         self._pos = target
 
     def nextset(self) -> bool | None:
-        """No statement of tique returns several results (execute takes one statement): None, as pymonetdb
-        says when no result is left."""
+        """The next result set of a text of several statements (True), or None when none is left, as
+        pymonetdb."""
         self._check()
+        if self._next_sets:  # a script's next result set (_run_script)
+            self._set(self._next_sets.pop(0))
+            return True
         self._set(Result())  # as pymonetdb: no result is current after the last one
         return None
 

@@ -140,6 +140,11 @@ class Timeout(OperationalError):
 # "Errors" lists them.
 
 
+class SeveralStatements(ProgrammingError):
+    """One execute() given several statements: the cursor runs them one by one (Cursor.execute), as pymonetdb
+    sends such a text whole."""
+
+
 @_code("TQ001")
 class TransactionFailed(InterfaceError):
     """A statement in a transaction that can only be rolled back (an earlier statement failed after some of its

@@ -13,7 +13,14 @@ from tique import compound, ddl_parse, deep
 from tique.catalog import Lookup, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tique.errors import DatabaseError, NotSupportedError, ProgrammingError, engine_syntax_error, syntax_error
+from tique.errors import (
+    DatabaseError,
+    NotSupportedError,
+    ProgrammingError,
+    SeveralStatements,
+    engine_syntax_error,
+    syntax_error,
+)
 from tique.known_rows import Learned
 from tique.names import NAME, ident, quote, read_names
 from tique.params import Params, literal, resolve, scan, value
@@ -350,7 +357,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
             seen[at] = db.catalog.probed(conn, info) if info is not None else None
         return seen[at]
 
-    created = compound.COMPOUND.match(sql)
+    created = compound.compound_start(sql)
     if created:  # MonetDB's own DDL, its body's semicolons and all (compound.py)
         compound.check_one(sql)
         db.catalog.refresh(conn)  # never pass a body over a table another process made tique's meanwhile
@@ -379,9 +386,11 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     try:
         trees = parse(sql, with_params)
     except Unparsed as exc:
+        if len(compound.statements_of(sql)) > 1:  # each is planned alone (Cursor.execute)
+            raise SeveralStatements("execute() takes one statement; send them one by one", "42000") from None
         raise engine_verdict(conn, sql, with_params, exc, lambda name: lookup(None, name) is not None) from None
     if len(trees) != 1:
-        raise ProgrammingError(f"execute() takes one statement, got {len(trees)}; send them one by one")
+        raise SeveralStatements(f"execute() takes one statement, got {len(trees)}; send them one by one")
     tree = trees[0]
 
     if isinstance(tree, exp.TruncateTable):
