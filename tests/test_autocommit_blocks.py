@@ -42,3 +42,15 @@ def test_a_block_in_autocommit_mode_lasts_until_its_end(
     conn.rollback()  # the DB-API call ends it as ROLLBACK does
     cur.execute(f"INSERT INTO {t} VALUES (5)")  # autocommit again
     assert sorted(r[0] for r in other.execute(f"SELECT k FROM {t}").fetchall()) == [3, 5]
+
+
+def test_switching_autocommit_on_inside_a_block_commits_it(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """As MonetDB does; tique ended the block and left its transaction open (found by a review)."""
+    conn, other = connect(autocommit=True), connect(autocommit=True)
+    t = unique_name("blk")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY)")
+    cur.execute("START TRANSACTION")
+    cur.execute(f"INSERT INTO {t} VALUES (1)")
+    conn.set_autocommit(True)
+    assert count(other, t) == 1

@@ -37,6 +37,8 @@ def test_connect_forms_and_session_keywords(server: Any, unique_name: Callable[[
     assert offset == datetime.timedelta(minutes=90)
     conn.set_timezone(-3600)
     assert conn.execute("SELECT CURRENT_TIMEZONE").fetchone()[0] == datetime.timedelta(hours=-1)
+    conn.set_timezone(-1800)  # pymonetdb's own formatting gave +00:30
+    assert conn.execute("SELECT CURRENT_TIMEZONE").fetchone()[0] == datetime.timedelta(minutes=-30)
     conn.close()
     with pytest.raises(tique.InterfaceError, match="TCP"):
         tique.connect(name, unix_socket="/tmp/.s.monetdb.50000")

@@ -49,3 +49,41 @@ def test_the_first_failure_stops_a_script_and_parameters_go_in_as_pymonetdb_form
     assert cur.execute(f"BEGIN; INSERT INTO {t} VALUES (5); COMMIT;") is None
     conn.rollback()
     assert sorted(conn.execute(f"SELECT k FROM {t}").fetchall()) == [(1,), (5,)]
+
+
+def test_a_script_in_autocommit_mode_is_one_transaction(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """As MonetDB runs such a text: a failure keeps none of its rows (tique committed each statement), and a block
+    the script opened does not outlive its failure (the next statements were never committed)."""
+    conn, other = connect(autocommit=True), connect(autocommit=True)
+    t = unique_name("scr")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY)")
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"INSERT INTO {t} VALUES (1); INSERT INTO {t} VALUES (2); INSERT INTO {t} VALUES (2)")
+    assert other.execute(f"SELECT COUNT(*) FROM {t}").fetchall() == [(0,)]
+    with pytest.raises(tique.IntegrityError):
+        cur.execute(f"START TRANSACTION; INSERT INTO {t} VALUES (3); INSERT INTO {t} VALUES (3); COMMIT;")
+    cur.execute(f"INSERT INTO {t} VALUES (10)")  # autocommit again
+    assert other.execute(f"SELECT k FROM {t}").fetchall() == [(10,)]
+    assert cur.execute(f"INSERT INTO {t} VALUES (20); INSERT INTO {t} VALUES (21)") == 1
+    assert other.execute(f"SELECT COUNT(*) FROM {t}").fetchall() == [(3,)]
+
+
+def test_scripts_from_sqlalchemy_executemany_and_copy_data(connect: Connect, unique_name: Callable[[str], str]) -> None:
+    """Empty parameters (SQLAlchemy's exec_driver_sql passes ()), a script per parameter set, a COPY FROM STDIN's
+    data holding ';', and a function body with END CASE (it swallowed the statements after it; found by a
+    review)."""
+    conn = connect()
+    t, f = unique_name("scr"), unique_name("fn")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, s VARCHAR(9)); SELECT 1", ())
+    cur.executemany(f"INSERT INTO {t} VALUES (%s, 'x'); INSERT INTO {t} VALUES (%s + 100, 'y')", [(1, 1), (2, 2)])
+    cur.execute(f"DELETE FROM {t} WHERE k > 100; COPY 2 RECORDS INTO {t} FROM STDIN;\n3|a;b\n4|c;d\n")
+    cur.execute(
+        f"CREATE FUNCTION {f}(x INT) RETURNS INT BEGIN CASE WHEN x > 0 THEN RETURN 1; ELSE RETURN 0; END CASE; END;"
+        f" INSERT INTO {t} VALUES (5, 'after'); SELECT {f}(7)"
+    )
+    assert cur.fetchall() == [(1,)]
+    assert conn.execute(f"SELECT k, s FROM {t} ORDER BY k").fetchall() == [
+        (1, "x"), (2, "x"), (3, "a;b"), (4, "c;d"), (5, "after")
+    ]  # fmt: skip

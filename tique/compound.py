@@ -40,8 +40,12 @@ def statement_end(sql: str) -> int:
     after it but blanks, comments and semicolons is a second statement."""
     depth = braces = 0
     found = [(at, text) for at, text in tokens(sql) if significant(text)]
+    closing = False  # the word after an END that closes a statement (END IF, END CASE): no block of its own
     for i, (at, text) in enumerate(found):
         word = text.upper()
+        if closing:
+            closing = False
+            continue
         if text == "{":
             braces += 1
         elif text == "}":
@@ -52,7 +56,8 @@ def statement_end(sql: str) -> int:
             depth += 1
         elif word == "END":
             following = found[i + 1][1].upper() if i + 1 < len(found) else ""
-            if following not in _CLOSES:
+            closing = following in _CLOSES or following == "CASE"
+            if following not in _CLOSES:  # END, or END CASE of a CASE statement, which opened a level as CASE
                 depth = max(depth - 1, 0)
         elif text == ";" and depth == 0:
             return at
@@ -66,6 +71,9 @@ def check_one(sql: str) -> None:
     rest = sql[at + statement_end(sql[at:]) :]
     if any(significant(text) and text != ";" for _, text in tokens(rest)):
         raise SeveralStatements("execute() takes one statement, got 2; send them one by one", "42000")
+
+
+_FROM_STDIN = re.compile(r"(?:\s+|--[^\n]*\n|/\*.*?\*/)*COPY\b.*\bFROM\s+STDIN\b", re.I | re.S)
 
 
 def compound_start(sql: str) -> re.Match[str] | None:
@@ -85,6 +93,8 @@ def statements_of(sql: str) -> list[str]:
             end = created.start() + statement_end(rest[created.start() :])
         else:
             end = next((at for at, text in tokens(rest) if text == ";"), len(rest))
+            if _FROM_STDIN.match(rest[:end]):  # its data follow, to the end of the text: semicolons and all
+                end = len(rest)
         part = rest[:end]
         if any(significant(text) for _, text in tokens(part)):
             out.append(part)

@@ -313,8 +313,8 @@ class Connection:
 
     @autocommit.setter
     def autocommit(self, value: bool) -> None:
-        if value and not self._autocommit and self._txn is not None:
-            self.commit()
+        if value and (not self._autocommit or self._block) and self._txn is not None:
+            self.commit()  # as MonetDB does when autocommit is switched on
         self._autocommit = bool(value)
         self._block = False
 
@@ -332,9 +332,9 @@ class Connection:
 
     def set_timezone(self, seconds_east_of_utc: int) -> None:
         """The session's time zone, as pymonetdb sets it (CURRENT_TIMESTAMP, TIMESTAMP WITH TIME ZONE values)."""
-        hours = int(seconds_east_of_utc / 3600)
-        minutes = int((seconds_east_of_utc - 3600 * hours) / 60)
-        self.cursor().execute(f"SET TIME ZONE INTERVAL '{hours:+03}:{abs(minutes):02}' HOUR TO MINUTE")
+        sign = "-" if seconds_east_of_utc < 0 else "+"  # -30 minutes is -00:30 (pymonetdb's own gave +00:30)
+        hours, minutes = divmod(abs(int(seconds_east_of_utc)) // 60, 60)
+        self.cursor().execute(f"SET TIME ZONE INTERVAL '{sign}{hours:02}:{minutes:02}' HOUR TO MINUTE")
 
     # pymonetdb's fetch tuning: tique reads each result whole, so these are kept and have no effect
     replysize = 100
@@ -1012,7 +1012,9 @@ def connect(
             if value is not None:
                 setattr(conn, name, int(value))
         if timezone is not None:
-            conn.set_timezone(60 * int(timezone))
+            if not isinstance(timezone, int) or isinstance(timezone, bool):
+                raise InterfaceError(f"timezone={timezone!r}: give minutes east of UTC, as an int")
+            conn.set_timezone(60 * timezone)
         if schema is not None:
             conn.cursor().execute(f"SET SCHEMA {quoted_name(schema)}")
         conn.rollback()  # the statements above began a transaction, which wrote nothing

@@ -50,20 +50,36 @@ class Cursor:
         or None when it is unknown (-1), as pymonetdb does: ``if cur.execute(...)`` tests for rows there, and a
         cursor returned instead would always be true (``Connection.execute`` returns the cursor)."""
         self._check()
-        try:
-            self._run(*bind(operation, parameters))
-        except SeveralStatements:
-            self._run_script(operation if parameters is None else inline(operation, normalize(parameters)))
+        self._execute_one(operation, parameters)
         return self.rowcount if self.rowcount >= 0 else None
 
+    def _execute_one(self, operation: str, parameters: Params, bound: tuple[str, Params] | None = None) -> None:
+        try:
+            self._run(*(bound or bind(operation, parameters)))
+        except SeveralStatements:
+            params = normalize(parameters)
+            self._run_script(operation if params is None else inline(operation, params))
+
     def _run_script(self, text: str) -> None:
-        """Several statements in one text, as pymonetdb sends them: run one by one, in the transaction as any
-        statement (each its own in autocommit mode); the first failure stops them. The cursor then holds the first
-        result set, and ``nextset()`` moves to the next (a write's count is none), as in pymonetdb."""
+        """Several statements in one text, as pymonetdb sends them: run one by one, in the running transaction;
+        the first failure stops them. In autocommit mode the text is one transaction, as MonetDB runs it: a failure
+        rolls its rows back (its DDL took effect at once, as any). The cursor then holds the first result set, and
+        ``nextset()`` moves to the next (a write's count is none), as in pymonetdb."""
+        conn = self.connection
+        whole = conn._autocommitting
+        conn._block = conn._block or whole
         results: list[Result] = []
-        for statement in statements_of(text):
-            self._run(statement, None)
-            results.append(self._result)
+        try:
+            for statement in statements_of(text):
+                self._run(statement, None)
+                results.append(self._result)
+        except BaseException:
+            if whole and conn._block and not conn.closed:
+                conn.rollback()
+            raise
+        if whole and conn._block:
+            conn.commit()
+        self.operation = text
         sets = [r for r in results if r.columns]
         self._set(sets[0] if sets else results[-1] if results else Result())
         self._next_sets = sets[1:]
@@ -94,7 +110,7 @@ class Cursor:
             self._check()
             bound = bind(operation, params)  # refused here: nothing of this set reached the transaction
             try:
-                self._run(*bound)
+                self._execute_one(operation, params, bound)
             except BaseException as exc:
                 if wrote:
                     self.connection._fail_transaction(
