@@ -50,3 +50,17 @@ def test_cursor_operation_and_nextset(connect: Callable[..., tique.Connection]) 
     assert cur.operation == "SELECT 1" and cur.description is not None
     assert cur.nextset() is None
     assert cur.description is None
+
+
+@pytest.mark.parametrize(
+    "query", ["SELECT COUNT(*) FROM sys.sessions", "SELECT * FROM sessions", "SELECT * FROM sys.sessions()"]
+)
+def test_sys_sessions_is_refused_rather_than_crashing_the_kernel(
+    connect: Callable[..., tique.Connection], query: str
+) -> None:
+    """Reading sys.sessions crashes MonetDB 11.41's embedded kernel, plain monetdbe too (found by a review: a
+    pymonetdb client's query killed tique serve); a connection that sent it would lose its process."""
+    conn = connect()
+    with pytest.raises(tique.NotSupportedError, match=r"sys\.sessions"):
+        conn.execute(query)
+    assert conn.execute("SELECT 1 AS sessions").fetchall() == [(1,)]

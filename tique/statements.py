@@ -315,6 +315,21 @@ _COPY_INTO = re.compile(
 )
 
 
+def _refuse_sessions(tree: exp.Expression, schema: str, lookup: Lookup) -> None:
+    """MonetDB 11.41's embedded kernel crashes (the whole process, or ``tique serve`` with every client) on reading
+    sys.sessions, its view or its function (measured: plain monetdbe too): refused by name instead."""
+    names = [(ident(t.args.get("db")) or schema, ident(t)) for t in tree.find_all(exp.Table)]
+    called = any(
+        isinstance(f, exp.Anonymous) and str(f.this).lower() == "sessions" for f in tree.find_all(exp.Anonymous)
+    )
+    if called or any(s == "sys" and n == "sessions" and lookup("sys", n) is None for s, n in names):
+        raise NotSupportedError(
+            "sys.sessions is refused by tique: reading it crashes MonetDB 11.41's embedded kernel (the whole "
+            "process, or tique serve with every client)",
+            "0A000",
+        )
+
+
 def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
     control = control_statement(sql)
     if control:
@@ -392,6 +407,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     if len(trees) != 1:
         raise SeveralStatements(f"execute() takes one statement, got {len(trees)}; send them one by one")
     tree = trees[0]
+    _refuse_sessions(tree, options.schema or db.default_schema, lookup)
 
     if isinstance(tree, exp.TruncateTable):
         truncate = truncate_as_delete(tree, lookup)
