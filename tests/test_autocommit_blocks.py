@@ -54,3 +54,12 @@ def test_switching_autocommit_on_inside_a_block_commits_it(connect: Connect, uni
     cur.execute(f"INSERT INTO {t} VALUES (1)")
     conn.set_autocommit(True)
     assert count(other, t) == 1
+
+
+def test_a_read_only_transaction_is_refused_as_monetdb_refuses_it(connect: Connect) -> None:
+    """tique began it and let it write (found by a review)."""
+    conn = connect(autocommit=True)
+    with pytest.raises(tique.NotSupportedError, match="read-only"):
+        conn.cursor().execute("START TRANSACTION READ ONLY")
+    assert conn.cursor().execute("START TRANSACTION READ WRITE") is None
+    conn.rollback()

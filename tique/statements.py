@@ -212,6 +212,12 @@ def control_statement(sql: str) -> Control | None:
     if action == "begin":  # START TRANSACTION [modes], BEGIN [WORK | TRANSACTION]: every snapshot is SI
         if first == "START" and rest and rest[0] != "TRANSACTION":
             return None
+        if " ".join(rest).find("READ ONLY") >= 0:  # else its writes would run, unasked
+            raise NotSupportedError(
+                f"{sql.strip()!r}: tique has no read-only transactions (nor has MonetDB 11.41); start a transaction "
+                "without READ ONLY: its reads are snapshot isolated all the same",
+                "0A000",
+            )
         return Control("begin")
     if rest and rest[0] in ("WORK", "TRANSACTION"):
         rest = rest[1:]
