@@ -61,5 +61,7 @@ def test_a_read_only_transaction_is_refused_as_monetdb_refuses_it(connect: Conne
     conn = connect(autocommit=True)
     with pytest.raises(tique.NotSupportedError, match="read-only"):
         conn.cursor().execute("START TRANSACTION READ ONLY")
+    with pytest.raises(tique.NotSupportedError, match="read-only"):
+        conn.cursor().execute("SET TRANSACTION READ ONLY")
     assert conn.cursor().execute("START TRANSACTION READ WRITE") is None
     conn.rollback()

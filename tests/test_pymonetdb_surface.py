@@ -64,3 +64,19 @@ def test_sys_sessions_is_refused_rather_than_crashing_the_kernel(
     with pytest.raises(tique.NotSupportedError, match=r"sys\.sessions"):
         conn.execute(query)
     assert conn.execute("SELECT 1 AS sessions").fetchall() == [(1,)]
+
+
+def test_other_things_named_sessions_are_not_refused(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """A CTE or a temporary table named sessions, or a column, is not MonetDB's view (found by a review)."""
+    conn = connect()
+    assert conn.execute("WITH sessions AS (SELECT 1 AS a) SELECT a FROM sessions").fetchall() == [(1,)]
+    conn.execute("CREATE TEMPORARY TABLE sessions (a INT) ON COMMIT PRESERVE ROWS")
+    conn.execute("INSERT INTO sessions VALUES (2)")
+    assert conn.execute("SELECT a FROM sessions").fetchall() == [(2,)]
+    conn.execute("DROP TABLE sessions")
+    with pytest.raises(tique.NotSupportedError, match=r"sys\.sessions"):
+        conn.execute(
+            f"CREATE FUNCTION {unique_name('fs')}() RETURNS INT BEGIN RETURN SELECT COUNT(*) FROM sys.sessions; END"
+        )

@@ -51,22 +51,28 @@ def test_the_first_failure_stops_a_script_and_parameters_go_in_as_pymonetdb_form
     assert sorted(conn.execute(f"SELECT k FROM {t}").fetchall()) == [(1,), (5,)]
 
 
-def test_a_script_in_autocommit_mode_is_one_transaction(connect: Connect, unique_name: Callable[[str], str]) -> None:
-    """As MonetDB runs such a text: a failure keeps none of its rows (tique committed each statement), and a block
-    the script opened does not outlive its failure (the next statements were never committed)."""
+def test_a_script_in_autocommit_mode_commits_statement_by_statement(
+    connect: Connect, unique_name: Callable[[str], str]
+) -> None:
+    """Each statement as it would run alone, so a migration script may write a table and then alter it (run as one
+    transaction, the ALTER was refused and the rows lost; found by a review). A failure rolls back a transaction the
+    script began (its COMMIT never ran), and leaves one it did not end open until the application ends it."""
     conn, other = connect(autocommit=True), connect(autocommit=True)
-    t = unique_name("scr")
+    t, u = unique_name("scr"), unique_name("scr")
     cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY)")
+    cur.execute(
+        f"CREATE TABLE {t} (k INT PRIMARY KEY); INSERT INTO {t} VALUES (1); ALTER TABLE {t} ADD COLUMN v INT; "
+        f"INSERT INTO {t} VALUES (2, 20); ALTER TABLE {t} RENAME TO {u}"
+    )
+    assert other.execute(f"SELECT k, v FROM {u} ORDER BY k").fetchall() == [(1, None), (2, 20)]
     with pytest.raises(tique.IntegrityError):
-        cur.execute(f"INSERT INTO {t} VALUES (1); INSERT INTO {t} VALUES (2); INSERT INTO {t} VALUES (2)")
-    assert other.execute(f"SELECT COUNT(*) FROM {t}").fetchall() == [(0,)]
-    with pytest.raises(tique.IntegrityError):
-        cur.execute(f"START TRANSACTION; INSERT INTO {t} VALUES (3); INSERT INTO {t} VALUES (3); COMMIT;")
-    cur.execute(f"INSERT INTO {t} VALUES (10)")  # autocommit again
-    assert other.execute(f"SELECT k FROM {t}").fetchall() == [(10,)]
-    assert cur.execute(f"INSERT INTO {t} VALUES (20); INSERT INTO {t} VALUES (21)") == 1
-    assert other.execute(f"SELECT COUNT(*) FROM {t}").fetchall() == [(3,)]
+        cur.execute(f"START TRANSACTION; INSERT INTO {u} VALUES (3, 3); INSERT INTO {u} VALUES (3, 3); COMMIT;")
+    cur.execute(f"INSERT INTO {u} VALUES (10, 10)")  # autocommit again: the script's transaction was rolled back
+    assert other.execute(f"SELECT COUNT(*) FROM {u}").fetchall() == [(3,)]
+    cur.execute(f"START TRANSACTION; INSERT INTO {u} VALUES (4, 4)")  # begun, not ended: open until ROLLBACK
+    cur.execute(f"INSERT INTO {u} VALUES (5, 5)")
+    conn.rollback()
+    assert other.execute(f"SELECT COUNT(*) FROM {u}").fetchall() == [(3,)]
 
 
 def test_scripts_from_sqlalchemy_executemany_and_copy_data(connect: Connect, unique_name: Callable[[str], str]) -> None:
@@ -87,3 +93,20 @@ def test_scripts_from_sqlalchemy_executemany_and_copy_data(connect: Connect, uni
     assert conn.execute(f"SELECT k, s FROM {t} ORDER BY k").fetchall() == [
         (1, "x"), (2, "x"), (3, "a;b"), (4, "c;d"), (5, "after")
     ]  # fmt: skip
+
+
+def test_executemany_of_a_script_failing_midway_fails_the_transaction(
+    connect: Connect, unique_name: Callable[[str], str]
+) -> None:
+    """Its first parameter set's first statement wrote: a COMMIT would keep half of the set (found by a review)."""
+    conn = connect()
+    t = unique_name("scr")
+    conn.cursor().execute(f"CREATE TABLE {t} (k INT PRIMARY KEY)")
+    conn.commit()
+    cur = conn.cursor()
+    with pytest.raises(tique.IntegrityError):
+        cur.executemany(f"INSERT INTO {t} VALUES (%s); INSERT INTO {t} VALUES (%s)", [(1, 1)])
+    with pytest.raises(tique.InterfaceError, match="rollback"):
+        conn.commit()
+    conn.rollback()
+    assert conn.execute(f"SELECT COUNT(*) FROM {t}").fetchall() == [(0,)]

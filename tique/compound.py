@@ -73,7 +73,7 @@ def check_one(sql: str) -> None:
         raise SeveralStatements("execute() takes one statement, got 2; send them one by one", "42000")
 
 
-_FROM_STDIN = re.compile(r"(?:\s+|--[^\n]*\n|/\*.*?\*/)*COPY\b.*\bFROM\s+STDIN\b", re.I | re.S)
+_FROM_STDIN = re.compile(r"(?:\s+|--[^\n]*\n|#[^\n]*\n|/\*.*?\*/)*COPY\b.*\bFROM\s+STDIN\b", re.I | re.S)
 
 
 def compound_start(sql: str) -> re.Match[str] | None:

@@ -61,24 +61,21 @@ class Cursor:
             self._run_script(operation if params is None else inline(operation, params))
 
     def _run_script(self, text: str) -> None:
-        """Several statements in one text, as pymonetdb sends them: run one by one, in the running transaction;
-        the first failure stops them. In autocommit mode the text is one transaction, as MonetDB runs it: a failure
-        rolls its rows back (its DDL took effect at once, as any). The cursor then holds the first result set, and
-        ``nextset()`` moves to the next (a write's count is none), as in pymonetdb."""
+        """Several statements in one text, as pymonetdb sends them: run one by one, each as it would run alone (in
+        autocommit mode each commits on its own, DDL rules and all: MonetDB runs the text as one transaction); the
+        first failure stops them, and rolls back a transaction the text itself began (its COMMIT never ran). The
+        cursor then holds the first result set, and ``nextset()`` moves to the next, as in pymonetdb."""
         conn = self.connection
-        whole = conn._autocommitting
-        conn._block = conn._block or whole
+        block_before = conn._block
         results: list[Result] = []
         try:
             for statement in statements_of(text):
                 self._run(statement, None)
                 results.append(self._result)
         except BaseException:
-            if whole and conn._block and not conn.closed:
+            if conn._block and not block_before and not conn.closed:
                 conn.rollback()
             raise
-        if whole and conn._block:
-            conn.commit()
         self.operation = text
         sets = [r for r in results if r.columns]
         self._set(sets[0] if sets else results[-1] if results else Result())
@@ -112,10 +109,13 @@ class Cursor:
             try:
                 self._execute_one(operation, params, bound)
             except BaseException as exc:
-                if wrote:
+                now = self.connection._txn
+                # a script's earlier statements may have written part of this set
+                partial = now is not None and now.buffer.seq != (before if now is txn else 0)
+                if wrote or partial:
                     self.connection._fail_transaction(
-                        f"executemany failed at parameter set {at} after the sets before it wrote rows: "
-                        f"{type(exc).__name__}: {exc}"
+                        f"executemany failed at parameter set {at} after rows of it or of the sets before it were "
+                        f"written: {type(exc).__name__}: {exc}"
                     )
                 raise
             now = self.connection._txn

@@ -176,6 +176,7 @@ _SAVEPOINTS_REFUSED = (
 )
 
 
+_SYS_SESSIONS = re.compile(r"\bsys\s*\.\s*\"?sessions\b", re.I)
 _USER_PREPARED = re.compile(r"\s*(?:PREPARE|EXEC|EXECUTE)\b", re.I)
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
 
@@ -205,6 +206,7 @@ def control_statement(sql: str) -> Control | None:
     if first == "SET" and (rest[:1] == ["TRANSACTION"] or rest[:2] == ["LOCAL", "TRANSACTION"]):
         # MonetDB opens a transaction in the session for SET [LOCAL] TRANSACTION: sent on, the next COMMIT's rows
         # and record would go into it and never commit. Every tique transaction is snapshot isolated: a begin
+        _refuse_read_only(sql, rest)
         return Control("begin")
     action = _TX_WORDS.get(first)
     if action is None:
@@ -212,12 +214,7 @@ def control_statement(sql: str) -> Control | None:
     if action == "begin":  # START TRANSACTION [modes], BEGIN [WORK | TRANSACTION]: every snapshot is SI
         if first == "START" and rest and rest[0] != "TRANSACTION":
             return None
-        if " ".join(rest).find("READ ONLY") >= 0:  # else its writes would run, unasked
-            raise NotSupportedError(
-                f"{sql.strip()!r}: tique has no read-only transactions (nor has MonetDB 11.41); start a transaction "
-                "without READ ONLY: its reads are snapshot isolated all the same",
-                "0A000",
-            )
+        _refuse_read_only(sql, rest)
         return Control("begin")
     if rest and rest[0] in ("WORK", "TRANSACTION"):
         rest = rest[1:]
@@ -229,6 +226,16 @@ def control_statement(sql: str) -> Control | None:
         f"cannot read the transaction statement {sql.strip()!r}: tique takes COMMIT | END | ROLLBACK | ABORT "
         "[WORK | TRANSACTION] [AND [NO] CHAIN]"
     )
+
+
+def _refuse_read_only(sql: str, words: list[str]) -> None:
+    """READ ONLY is refused, as MonetDB 11.41 refuses it: begun, its writes would run, unasked."""
+    if "READ ONLY" in " ".join(words).replace(",", " "):
+        raise NotSupportedError(
+            f"{sql.strip()!r}: tique has no read-only transactions (nor has MonetDB 11.41); start a transaction "
+            "without READ ONLY: its reads are snapshot isolated all the same",
+            "0A000",
+        )
 
 
 def plan_statement(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
@@ -321,12 +328,20 @@ _COPY_INTO = re.compile(
 )
 
 
-def _refuse_sessions(tree: exp.Expression, schema: str, lookup: Lookup) -> None:
+def _refuse_sessions(tree: exp.Expression, schema: str, lookup: Lookup, temporary: frozenset[str]) -> None:
     """MonetDB 11.41's embedded kernel crashes (the whole process, or ``tique serve`` with every client) on reading
-    sys.sessions, its view or its function (measured: plain monetdbe too): refused by name instead."""
-    names = [(ident(t.args.get("db")) or schema, ident(t)) for t in tree.find_all(exp.Table)]
+    sys.sessions, its view or its function (measured: plain monetdbe too): refused by name instead. A CTE or a
+    temporary table of that name, or a function of another schema, is not it."""
+    ctes = {c.alias.lower() for c in tree.find_all(exp.CTE) if c.alias}
+    created = tree.find(exp.Table) if isinstance(tree, exp.Create) else None  # a new table's name reads nothing
+    names = [
+        (ident(t.args.get("db")) or schema, ident(t))
+        for t in tree.find_all(exp.Table)
+        if t is not created and (t.args.get("db") or (ident(t) not in ctes and ident(t) not in temporary))
+    ]
     called = any(
-        isinstance(f, exp.Anonymous) and str(f.this).lower() == "sessions" for f in tree.find_all(exp.Anonymous)
+        str(f.this).lower() == "sessions" and (not isinstance(f.parent, exp.Dot) or ident(f.parent.this) == "sys")
+        for f in tree.find_all(exp.Anonymous)
     )
     if called or any(s == "sys" and n == "sessions" and lookup("sys", n) is None for s, n in names):
         raise NotSupportedError(
@@ -381,6 +396,10 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     created = compound.compound_start(sql)
     if created:  # MonetDB's own DDL, its body's semicolons and all (compound.py)
         compound.check_one(sql)
+        if _SYS_SESSIONS.search(sql):  # its body would crash the kernel when run (_refuse_sessions)
+            raise NotSupportedError(
+                "sys.sessions is refused by tique: reading it crashes MonetDB 11.41's kernel", "0A000"
+            )
         db.catalog.refresh(conn)  # never pass a body over a table another process made tique's meanwhile
         tique_tables = {(i.schema, i.name) for i in db.catalog.all() if i.kind != "plain"}
         compound.refuse_tique_tables(sql, created.group(1), tique_tables, options.schema or db.default_schema)
@@ -413,7 +432,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     if len(trees) != 1:
         raise SeveralStatements(f"execute() takes one statement, got {len(trees)}; send them one by one")
     tree = trees[0]
-    _refuse_sessions(tree, options.schema or db.default_schema, lookup)
+    _refuse_sessions(tree, options.schema or db.default_schema, lookup, options.temporary)
 
     if isinstance(tree, exp.TruncateTable):
         truncate = truncate_as_delete(tree, lookup)
