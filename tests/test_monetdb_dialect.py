@@ -240,9 +240,13 @@ def test_a_comment_after_the_semicolon_is_no_second_statement(
     assert cur.fetchall() == [(1,)]
 
 
-def test_two_statements_are_still_refused(tables: Tables) -> None:
+def test_two_statements_run_one_by_one(tables: Tables) -> None:
+    """A comment between or after statements is no statement (tests/test_scripts_in_one_execute.py)."""
     conn, _, t, _ = tables
     cur = conn.cursor()
-    for sql in (f"SELECT 1; -- between\nSELECT k FROM {t}", "SELECT 1; SELECT 2; -- after"):
-        with pytest.raises(tique.ProgrammingError, match=r"one statement, got [23];"):
-            cur.execute(sql)
+    cur.execute(f"SELECT 1; -- between\nSELECT COUNT(*) FROM {t}")
+    assert cur.fetchall() == [(1,)]
+    assert cur.nextset() and len(cur.fetchall()) == 1
+    assert cur.nextset() is None
+    cur.execute("SELECT 1; SELECT 2; -- after")
+    assert cur.fetchall() == [(1,)] and cur.nextset() and cur.fetchall() == [(2,)] and cur.nextset() is None
