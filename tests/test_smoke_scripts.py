@@ -82,7 +82,9 @@ def test_string_race_benchmark(tmp_path: Path) -> None:
                "plain,guarded,tique,mapi_turns", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rounds = json.loads(out.with_suffix(".json").read_text())["rounds"]
-    assert all(r["reads"] > 50 and r["writes"] > 20 for form in rounds.values() for r in form), rounds
+    # every form ran (a count, not a speed: in a CI run on a loaded machine the tique form read 37 times in 2 s,
+    # where it reads 700-960 alone)
+    assert all(r["reads"] > 0 and r["writes"] > 0 for form in rounds.values() for r in form), rounds
     for guarded in ("guarded", "mapi_turns"):  # in the process, and over MAPI in the engine (tique/turns.py)
         assert [(r["bad"], r["errors"]) for r in rounds[guarded]] == [(0, 0)], rounds[guarded]
     assert "rounds with a wrong read" in out.with_suffix(".md").read_text()
