@@ -64,10 +64,9 @@ def statement_end(sql: str) -> int:
     return len(sql)
 
 
-def check_one(sql: str) -> None:
-    """A compound statement followed by another is refused, as any two statements in one execute()."""
-    created = compound_start(sql)
-    at = created.start() if created else 0
+def check_one(sql: str, at: int) -> None:
+    """A compound statement (beginning at ``at``, compound_start) followed by another raises SeveralStatements: the
+    cursor runs them one by one."""
     rest = sql[at + statement_end(sql[at:]) :]
     if any(significant(text) and text != ";" for _, text in tokens(rest)):
         raise SeveralStatements("execute() takes one statement, got 2; send them one by one", "42000")
@@ -83,22 +82,32 @@ def compound_start(sql: str) -> re.Match[str] | None:
 
 
 def statements_of(sql: str) -> list[str]:
-    """The statements of a text, in order, each as written (without its ';'): split at each ';' outside strings,
-    quoted names and comments, and after a compound statement's body (statement_end)."""
+    """The statements of a text, in order, each as written with the comments before it (without its ';'): split at
+    each ';' outside strings, quoted names and comments, after a compound statement's body (statement_end), and not
+    in a COPY ... FROM STDIN's data, which run to the end of the text. One pass over the text's tokens."""
+    found = tokens(sql)
     out: list[str] = []
-    rest = sql
-    while rest:
-        created = compound_start(rest)
-        if created:
-            end = created.start() + statement_end(rest[created.start() :])
+    start = i = 0
+    while i < len(found):
+        at, text = found[i]
+        if text == ";":  # an empty statement, or the end of one: the next begins after it
+            start, i = at + 1, i + 1
+            continue
+        if not significant(text):
+            i += 1
+            continue
+        if COMPOUND.match(sql, at):
+            end = at + statement_end(sql[at:])
         else:
-            end = next((at for at, text in tokens(rest) if text == ";"), len(rest))
-            if _FROM_STDIN.match(rest[:end]):  # its data follow, to the end of the text: semicolons and all
-                end = len(rest)
-        part = rest[:end]
-        if any(significant(text) for _, text in tokens(part)):
-            out.append(part)
-        rest = rest[end + 1 :]
+            j = i
+            while j < len(found) and found[j][1] != ";":
+                j += 1
+            end = found[j][0] if j < len(found) else len(sql)
+            if _FROM_STDIN.match(sql, start, end):
+                end = len(sql)
+        out.append(sql[start:end])
+        while i < len(found) and found[i][0] < end:
+            i += 1
     return out
 
 

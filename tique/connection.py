@@ -638,23 +638,21 @@ class Connection:
                 f"ALTER TABLE {renamed} RENAME TO: this transaction wrote to the table; commit or roll back first"
             )
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
-        if self._txn is not None and isinstance(plan.tree, exp.Alter):
+        named = [table_key(given or schema, name) for given, name in tables_named(plan.tree)]
+        if self._txn is not None and isinstance(plan.tree, exp.Alter) and self._txn.has_pending(named):
             # rows still in the client have the table's old shape: sent now, the ALTER changes them with the Cache
             # (sent after it, they failed as if another session had altered the table)
-            named = [table_key(given or schema, name) for given, name in tables_named(plan.tree)]
-            if self._txn.has_pending(named):
-                self._txn.flush(named)
+            self._txn.flush(named)
         if _TEMPORARY.search(plan.sql):
             self._session_set = True  # a temporary table is this session's alone (see _reader)
         if temporary.creates_temporary(plan.sql):
             return self._create_temporary(plan.sql, schema)
-        creates = isinstance(plan.tree, exp.Create) and str(plan.tree.args.get("kind") or "").upper() == "TABLE"
-        named = None if creates else temporary.named_temporary(plan.tree, self._temporary)
-        if named is not None:  # DROP, TRUNCATE, CREATE INDEX... of a temporary table: MonetDB's own
+        temporary_target = temporary.named_temporary(plan.tree, self._temporary)
+        if temporary_target is not None:  # DROP, TRUNCATE, CREATE INDEX... of a temporary table: MonetDB's own
             temporary.refuse_renamed(plan.tree)
             result = self._raw.execute(plan.sql)
             if isinstance(plan.tree, exp.Drop):
-                self._temporary.pop(named, None)
+                self._temporary.pop(temporary_target, None)
                 self._temporaries_changed()
             return result
         temporary.refuse_shadowed(self._raw, plan.tree)
@@ -670,8 +668,8 @@ class Connection:
         if self._txn is not None:
             self._txn.ran_ddl(dropped_table(plan.tree, schema), result.ddl_txids)
             # the tables this DDL names (a rename's both names), not whatever else the catalog learned meanwhile
-            for given, name in tables_named(plan.tree):
-                self._txn.own_changed[table_key(given or schema, name)] = self.db.catalog.version
+            for qualified in named:
+                self._txn.own_changed[qualified] = self.db.catalog.version
         return result
 
     def _create_temporary(self, sql: str, schema: str) -> Result:

@@ -93,18 +93,10 @@ def refuse_view_write(info: TableInfo, verb: str) -> None:
 
 
 def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session: Any) -> Result:
-    table = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
-    assert table is not None and tree.expression is not None
-    schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
-    props = tree.args.get("properties")
-    no_data = any(
-        isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (props.expressions if props else [])
-    )
-    if db.catalog.lookup(conn, schema, name) is not None or _exists(conn, schema, name):
-        if tree.args.get("exists"):
-            return Result(rowcount=-1)
-        raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
-    select_sql = _select_named(tree)
+    target = _as_select(db, conn, tree)
+    if target is None:
+        return Result(rowcount=-1)
+    schema, name, select_sql, no_data = target
     info = catalog.placed(conn, TableInfo(db.sequencer.next_txid(conn), schema, name, "tx", (), (catalog.ROWID,)))
     storage = info.storage
     # the column types, as MonetDB derives them from the SELECT over the outside views
@@ -136,18 +128,10 @@ def create_plain_table_as(db: Database, conn: RawConnection, tree: exp.Create, s
     """CREATE TABLE p AS SELECT ... -- tique: plain: MonetDB's own table (a plain one, catalog.py) with the
     SELECT's column types and - WITH DATA, the default - its rows as the creating transaction reads them, inserted
     as any write to a plain table (at once, reading the snapshot)."""
-    table = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
-    assert table is not None and tree.expression is not None
-    schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
-    props = tree.args.get("properties")
-    no_data = any(
-        isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (props.expressions if props else [])
-    )
-    if db.catalog.lookup(conn, schema, name) is not None or _exists(conn, schema, name):
-        if tree.args.get("exists"):
-            return Result(rowcount=-1)
-        raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
-    select_sql = _select_named(tree)
+    named = _as_select(db, conn, tree)
+    if named is None:
+        return Result(rowcount=-1)
+    schema, name, select_sql, no_data = named
     target = qualified(schema, name)
     conn.execute(f"CREATE TABLE {target} AS {select_sql} WITH NO DATA")  # MonetDB's types, from the outside views
     info = None
@@ -160,17 +144,44 @@ def create_plain_table_as(db: Database, conn: RawConnection, tree: exp.Create, s
             return Result(rowcount=-1)
         if session is None:
             raise NotSupportedError("CREATE TABLE AS SELECT WITH DATA needs a tique connection")
-        cursor = session.cursor()
-        cursor.execute(f"INSERT INTO {target} {select_sql}")
-        if cursor.rowcount < 0:  # over MAPI the embedded kernel's listener sends no count of a plain write
-            cursor.execute(f"SELECT COUNT(*) FROM {target}")
+        loaded = insert_counted(session, target, select_sql)
     except BaseException:  # all or nothing, as one statement
         if info is not None:
             catalog.unregister(conn, info)
         conn.execute(f"DROP TABLE IF EXISTS {target}")
         _changed(db, conn)
         raise
-    return Result(rowcount=cursor.rowcount if cursor.description is None else int(cursor.fetchone()[0]))
+    return Result(rowcount=loaded)
+
+
+def insert_counted(session: Any, target: str, select_sql: str) -> int:
+    """INSERT INTO MonetDB's own table ``target`` the rows ``select_sql`` reads in ``session``'s transaction (a
+    plain write: at once, reading the snapshot); the rows inserted."""
+    cursor = session.cursor()
+    cursor.execute(f"INSERT INTO {target} {select_sql}")
+    if cursor.rowcount >= 0:
+        return int(cursor.rowcount)
+    cursor.execute(f"SELECT COUNT(*) FROM {target}")  # over MAPI the embedded kernel's listener counts no such write
+    return int(cursor.fetchone()[0])
+
+
+def with_no_data(tree: exp.Create) -> bool:
+    """CREATE TABLE AS ... WITH NO DATA (WITH DATA is the default)."""
+    props = tree.args.get("properties")
+    return any(isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (props.expressions if props else []))
+
+
+def _as_select(db: Database, conn: RawConnection, tree: exp.Create) -> tuple[str, str, str, bool] | None:
+    """The schema, name, SELECT (its columns named as listed) and WITH NO DATA of a CREATE TABLE AS whose name is
+    free; None when it is taken and IF NOT EXISTS says to do nothing (taken otherwise: ProgrammingError)."""
+    table = tree.this if isinstance(tree.this, exp.Table) else tree.find(exp.Table)
+    assert table is not None and tree.expression is not None
+    schema, name = ident(table.args.get("db")) or db.default_schema, ident(table)
+    if db.catalog.lookup(conn, schema, name) is not None or _exists(conn, schema, name):
+        if tree.args.get("exists"):
+            return None
+        raise ProgrammingError(f"CREATE TABLE: name {name!r} already in use", "42S01")
+    return schema, name, _select_named(tree), with_no_data(tree)
 
 
 def _select_named(tree: exp.Create) -> str:

@@ -344,11 +344,15 @@ def _refuse_sessions(tree: exp.Expression, schema: str, lookup: Lookup, temporar
         for f in tree.find_all(exp.Anonymous)
     )
     if called or any(s == "sys" and n == "sessions" and lookup("sys", n) is None for s, n in names):
-        raise NotSupportedError(
-            "sys.sessions is refused by tique: reading it crashes MonetDB 11.41's embedded kernel (the whole "
-            "process, or tique serve with every client)",
-            "0A000",
-        )
+        raise _sessions_refused()
+
+
+def _sessions_refused() -> NotSupportedError:
+    return NotSupportedError(
+        "sys.sessions is refused by tique: reading it crashes MonetDB 11.41's embedded kernel (the whole process, "
+        "or tique serve with every client)",
+        "0A000",
+    )
 
 
 def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, options: ReadOptions) -> Plan:
@@ -395,11 +399,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
 
     created = compound.compound_start(sql)
     if created:  # MonetDB's own DDL, its body's semicolons and all (compound.py)
-        compound.check_one(sql)
+        compound.check_one(sql, created.start())
         if _SYS_SESSIONS.search(sql):  # its body would crash the kernel when run (_refuse_sessions)
-            raise NotSupportedError(
-                "sys.sessions is refused by tique: reading it crashes MonetDB 11.41's kernel", "0A000"
-            )
+            raise _sessions_refused()
         db.catalog.refresh(conn)  # never pass a body over a table another process made tique's meanwhile
         tique_tables = {(i.schema, i.name) for i in db.catalog.all() if i.kind != "plain"}
         compound.refuse_tique_tables(sql, created.group(1), tique_tables, options.schema or db.default_schema)

@@ -39,6 +39,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
+from tique.ddl_views import insert_counted, with_no_data
 from tique.engine.base import RawConnection, Result
 from tique.errors import Error, NotSupportedError, ProgrammingError
 from tique.names import ident, qualified, quote
@@ -108,10 +109,6 @@ def create(
         return Result(rowcount=-1), None if existed else TemporaryTable(name, at_end)
     if existed:
         return Result(rowcount=-1), None
-    props = tree.args.get("properties")
-    no_data = any(
-        isinstance(p, exp.WithDataProperty) and p.args.get("no") for p in (props.expressions if props else [])
-    )
     columns = ""
     if isinstance(tree.this, exp.Schema):
         columns = " (" + ", ".join(quote(ident(c)) for c in tree.this.expressions) + ")"
@@ -121,18 +118,13 @@ def create(
     conn.execute(
         f"CREATE LOCAL TEMPORARY TABLE {made.qualified}{columns} AS {select_sql} WITH NO DATA ON COMMIT PRESERVE ROWS"
     )
-    if no_data:
+    if with_no_data(tree):
         return Result(rowcount=-1), made
     try:
-        cursor = session.cursor()
-        cursor.execute(f"INSERT INTO {made.qualified} {select_sql}")
-        if cursor.rowcount < 0:  # over MAPI the embedded kernel's listener sends no update count
-            cursor.execute(f"SELECT COUNT(*) FROM {made.qualified}")
-            return Result(rowcount=int(cursor.fetchone()[0])), made
+        return Result(rowcount=insert_counted(session, made.qualified, select_sql)), made
     except BaseException:
         conn.execute(f"DROP TABLE {made.qualified}")  # all or nothing, as one statement
         raise
-    return Result(rowcount=cursor.rowcount), made
 
 
 def named_temporary(tree: exp.Expression, tables: Iterable[str]) -> str | None:
