@@ -41,6 +41,13 @@ def test_conflicting_aliases_are_refused() -> None:
         tique.connect(database="db", hostname="a", host="b")
 
 
+def test_a_path_for_a_database_name_says_how_to_open_it(tmp_path: Any) -> None:
+    """pymonetdb's connect("db") takes a database name; a path there (an embedded user's first try) says which URL
+    opens it, instead of "not a MonetDB database name"."""
+    with pytest.raises(tique.InterfaceError, match=re.escape(f"tique.connect('monetdbe://{tmp_path}/db')")):
+        tique.connect(str(tmp_path / "db"))
+
+
 def test_monet_version(connect: Any) -> None:
     conn = connect()
     rows = conn.execute(VERSION_QUERY).fetchall()

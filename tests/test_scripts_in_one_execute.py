@@ -110,3 +110,27 @@ def test_executemany_of_a_script_failing_midway_fails_the_transaction(
         conn.commit()
     conn.rollback()
     assert conn.execute(f"SELECT COUNT(*) FROM {t}").fetchall() == [(0,)]
+
+
+def test_nested_comments_and_raw_strings_split_as_monetdb_reads_them(
+    connect: Connect, unique_name: Callable[[str], str]
+) -> None:
+    """MonetDB's comments nest (/* a /* b */ ; c */ is one comment) and a raw string reads no backslash escapes
+    (R'c:\\' ends at its second quote): the splitter had cut the first script at the comment's inner ';' and run
+    ' c */ INSERT ...' as a statement, and had read the raw string's backslash as an escape, so the second
+    statement was taken into a string and the script refused."""
+    conn = connect()
+    t = unique_name("scr")
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, s VARCHAR(20))")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 'x'); /* a /* b */ ; c */ INSERT INTO {t} VALUES (2, 'y')")
+    cur.execute(f"INSERT INTO {t} VALUES (3, R'c:\\'); INSERT INTO {t} VALUES (4, r'd\\' || 'e')")
+    cur.execute(f"/*/ ; */ INSERT INTO {t} VALUES (5, 'f') /* /* */ */; SELECT 1 /* a /* ; */ , 2 */")
+    assert cur.fetchall() == [(1,)] and cur.nextset() is None
+    assert conn.execute(f"SELECT k, s FROM {t} ORDER BY k").fetchall() == [
+        (1, "x"),
+        (2, "y"),
+        (3, "c:\\"),
+        (4, "d\\e"),
+        (5, "f"),
+    ]

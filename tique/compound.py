@@ -17,8 +17,12 @@ COMPOUND = re.compile(
     r"LOADER)\b",
     re.I,
 )
+# MonetDB's lexer: a raw string (R'...') reads no backslash escapes, R'a\' ends at its second quote; a comment
+# /* ... */ nests, so /* a /* b */ ; c */ is one comment (its ';' ends nothing). "/*" is a token of its own here,
+# its comment's end found by counting (tokens).
 _TOKEN = re.compile(
-    r"""'(?:[^'\\]|\\.|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|\#[^\n]*|/\*.*?(?:\*/|$)|[A-Za-z_][A-Za-z0-9_]*|\s+|.""",
+    r"""[Rr]'(?:[^']|'')*'?|'(?:[^'\\]|\\.|'')*'?|"(?:[^"]|"")*"?|--[^\n]*|\#[^\n]*|/\*|[A-Za-z_][A-Za-z0-9_]*"""
+    r"""|\s+|.""",
     re.S,
 )
 _NAME = re.compile(r"""[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")*\"""")
@@ -28,7 +32,33 @@ _CLOSES = {"IF", "WHILE", "LOOP", "REPEAT", "FOR"}
 
 def tokens(sql: str) -> list[tuple[int, str]]:
     """The statement's tokens (position, text): strings, quoted names, comments, words, blanks, other characters."""
-    return [(m.start(), m.group(0)) for m in _TOKEN.finditer(sql)]
+    if "/*" not in sql:
+        return [(m.start(), m.group(0)) for m in _TOKEN.finditer(sql)]
+    out: list[tuple[int, str]] = []
+    at = 0
+    while at < len(sql):
+        found = _TOKEN.match(sql, at)
+        assert found is not None  # '.' matches any character
+        end = comment_end(sql, at) if found.group(0) == "/*" else found.end()
+        out.append((at, sql[at:end]))
+        at = end
+    return out
+
+
+def comment_end(sql: str, start: int) -> int:
+    """Where the comment opened by the "/*" at ``start`` ends (after its "*/"), comments nested in it included;
+    the text's end if it is not closed."""
+    depth, at = 1, start + 2
+    while True:
+        opens, closes = sql.find("/*", at), sql.find("*/", at)
+        if closes < 0:
+            return len(sql)
+        if 0 <= opens < closes:
+            depth, at = depth + 1, opens + 2
+            continue
+        depth, at = depth - 1, closes + 2
+        if depth == 0:
+            return at
 
 
 def significant(text: str) -> bool:

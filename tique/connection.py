@@ -980,6 +980,14 @@ def connect(
     hostname = _one_of("hostname", hostname, "host", host) or "localhost"
     username = _one_of("username", username, "user", user) or "monetdb"
     if url is not None and database is None and ":" not in url:  # pymonetdb's connect("db", hostname=...)
+        if "/" in url or "\\" in url:
+            from pathlib import Path
+
+            raise InterfaceError(
+                f"{url!r} is a path, not a database name: open an embedded database in that directory with "
+                f"tique.connect({'monetdbe://' + Path(url).resolve().as_posix()!r}), or give a server's database "
+                "name"
+            )
         url, database = None, url
     if url is None:
         if not database:
