@@ -10,6 +10,7 @@ from sqlglot import exp
 from tique.catalog import Lookup, TableInfo
 from tique.names import cte_names, ident, names_cte, source_name
 from tique.rewrite.lists import MAX_PUSHED_VALUES, is_lifted
+from tique.rewrite.ordering import nulls_order_under_limits
 from tique.rewrite.snapshot import snapshot_tree
 from tique.rewrite.template import slot_name
 from tique.rewrite.views import expand_views
@@ -307,6 +308,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
     """Replace every transactional table in ``tree`` by its snapshot. Returns the tree, the tables read, whether
     any got the analytical formulation, and which are read by key values (see PointKeys)."""
     tree = expand_views(tree, lookup)  # tique's views become their SELECTs, read like any query
+    tree = nulls_order_under_limits(tree)
     analytical = False
     point: dict[str, tuple[str, ...] | None] = {}
     ctes = cte_names(tree)
