@@ -20,7 +20,7 @@ from typing import Any
 
 from tique import errors
 from tique.append_guard import cache_of, reading_part, storage_of
-from tique.catalog import TableInfo
+from tique.catalog import TableInfo, still_current
 from tique.engine.base import RawConnection, one_transaction, retried_on_conflict
 from tique.names import qualified, quote
 from tique.params import literal
@@ -80,6 +80,8 @@ def load_rows(
 
     with _staged(raw, info, staging):
         with refusals(table, info), one_transaction(raw):
+            if staging is None and info.kind == "tx":  # rows straight into Storage, by its name
+                still_current(raw, info, f"bulk_load into {table!r}")
             for row in rows:
                 if len(row) != len(info.columns):
                     raise errors.ProgrammingError(
@@ -127,7 +129,8 @@ def load_csv(
             if loaded:  # an empty load changes nothing: no committed change to fail others with
                 publish(lambda: _move(raw, info, staging, table, _file_size(source)))
             return loaded
-        with refusals(table, info):
+        with refusals(table, info), one_transaction(raw):
+            still_current(raw, info, f"bulk_load_csv into {table!r}")
             low = _lowest_rowid(raw, stored)
             with _appending(raw, info):
                 numbered = f"{cols}, {low} - ROW_NUMBER() OVER ()"
@@ -187,6 +190,7 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str, size: i
 
     def attempt() -> None:
         with refusals(table, info), one_transaction(raw):
+            still_current(raw, info, f"bulk_load into {table!r}")
             raw.execute(f"DELETE FROM {info.cache} WHERE tq_txid = -1")  # no transaction has that id
             if _cache_may_hide(raw, info):
                 _refuse_hidden(raw, info, staging, table)

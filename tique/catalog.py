@@ -344,6 +344,31 @@ TABLES_SQL = "SELECT table_id, schema_name, name, kind, spec FROM tique.tables"
 READ_ATTEMPTS = 5
 
 
+class TableReplaced(OperationalError):
+    """A write by table name found the table dropped, or dropped and created again under its name, since it was
+    looked up: nothing was written."""
+
+
+def still_current(conn: RawConnection, info: TableInfo, what: str) -> None:
+    """The first statement of an engine transaction that writes ``info``'s Storage or Cache by name, outside the
+    commit protocol (the checkpointer's move, a bulk load's): TableReplaced unless ``info``'s table is still in
+    tique.tables. Storage and Cache are named by schema and table, so another session's DROP and CREATE of the
+    name, between the lookup and the write, gave the write the new table: the checkpointer copied a dropped table's
+    versions into its successor, a load went into it. The check and the writes read one engine snapshot, so a DROP
+    that commits after the check leaves them to the dropped tables, never to a new one (MonetDB resolves names in
+    the transaction's own catalog). A division by the count errs at once when it is 0, in the transaction."""
+    try:
+        conn.execute(f"SELECT 1 / (SELECT COUNT(*) FROM tique.tables WHERE table_id = {int(info.table_id)})")
+    except DatabaseError as exc:
+        if exc.sqlstate != "22012":
+            raise
+        raise TableReplaced(
+            f"{what}: table {info.schema}.{info.name} was dropped, or dropped and created again, by another session "
+            "since it was looked up; nothing was written",
+            "42S02",
+        ) from None
+
+
 def read_tables(conn: RawConnection, where: str = "") -> list[TableInfo]:
     """tique.tables' rows (``where``: a WHERE clause), parsed; read again until two reads agree (see above)."""
     last: list[TableInfo] | None = None

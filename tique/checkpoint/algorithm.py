@@ -52,10 +52,10 @@ from typing import Any
 
 from tique.append_guard import NO_GUARD, AppendGuard, cache_of, reading_part, storage_of
 from tique.cache_keys import cache_keys_of
-from tique.catalog import Catalog, TableInfo, base_type, install
+from tique.catalog import Catalog, TableInfo, base_type, install, still_current
 from tique.checkpoint.opening import check_database
 from tique.checkpoint.values import INT_TYPES, column_types, from_text, text_to_sql, zero_keys
-from tique.engine.base import RawConnection
+from tique.engine.base import RawConnection, one_transaction
 from tique.errors import DatabaseError, OperationalError, SerializationFailure, StorageFull
 from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
@@ -424,22 +424,28 @@ class Checkpointer:
             keys = [tuple(r[i] for i in key_pos) for r in batch]
             stored = self._stored_keys(info, keys)
             keys = keys if stored is None else [k for k in keys if k in stored]
-            if keys:
-                self._delete_keys(info, keys)
             live = [r[: len(cols)] for r in batch if not r[-1]]
-            if live:
-                negative = any(r[i] == "-0" for r in live for i in info.float_positions)
-                insert = f"INSERT INTO {info.storage} ({plain}) VALUES " + ", ".join(
-                    "(" + ", ".join(f(v) for f, v in zip(converts, r)) + ")" for r in live
-                )
-                with zero_signs_kept(self.conn, negative), guard.appending(storage):
-                    try:
-                        self.conn.execute(insert)
-                    except DatabaseError as exc:
-                        # a conflict counts near a full disk by the batch's size (the engine's log takes about the
-                        # statement's size, and more): a bulk load or ALTER beside it can really conflict
-                        self._storage.raise_if_large_write_failed(exc, self.conn, 4 * len(insert) + (1 << 20))
-                        raise
+            negative = any(r[i] == "-0" for r in live for i in info.float_positions)
+            insert = f"INSERT INTO {info.storage} ({plain}) VALUES " + ", ".join(
+                "(" + ", ".join(f(v) for f, v in zip(converts, r)) + ")" for r in live
+            )
+            # the batch's DELETE and INSERT as one engine transaction that first checks the table is still the one
+            # read (still_current): a DROP and CREATE of its name by another session must not get these rows
+            if keys or live:
+                appends = guard.appending(storage) if live else contextlib.nullcontext()
+                try:
+                    with appends, zero_signs_kept(self.conn, negative), one_transaction(self.conn):
+                        still_current(self.conn, info, "checkpoint")
+                        if keys:
+                            self._delete_keys(info, keys)
+                        if live:
+                            self.conn.execute(insert)
+                except DatabaseError as exc:
+                    # judged once rolled back: a conflict counts near a full disk by the batch's size (the engine's
+                    # log takes about the statement's size, and more); a bulk load or ALTER beside it can really
+                    # conflict
+                    self._storage.raise_if_large_write_failed(exc, self.conn, 4 * len(insert) + (1 << 20))
+                    raise
             out.moved += len(live)
             out.removed += len(batch) - len(live)
             self.acquire()  # renew the lock: a big table takes many batches
@@ -450,7 +456,11 @@ class Checkpointer:
             if out.mismatched:  # the Cache keeps them (they outrank Storage); the next run writes them again
                 out.kept = True
                 return out
-        cleaned = self._retrying(f"DELETE FROM {info.cache} WHERE tq_txid < {low}", report)
+        cleaned = self._retrying(
+            f"DELETE FROM {info.cache} WHERE tq_txid < {low} AND EXISTS (SELECT 1 FROM tique.tables "
+            f"WHERE table_id = {int(info.table_id)})",
+            report,
+        )
         if cleaned is None:
             out.deferred = True
         else:
