@@ -45,7 +45,7 @@ def tables(
     url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
 ) -> Iterator[tuple[tique.Connection, RawConnection, str, str]]:
     t, twin = unique_name("deep"), unique_name("deep_twin")
-    conn, raw = connect(), Database.get(url).connect_raw()
+    conn, raw = connect(on_statement_error="continue"), Database.get(url).connect_raw()
     conn.cursor().execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT)")
     conn.commit()
     raw.execute(f"CREATE TABLE {twin} (k INT PRIMARY KEY, v INT) -- tique: plain")

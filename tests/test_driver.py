@@ -99,7 +99,7 @@ def test_update_of_the_primary_key_moves_the_row(connect: Connect, kv: str) -> N
 
 
 def test_duplicate_key_is_refused_at_the_insert_and_the_transaction_stays_usable(connect: Connect, kv: str) -> None:
-    conn = connect()
+    conn = connect(on_statement_error="continue")
     cur = conn.cursor()
     cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'a')")
     conn.commit()
@@ -116,7 +116,7 @@ def test_duplicate_key_is_refused_at_the_insert_and_the_transaction_stays_usable
 
 
 def test_constraint_and_type_errors(connect: Connect, kv: str) -> None:
-    cur = connect().cursor()
+    cur = connect(on_statement_error="continue").cursor()
     with pytest.raises(IntegrityError, match="NOT NULL"):
         cur.execute(f"INSERT INTO {kv} (k, v) VALUES (NULL, 'x')")
     with pytest.raises(DataError, match="too long"):
@@ -203,7 +203,7 @@ def test_syntax_error_keeps_monetdbs_message(connect: Connect) -> None:
 
 
 def test_unknown_table_and_column_say_which(connect: Connect, kv: str) -> None:
-    cur = connect().cursor()
+    cur = connect(on_statement_error="continue").cursor()
     with pytest.raises(ProgrammingError, match="no_such_tbl"):
         cur.execute("SELECT * FROM no_such_tbl")
     with pytest.raises(ProgrammingError, match="no_such_col"):
@@ -403,7 +403,7 @@ def test_a_read_by_exact_key_flushes_pending_writes_only_when_one_has_that_key(c
 
 
 def test_insert_check_flush_defers_the_duplicate_check_to_the_next_read_or_commit(connect: Connect, kv: str) -> None:
-    conn = connect(insert_check="flush")
+    conn = connect(insert_check="flush", on_statement_error="continue")
     cur = conn.cursor()
     cur.execute(f"INSERT INTO {kv} (k, v) VALUES (1, 'a')")
     conn.commit()

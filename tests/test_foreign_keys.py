@@ -28,7 +28,7 @@ def _schema(conn: tique.Connection, parent: str, child: str) -> tique.Cursor:
 
 def test_child_needs_its_parent(connect: Callable[..., tique.Connection], unique_name) -> None:
     p, c = unique_name("fk_p"), unique_name("fk_c")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = _schema(a, p, c)
     with pytest.raises(tique.IntegrityError, match=p):
         cur.execute(f"INSERT INTO {c} VALUES (11, 3, 0)")
@@ -45,7 +45,7 @@ def test_child_needs_its_parent(connect: Callable[..., tique.Connection], unique
 
 def test_parent_with_children_stays(connect: Callable[..., tique.Connection], unique_name) -> None:
     p, c = unique_name("fk_p"), unique_name("fk_c")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = _schema(a, p, c)
     with pytest.raises(tique.IntegrityError, match=c):
         cur.execute(f"DELETE FROM {p} WHERE id = 1")
@@ -63,7 +63,7 @@ def test_parent_with_children_stays(connect: Callable[..., tique.Connection], un
 @pytest.mark.parametrize("first", ["parent", "child"])
 def test_child_insert_races_parent_delete(connect: Callable[..., tique.Connection], unique_name, first: str) -> None:
     p, c = unique_name("fk_p"), unique_name("fk_c")
-    a, b = connect(), connect()
+    a, b = connect(on_statement_error="continue"), connect(on_statement_error="continue")
     cur = _schema(a, p, c)
     deleter, inserter = a, b
     deleter.cursor().execute(f"DELETE FROM {p} WHERE id = 2")  # no child in its snapshot
@@ -78,7 +78,11 @@ def test_child_insert_races_parent_delete(connect: Callable[..., tique.Connectio
 
 def test_children_of_one_parent_do_not_conflict(connect: Callable[..., tique.Connection], unique_name) -> None:
     p, c = unique_name("fk_p"), unique_name("fk_c")
-    a, b, d = connect(), connect(), connect()
+    a, b, d = (
+        connect(on_statement_error="continue"),
+        connect(on_statement_error="continue"),
+        connect(on_statement_error="continue"),
+    )
     cur = _schema(a, p, c)
     a.cursor().execute(f"INSERT INTO {c} VALUES (21, 1, 0)")
     b.cursor().execute(f"INSERT INTO {c} VALUES (22, 1, 0)")
@@ -92,7 +96,7 @@ def test_children_of_one_parent_do_not_conflict(connect: Callable[..., tique.Con
 
 def test_actions_other_than_no_action_refused(connect: Callable[..., tique.Connection], unique_name) -> None:
     p, c = unique_name("fk_p"), unique_name("fk_c")
-    cur = connect().cursor()
+    cur = connect(on_statement_error="continue").cursor()
     cur.execute(f"CREATE TABLE {p} (id INT PRIMARY KEY, u INT)")
     with pytest.raises(tique.NotSupportedError, match="ON DELETE CASCADE"):
         cur.execute(f"CREATE TABLE {c} (id INT PRIMARY KEY, pid INT REFERENCES {p} (id) ON DELETE CASCADE)")
@@ -130,7 +134,7 @@ def test_new_child_table_fails_a_concurrent_parent_writer(server: ServeProcess, 
 
 def test_self_reference_and_composite_keys(connect: Callable[..., tique.Connection], unique_name) -> None:
     emp, line, order = unique_name("fk_emp"), unique_name("fk_line"), unique_name("fk_order")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = a.cursor()
     cur.execute(f"CREATE TABLE {emp} (id INT PRIMARY KEY, boss INT REFERENCES {emp} (id))")
     cur.execute(f"INSERT INTO {emp} VALUES (1, NULL), (2, 1), (3, 2)")  # rows of one statement reference each other

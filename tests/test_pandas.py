@@ -64,3 +64,22 @@ def test_read_sql_and_params(sa_engine: sa.Engine, unique_name: Callable[[str], 
     assert pyformat["n"].tolist() == [4]
     table = pd.read_sql_table(name, sa_engine, columns=["row", "name"])
     assert sorted(table["row"].tolist()) == list(range(6))
+
+
+@pytest.mark.parametrize(
+    "how", [{"chunksize": 2}, {"chunksize": 2, "method": "multi"}, {"method": "multi"}, {}], ids=str
+)
+def test_a_failed_to_sql_keeps_nothing(
+    sa_engine: sa.Engine, unique_name: Callable[[str], str], how: dict[str, object]
+) -> None:
+    """pandas commits after a chunk's INSERT raised (its exit stack ends the transaction as a success), so the
+    chunks before a duplicate key were kept while tique let a transaction go on after a failed statement (found by
+    a review); plain MonetDB refuses that COMMIT. The failed statement now aborts the transaction."""
+    name = unique_name("df")
+    clashing = pd.concat([frame(10, 2), frame(1, 1), frame(12, 1)])  # the third row repeats a stored id
+    with sa_engine.begin() as conn:  # a key, so the repeated id is refused
+        conn.execute(sa.text(f"CREATE TABLE {name} (id BIGINT PRIMARY KEY, name CLOB, x DOUBLE)"))
+        conn.execute(sa.text(f"INSERT INTO {name} VALUES (1, 'n1', 0.25)"))
+    with pytest.raises(Exception):  # noqa: B017 - pandas raises the refusal, or the COMMIT's TransactionFailed
+        clashing.to_sql(name, sa_engine, index=False, if_exists="append", **how)  # type: ignore[arg-type]
+    assert pd.read_sql(f"SELECT id FROM {name} ORDER BY id", sa_engine)["id"].tolist() == [1]

@@ -70,7 +70,7 @@ def make_machine(url: str) -> type[RuleBasedStateMachine]:
             admin.commit()
             admin.close()
             self.model = SnapshotIsolationModel({0: 0, 1: 0, 2: 0, 3: None})
-            self.conns = [tique.connect(url) for _ in range(3)]
+            self.conns = [tique.connect(url, on_statement_error="continue") for _ in range(3)]
             self.reader = tique.connect(url)
             self.txns: list[ModelTxn | None] = [None, None, None]
 

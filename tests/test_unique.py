@@ -19,7 +19,7 @@ def _table(conn: tique.Connection, name: str, columns: str) -> tique.Cursor:
 
 def test_duplicate_value_refused(connect: Callable[..., tique.Connection], unique_name) -> None:
     t = unique_name("uq")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = _table(a, t, "id INT PRIMARY KEY, email VARCHAR(20) UNIQUE, v INT")
     cur.execute(f"INSERT INTO {t} VALUES (1, 'a@x', 1), (2, 'b@x', 2)")
     with pytest.raises(tique.IntegrityError, match="email"):
@@ -38,7 +38,7 @@ def test_duplicate_value_refused(connect: Callable[..., tique.Connection], uniqu
 
 def test_nulls_never_conflict(connect: Callable[..., tique.Connection], unique_name) -> None:
     t = unique_name("uq_null")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = _table(a, t, "id INT PRIMARY KEY, a INT, b INT, UNIQUE (a, b)")
     cur.execute(f"INSERT INTO {t} VALUES (1, NULL, NULL), (2, NULL, NULL), (3, 1, NULL), (4, 1, NULL), (5, 1, 2)")
     a.commit()
@@ -52,7 +52,7 @@ def test_nulls_never_conflict(connect: Callable[..., tique.Connection], unique_n
 
 def test_update_frees_the_old_value(connect: Callable[..., tique.Connection], unique_name) -> None:
     t = unique_name("uq_move")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = _table(a, t, "id INT PRIMARY KEY, code INT, CONSTRAINT uq_code UNIQUE (code)")
     cur.execute(f"INSERT INTO {t} VALUES (1, 10), (2, 20)")
     a.commit()
@@ -69,7 +69,7 @@ def test_update_frees_the_old_value(connect: Callable[..., tique.Connection], un
 @pytest.mark.parametrize("keyless", [False, True])
 def test_concurrent_claims_one_commits(connect: Callable[..., tique.Connection], unique_name, keyless: bool) -> None:
     t = unique_name("uq_race")
-    a, b = connect(), connect()
+    a, b = connect(on_statement_error="continue"), connect(on_statement_error="continue")
     cur = _table(a, t, "id INT, name VARCHAR(10) UNIQUE" if keyless else "id INT PRIMARY KEY, name VARCHAR(10) UNIQUE")
     a.commit()
     ca, cb = a.cursor(), b.cursor()
@@ -84,7 +84,7 @@ def test_concurrent_claims_one_commits(connect: Callable[..., tique.Connection],
 
 def test_concurrent_different_values_both_commit(connect: Callable[..., tique.Connection], unique_name) -> None:
     t = unique_name("uq_norace")
-    a, b = connect(), connect()
+    a, b = connect(on_statement_error="continue"), connect(on_statement_error="continue")
     _table(a, t, "id INT PRIMARY KEY, name VARCHAR(10) UNIQUE")
     a.commit()
     a.cursor().execute(f"INSERT INTO {t} VALUES (1, 'x')")
@@ -98,7 +98,7 @@ def test_concurrent_different_values_both_commit(connect: Callable[..., tique.Co
 
 def test_constrained_columns_keep_their_names(connect: Callable[..., tique.Connection], unique_name) -> None:
     t = unique_name("uq_alter")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = _table(a, t, "id INT PRIMARY KEY, email VARCHAR(20) UNIQUE, v INT")
     for action in ("DROP COLUMN email", "RENAME COLUMN email TO mail"):
         with pytest.raises(tique.NotSupportedError, match="UNIQUE"):
@@ -111,7 +111,7 @@ def test_constrained_columns_keep_their_names(connect: Callable[..., tique.Conne
 
 def test_many_rows_checked_in_batches(connect: Callable[..., tique.Connection], unique_name) -> None:
     t = unique_name("uq_many")
-    a = connect()
+    a = connect(on_statement_error="continue")
     cur = _table(a, t, "id INT PRIMARY KEY, code INT UNIQUE")
     a.commit()
     a.bulk_load(t, [(i, i) for i in range(2500)])  # stable rows

@@ -13,6 +13,7 @@ from tique.errors import (
     ProgrammingError,
     SerializationFailure,
     StorageFull,
+    TransactionFailed,
     Warning,  # noqa: A004 - PEP 249 requires the name
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "ProgrammingError",
     "SerializationFailure",
     "StorageFull",
+    "TransactionFailed",
     "Warning",
 ]
 

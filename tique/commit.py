@@ -59,6 +59,7 @@ def commit(t: Transaction) -> CommitResult:
     """
     t.check_usable()
     if t.read_only:
+        t.check_reads_saw_one_catalog()
         return CommitResult(True, None)  # read-only transactions write no metadata
     hashes = t.record_set()
     seq, conn, s = t.db.sequencer, t.conn, t.settings

@@ -427,7 +427,12 @@ class Connection:
         outside any transaction, anything else in the running one (begun now if there is none). An error rolls
         an autocommit transaction back; success commits it."""
         catalog_version = self.db.catalog.version
-        plan, bound = self._plan_for(operation, parameters, catalog_version)
+        try:
+            plan, bound = self._plan_for(operation, parameters, catalog_version)
+        except Exception as exc:  # a syntax error, an unknown name, a refused construct: in MonetDB as at its run
+            if self._txn is not None and not self._autocommitting and not isinstance(exc, errors.SeveralStatements):
+                self._aborted_by(self._txn, operation, exc)
+            raise
         if isinstance(plan, DDL) and parameters is not None:
             # DDL is sent as written (not from a tree with slots): format its literals in, as pymonetdb does
             operation, parameters = inline(operation, parameters), None
@@ -462,6 +467,7 @@ class Connection:
                 moved = self._altered_since_begin(txn, lambda: self._tables_named(operation, parameters))
             if self._autocommitting:
                 self.rollback()
+            self._aborted_by(txn, operation, moved or exc)
             if moved is not None:
                 raise moved from exc
             if not isinstance(exc, ProgrammingError):
@@ -470,13 +476,29 @@ class Connection:
             if better is exc:
                 raise
             raise better from None
-        except BaseException:
+        except BaseException as exc:
             if self._autocommitting:
                 self.rollback()
+            self._aborted_by(txn, operation, exc)
             raise
         if self._autocommitting:
             self.commit()
         return executed
+
+    def _aborted_by(self, txn: Transaction, operation: str, exc: BaseException) -> None:
+        """A statement of the application's transaction failed: with on_statement_error='abort' (the default) the
+        transaction can then only be rolled back, as MonetDB aborts it under pymonetdb, so a COMMIT after the
+        error keeps nothing (pandas' to_sql commits after a chunk failed; code that catches an IntegrityError and
+        commits expects MonetDB to refuse). An interrupt (Ctrl-C) is not the statement's failure, and a construct
+        tique refuses (NotSupportedError: a savepoint, MERGE...) is refused before anything of it runs."""
+        if self.settings.on_statement_error != "abort" or self._txn is not txn:
+            return
+        if not isinstance(exc, Exception) or isinstance(exc, (errors.NotSupportedError, errors.ParameterRefused)):
+            return
+        if not txn.failed:
+            operation = operation.strip()
+            shown = operation if len(operation) <= 80 else operation[:77] + "..."
+            txn.failed = f"the statement {shown!r} failed: {exc}"
 
     def _plan_for(self, operation: str, parameters: Params, catalog_version: int) -> tuple[Plan, Bound | None]:
         """_planned; a statement refused against a catalog another process may have changed since is planned
@@ -713,10 +735,20 @@ class Connection:
             self._end_temporaries()
             return
         result: CommitResult | None = None
+        started = time.monotonic()
         try:
             result = txn.commit()
-        except SerializationFailure:
+        except SerializationFailure as exc:
             self.last_failed_write_set = txn.write_set()
+            took = time.monotonic() - started
+            if isinstance(exc, errors.LeaseExpired) and took * 1000 > self.settings.snapshot_lease_ms:
+                # a COMMIT of a very large transaction (a million rows) outlasted the lease: a retry would too
+                raise errors.LeaseExpired(
+                    f"{exc} - this COMMIT took {took:.0f} s, longer than the snapshot lease "
+                    f"(snapshot_lease_ms={self.settings.snapshot_lease_ms}), so a retry would fail the same way: "
+                    "connect with a longer snapshot_lease_ms for transactions this large",
+                    exc.sqlstate,
+                ) from exc
             raise
         finally:
             if result is None and txn.committed_cts is not None:

@@ -140,6 +140,11 @@ class Timeout(OperationalError):
 # "Errors" lists them.
 
 
+class ParameterRefused(ProgrammingError):
+    """A parameter value no SQL literal can carry (an object of a type pymonetdb cannot convert either): refused in
+    the client before anything is sent, so, as in pymonetdb, it aborts no transaction."""
+
+
 class SeveralStatements(ProgrammingError):
     """One execute() given several statements: the cursor runs them one by one (Cursor.execute), as pymonetdb
     sends such a text whole."""
@@ -147,8 +152,9 @@ class SeveralStatements(ProgrammingError):
 
 @_code("TQ001")
 class TransactionFailed(InterfaceError):
-    """A statement in a transaction that can only be rolled back (an earlier statement failed after some of its
-    rows may have reached the engine, or its lease ran out): call rollback()."""
+    """A statement in a transaction that can only be rolled back: an earlier statement of it failed (as MonetDB
+    aborts a transaction; with on_statement_error="continue" only one that failed after some of its rows may have
+    reached the engine), or its lease ran out: call rollback()."""
 
 
 @_code("TQ002")

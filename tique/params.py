@@ -26,7 +26,7 @@ from typing import Any
 
 from pymonetdb.sql.monetize import convert
 
-from tique.errors import DataError, ProgrammingError
+from tique.errors import DataError, ParameterRefused, ProgrammingError
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 
@@ -303,7 +303,7 @@ def literal(value: Any) -> str:
     try:
         return str(convert(value))
     except Exception as exc:
-        raise ProgrammingError(f"cannot pass a {type(value).__name__} as a SQL parameter: {exc}") from None
+        raise ParameterRefused(f"cannot pass a {type(value).__name__} as a SQL parameter: {exc}") from None
 
 
 def inline(sql: str, params: tuple[Any, ...] | Mapping[str, Any]) -> str:

@@ -44,6 +44,12 @@ class Settings(BaseModel):
         description="when an INSERT's keys are checked against the snapshot: at the flush before the next read "
         "of the table or at COMMIT ('flush'), or at the INSERT itself ('immediate', one more round trip)",
     )
+    on_statement_error: Literal["abort", "continue"] = Field(
+        "abort",
+        description="what a statement that fails inside a transaction leaves: 'abort' (MonetDB's and pymonetdb's "
+        "way: the transaction can only be rolled back, so a COMMIT after the error keeps nothing) or 'continue' "
+        "(the statement has no effect and the transaction goes on)",
+    )
     short_pipeline: str | None = Field(
         "minimal_fast",
         description="MonetDB optimizer pipeline for short statements (the paper found minimal_fast best); "

@@ -50,6 +50,7 @@ class SnapshotLease:
         self.renewed_at = time.monotonic()
         self.catalog_seen: int | None = None  # the engine's catalog version at begin (None: no write marks read)
         self.catalog_sts: int | None = None  # the snapshot it was read after (sts may move on: a wait, a retry)
+        self.catalog_at_begin: int | None = None  # the engine's catalog version this transaction began under
         self.sts, self.txid = self._begin(min_sts, prev_txid)
 
     def _begin(self, min_sts: int, prev_txid: int) -> tuple[int, int]:
@@ -72,6 +73,7 @@ class SnapshotLease:
         else:
             sts, txid = self.db.sequencer.sts(self.conn), self.db.sequencer.next_txid(self.conn)
             version = self.db.sequencer.catalog_version(self.conn)
+        self.catalog_at_begin = int(version)
         self.db.catalog.sync(self.conn, int(version))
         if sts < min_sts:  # this session's last commit is not visible yet: wait, so it reads its own commits
             try:

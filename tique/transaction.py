@@ -25,6 +25,7 @@ from tique.errors import (
     DatabaseError,
     DataError,
     IntegrityError,
+    InterfaceError,
     LeaseExpired,
     ProgrammingError,
     SerializationFailure,
@@ -77,6 +78,7 @@ class Transaction:
         self.privileges: dict[tuple[str, str], int] = {}  # an ordinary user's privilege bits per table written
         self.parts_read: set[int] = set()  # tables this transaction read a part of whole (_read_every): one each
         self.read_names: set[str] = set()  # tables read (schema.name, as plans list them): checked for DDL at commit
+        self.reads_run = 0  # statements that read tables (a read-only transaction of several is checked at commit)
         self.ddl_conflict = False  # certification failed on DDL (DROP/ALTER) of a table it used
         self.own_ddl: set[int] = set()  # DROPs this session ran meanwhile: not conflicts (see forget_table)
         # tables this session's DDL named meanwhile, with the catalog version after it: their changes up to it are
@@ -183,6 +185,7 @@ class Transaction:
         alone."""
         self.check_usable()
         self.read_names.update(reads)
+        self.reads_run += 1
         self.flush(self.to_flush(reads, point_keys, params, names))
         values = {**self.slots(), **params}
         conn = self.reader or self.conn
@@ -273,6 +276,7 @@ class Transaction:
             return result
         self.check_usable()
         self.read_names.update(plan.reads)
+        self.reads_run += 1
         out = [tuple(row[i] for i in read.outputs) for row in rows if row is not None]
         return Result(columns=list(columns), rows=out, rowcount=len(out))
 
@@ -584,6 +588,7 @@ class Transaction:
         if new is None:
             return None
         self.read_names.update(plan.reads)
+        self.reads_run += 1
         return [(*key, *new)]
 
     def _held_deletes(self, plan: DeletePlan, bound: Bound) -> list[Key] | None:
@@ -599,6 +604,7 @@ class Transaction:
         if any(r is MISSING for r in rows):
             rows = self.read_whole(plan, read, bound, keys)
         self.read_names.update(plan.reads)
+        self.reads_run += 1
         return [k for k, r in zip(keys, rows) if r is not None]
 
     def _read_updated_row(self, plan: UpdatePlan, bound: Bound) -> bool:
@@ -727,7 +733,7 @@ class Transaction:
         failed write: a DROP or ALTER elsewhere is likely)?"""
         try:
             self.db.catalog.refresh(self.conn)
-        except DatabaseError:
+        except (DatabaseError, InterfaceError):  # a lost connection: the write's own error is the one to report
             return False
         now = self.db.catalog.get(info.schema, info.name)
         return now is None or (now.table_id, now.columns, now.cache) != (info.table_id, info.columns, info.cache)
@@ -753,6 +759,35 @@ class Transaction:
         space (tique/storage.py; this process then stops writing until space returns), else None."""
         classified = self.db.storage.classify(exc, self.conn)
         return classified if isinstance(classified, StorageFull) and classified is not exc else None
+
+    def check_reads_saw_one_catalog(self) -> None:
+        """COMMIT of a read-only transaction, which writes no record, so the check that fails a writer overlapping
+        a DDL of a table it read (commit.py) does not run: another session's RENAME COLUMN swap, DROP and ADD
+        COLUMN, or DROP and CREATE of a table it read, between two of its statements, made the later ones read
+        the new table (a row read as (1, 10, 100) came back as (1, 100, 10); found by a review). Such a
+        transaction fails as a writer would (SerializationFailure). Costs a statement for a transaction that read
+        tables in two statements or more, and one more when some DDL committed since it began."""
+        seen = self.lease.catalog_at_begin
+        if self.reads_run < 2 or seen is None or not self.read_names:
+            return
+        if self.db.sequencer.catalog_version(self.conn) == seen:
+            return
+        tables = {(i.schema, i.name) for i in self.db.catalog.all() if i.qualified in self.read_names}
+        hashes = ", ".join(str(schema_hash(s, n)) for s, n in sorted(tables))
+        own = "".join(f" AND d.txid <> {int(x)}" for x in sorted(self.own_ddl))
+        found = (
+            self.conn.execute(
+                f"SELECT COUNT(*) FROM tique.commits AS d WHERE d.cts > {int(self.sts)} AND d.h IN ({hashes}){own} "
+                "AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok)"
+            ).scalar()
+            if hashes
+            else 0
+        )
+        if found:
+            raise SerializationFailure(
+                "another session changed a table this read-only transaction read (DROP, ALTER or RENAME) after it "
+                "began, so its later statements may have read the changed table: nothing was changed, run it again"
+            )
 
     def schema_hashes(self) -> list[int]:
         """The DDL write-set entries of every table this transaction read or wrote (catalog.schema_hash)."""

@@ -12,8 +12,8 @@
 Found here and fixed: a WITH name or a quoted name differing in case from a tique table failed every transaction;
 a genuine error beside an unrelated DDL or load became a SerializationFailure; a move into Storage longer than the
 commit lease let a writer hide a loaded row; an empty load failed overlapping writers; an ordinary user's refused
-load named tique's Storage. Left as a strict xfail, a documented limitation of loads (README): a read-only
-transaction sees rows a load adds to Storage during it.
+load named tique's Storage; a read-only transaction that saw rows a load added to Storage during it committed
+(it now fails at COMMIT, as a writer does).
 """
 
 from __future__ import annotations
@@ -291,12 +291,10 @@ def test_a_move_longer_than_the_commit_lease_loses_no_loaded_row(connect: Connec
     assert loaded != 2 or isinstance(seen[1], Exception) or got == [(5, 5), (6, 6)], (loaded, seen, got)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="documented limitation (README, bulk_load): loaded rows go to Storage, which every snapshot sees: a "
-    "read-only transaction (never certified) reads a key absent, then present, in one snapshot, and commits",
-)
 def test_a_read_only_transaction_reads_one_snapshot_across_a_load(connect: Connect, unique_name: Names) -> None:
+    """Was a strict xfail (loaded rows go to Storage, which every snapshot sees: a read-only transaction read a key
+    absent, then present, and committed). A read-only transaction that read in two statements or more now checks at
+    COMMIT for DDL and loads of the tables it read since it began, and fails as a writer does."""
     loader, reader = connect(), connect()
     name = table(loader, unique_name("ro"), 1)
     cur = reader.cursor()
@@ -514,7 +512,7 @@ def test_commit_after_another_sessions_alter_fails_retryably(connect: Connect, u
 
 
 def test_list_append_with_loads_and_renames_is_snapshot_isolated(embedded_url: str, unique_name: Names) -> None:
-    """Every transaction appends (read-only ones are the xfail above); loads of fresh keys and two renames run
+    """Every transaction appends (read-only ones: the test above); loads of fresh keys and two renames run
     in the middle. The history must be snapshot isolated."""
     name = unique_name("elle")
     setup = tique.connect(embedded_url)

@@ -298,7 +298,7 @@ def test_pinned_updates_and_deletes_match_the_model(table: tuple[str, str, str],
 
 def test_a_failed_duplicate_insert_then_pinned_reads(table: tuple[str, str, str], switch: Switch) -> None:
     url, name, _ = table
-    conn = tique.connect(url)
+    conn = tique.connect(url, on_statement_error="continue")
     cur = conn.cursor()
     try:
         cur.execute(f"INSERT INTO {name} (w, d, o, n, v, note) VALUES (1, 2, 3, 8, 7, 'a')")

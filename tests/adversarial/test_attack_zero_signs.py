@@ -168,7 +168,7 @@ def test_users_own_set_optimizer_then_flush(
 
 
 def test_failed_set_optimizer_keeps_the_tracked_pipeline(connect: Connect, unique_name: Callable[[str], str]) -> None:
-    conn, table = _table(connect, unique_name)
+    conn, table = _table(connect, unique_name, on_statement_error="continue")
     cur = conn.cursor()
     _analytical(conn, table)
     with pytest.raises(tique.DatabaseError):
@@ -182,7 +182,7 @@ def test_failed_set_optimizer_keeps_the_tracked_pipeline(connect: Connect, uniqu
 def test_engine_error_inside_the_zero_sign_block_leaves_the_session_usable(
     connect: Connect, unique_name: Callable[[str], str]
 ) -> None:
-    conn, table = _table(connect, unique_name)
+    conn, table = _table(connect, unique_name, on_statement_error="continue")
     cur = conn.cursor()
     _analytical(conn, table)  # on default_pipe: the failing statement switches to minimal_fast and back
     with pytest.raises(tique.DataError):
@@ -225,7 +225,7 @@ def test_float_key_zero_is_one_key(
     connect: Connect, unique_name: Callable[[str], str], checkpoint: Callable[[], None], key_type: str
 ) -> None:
     """By design a key -0.0 is stored as 0.0 (MonetDB hashes a DOUBLE by its bits); its other columns keep signs."""
-    conn = connect()
+    conn = connect(on_statement_error="continue")
     table = unique_name("zkey")
     cur = conn.cursor()
     cur.execute(f"CREATE TABLE {table} (k {key_type} PRIMARY KEY, v DOUBLE)")

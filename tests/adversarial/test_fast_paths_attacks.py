@@ -28,7 +28,9 @@ def opened(embedded_url: str) -> Iterator[Callable[..., tique.Connection]]:
 
 
 def table(url: str, name: str, ddl: str, rows: list[tuple[Any, ...]]) -> str:
-    with closing(tique.connect(url)) as conn:  # closed: an open session pins its last snapshot
+    with closing(
+        tique.connect(url, on_statement_error="continue")
+    ) as conn:  # closed: an open session pins its last snapshot
         conn.cursor().execute(ddl.format(t=name))
         if rows:
             conn.bulk_load(name, rows)
@@ -46,7 +48,9 @@ def q(cur: Any, sql: str, params: tuple[Any, ...] | None = None) -> Outcome:
 
 
 def contents(url: str, name: str, order: str = "1") -> list[tuple[Any, ...]]:
-    with closing(tique.connect(url)) as conn:  # closed: an open session pins its last snapshot
+    with closing(
+        tique.connect(url, on_statement_error="continue")
+    ) as conn:  # closed: an open session pins its last snapshot
         cur = conn.cursor()
         cur.execute(f"SELECT * FROM {name} ORDER BY {order}")
         rows = [tuple(r) for r in cur.fetchall()]
@@ -158,7 +162,9 @@ def test_a_view_and_a_cte_hiding_the_column(
     t = table(embedded_url, unique_name("ff"), "CREATE TABLE {t} (k INT PRIMARY KEY, d INT, e INT)",
               [(1, 0, 5), (2, 0, 6)])  # fmt: skip
     view = unique_name("fv")
-    with closing(tique.connect(embedded_url)) as conn:  # closed: an open session pins its last snapshot
+    with closing(
+        tique.connect(embedded_url, on_statement_error="continue")
+    ) as conn:  # closed: an open session pins its last snapshot
         conn.cursor().execute(f"CREATE VIEW {view} AS SELECT k AS a, d + e AS b FROM {t}")
         conn.commit()
     conn = opened()
@@ -180,7 +186,7 @@ def test_a_failed_statement_keeps_what_a_read_must_send(
     column to be sent to a read of that column, and reads of neither see the failed one."""
     t = table(embedded_url, unique_name("fg"), "CREATE TABLE {t} (k INT PRIMARY KEY, u INT UNIQUE, d INT)",
               [(1, 1, 0), (2, 2, 0)])  # fmt: skip
-    conn = opened()
+    conn = opened(on_statement_error="continue")
     cur = conn.cursor()
     cur.execute(f"UPDATE {t} SET d = %s WHERE k = %s", (7, 1))
     assert q(cur, f"UPDATE {t} SET u = %s WHERE k = %s", (2, 1)) == ("error", "UniqueViolation")
@@ -205,7 +211,7 @@ def test_updates_computed_in_the_client_match_the_engine(
         "CREATE TABLE {t} (k INT PRIMARY KEY, v INT, s SMALLINT, d DECIMAL(5,2), c VARCHAR(3))",
         [(1, 2147483647, 32767, decimal.Decimal("999.99"), "a"), (2, None, None, None, None)],
     )  # fmt: skip
-    conn = opened(held_rows=held)
+    conn = opened(held_rows=held, on_statement_error="continue")
     cur = conn.cursor()
     got = [
         q(cur, f"UPDATE {t} SET v = v + %s WHERE k = %s", (1, 1)),
@@ -319,7 +325,7 @@ def test_a_referenced_parent_is_still_refused_or_conflicts(
     p = table(embedded_url, unique_name("fp"), "CREATE TABLE {t} (id INT PRIMARY KEY, v INT)", [(1, 1), (2, 2), (3, 3)])
     c = table(embedded_url, unique_name("fq"), f"CREATE TABLE {{t}} (id INT PRIMARY KEY, pid INT REFERENCES {p} (id))",
               [(10, 1)])  # fmt: skip
-    a, b = opened(), opened()
+    a, b = opened(on_statement_error="continue"), opened(on_statement_error="continue")
     acur, bcur = a.cursor(), b.cursor()
     acur.execute("SELECT 1")
     bcur.execute(f"INSERT INTO {c} VALUES (%s, %s)", (20, 2))  # after a's snapshot

@@ -25,7 +25,7 @@ def test_update_refuses_what_the_column_cannot_hold(
     connect: Callable[..., tique.Connection], unique_name: Callable[[str], str], held: bool
 ) -> None:
     t = unique_name("dec")
-    conn = connect(held_rows=held)
+    conn = connect(held_rows=held, on_statement_error="continue")
     cur = conn.cursor()
     cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, d DECIMAL(38,2), e DECIMAL(9,3))")
     cur.execute(f"INSERT INTO {t} VALUES (1, 5, 5), (2, 5, 5), (3, 5, 5)")

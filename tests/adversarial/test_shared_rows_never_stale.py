@@ -252,4 +252,5 @@ def test_a_bulk_load_in_the_process_reaches_rows_an_open_transaction_holds(
     loader.bulk_load(table, [(70, "loaded", 7)])
     cur.execute(f"SELECT * FROM {table} WHERE id = %s", (70,))
     assert cur.fetchall() == [(70, "loaded", Decimal("7.00"))]
-    reader.commit()
+    with pytest.raises(tique.SerializationFailure):  # it read the table before and after the load: not one state
+        reader.commit()

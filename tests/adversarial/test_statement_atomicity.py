@@ -26,7 +26,7 @@ MODES = [(w, c) for w in ("buffered", "direct") for c in ("immediate", "flush")]
 @pytest.fixture
 def table(embedded_url: str, unique_name: Names) -> Iterator[str]:
     name = unique_name("atom")
-    conn = tique.connect(embedded_url)
+    conn = tique.connect(embedded_url, on_statement_error="continue")
     cur = conn.cursor()
     cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, v INT NOT NULL, w INT)")
     # w is NULL on row 3 only: SET v = w fails there, and succeeds on every other row first or after
@@ -39,7 +39,7 @@ def table(embedded_url: str, unique_name: Names) -> Iterator[str]:
 
 
 def contents(url: str, table: str) -> list[tuple[int, int, int | None]]:
-    conn = tique.connect(url)
+    conn = tique.connect(url, on_statement_error="continue")
     cur = conn.cursor()
     cur.execute(f"SELECT k, v, w FROM {table} ORDER BY k")
     rows = [tuple(r) for r in cur.fetchall()]
@@ -53,7 +53,7 @@ def run_case(
     """Good write, failing statement, good write, commit; the table is as if the failing one never ran."""
     write_mode, insert_check = mode
     before = contents(url, table)
-    conn = tique.connect(url, write_mode=write_mode, insert_check=insert_check)
+    conn = tique.connect(url, write_mode=write_mode, insert_check=insert_check, on_statement_error="continue")
     cur = conn.cursor()
     try:
         cur.execute(f"UPDATE {table} SET w = -1 WHERE k = 5")
@@ -113,7 +113,7 @@ def test_update_moving_two_keys_onto_one(embedded_url: str, table: str, mode: tu
 def test_failed_write_after_a_read_of_own_writes(embedded_url: str, table: str, mode: tuple[str, str]) -> None:
     """The failing UPDATE first sends earlier writes to the engine (to read them): those stay, its own do not."""
     write_mode, insert_check = mode
-    conn = tique.connect(embedded_url, write_mode=write_mode, insert_check=insert_check)
+    conn = tique.connect(embedded_url, write_mode=write_mode, insert_check=insert_check, on_statement_error="continue")
     cur = conn.cursor()
     try:
         cur.execute(f"INSERT INTO {table} VALUES (7, 7, 70)")

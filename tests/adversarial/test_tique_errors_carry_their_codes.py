@@ -48,7 +48,7 @@ def test_a_transaction_that_can_only_roll_back_says_tq001(connect: Connect, uniq
 def test_an_unknown_commit_outcome_says_tq002(
     connect: Connect, unique_name: Names, hooks: list[Callable[[str, Transaction], None]]
 ) -> None:
-    conn = connect()
+    conn = connect(on_statement_error="continue")
     table = table_with_row(conn, unique_name("tq2"))
     conn.cursor().execute(f"UPDATE {table} SET v = 12 WHERE k = 1")
     target = conn.transaction()
@@ -83,7 +83,7 @@ def test_a_lease_that_ran_out_says_tq003(connect: Connect, unique_name: Names) -
 
 
 def test_constraint_checks_say_their_codes(connect: Connect, unique_name: Names) -> None:
-    conn = connect()
+    conn = connect(on_statement_error="continue")
     parent = table_with_row(conn, unique_name("tqp"))
     child = unique_name("tqc")
     cur = conn.cursor()

@@ -21,7 +21,7 @@ Connect = Callable[..., tique.Connection]
 )
 def test_user_prepare_and_exec_are_refused(connect: Connect, unique_name: Callable[[str], str], statement: str) -> None:
     table = unique_name("userexec")
-    conn = connect(write_mode="buffered")
+    conn = connect(write_mode="buffered", on_statement_error="continue")
     cur = conn.cursor()
     cur.execute(f"CREATE TABLE {table} (k INT PRIMARY KEY, v INT)")
     conn.commit()

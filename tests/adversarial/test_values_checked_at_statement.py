@@ -51,8 +51,10 @@ _made: dict[str, tuple[str, str]] = {}
 
 @pytest.fixture
 def tables(connect: Connect, url: str, unique_name: Callable[[str], str]) -> tuple[tique.Connection, str, str]:
-    """A connection, a tique table and its plain twin (made once per database), each holding row 1 alone."""
-    conn = connect()
+    """A connection, a tique table and its plain twin (made once per database), each holding row 1 alone. The
+    connection lets a transaction go on after a failed statement (on_statement_error="continue"): that no value
+    of a refused statement was buffered shows in what the transaction commits after it."""
+    conn = connect(on_statement_error="continue")
     cur = conn.cursor()
     if url not in _made:
         name = unique_name("vchk")
