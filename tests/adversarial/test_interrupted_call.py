@@ -38,7 +38,7 @@ try:
     print(cur.fetchall(), flush=True)
     conn.close()
 except tique.Error as exc:  # over MAPI the interrupted exchange costs the connection
-    print("error:", "connection is closed" in str(exc), flush=True)
+    print("error:", "interrupted mid-exchange" in str(exc), flush=True)
 """
 
 

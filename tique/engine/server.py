@@ -84,6 +84,7 @@ class ServerConnection:
         self._lock = threading.Lock()
         self.owner = new_owner()  # this session's turns in the C module (tique/turns.py)
         self._turn_owed = False  # a failed statement's turn not ended yet (_end_turn)
+        self._lost: str | None = None  # why the session ended, when the server or an interrupt ended it
         try:
             self._conn: Any = pymonetdb.connect(
                 database=url.database,
@@ -126,6 +127,8 @@ class ServerConnection:
     def execute(self, sql: str) -> Result:
         with self._lock:
             if self._conn is None:
+                if self._lost is not None:  # not closed by tique: the error says the server went, not "closed"
+                    raise ConnectionFailure(f"lost the connection to {self.engine.describe()}: {self._lost}")
                 raise InterfaceError("connection is closed", "08003")
             result = self._execute(self._cursor, sql)
             if self._turn_owed:
@@ -157,12 +160,12 @@ class ServerConnection:
             # representable in Python (a year past 9999, a TIME of 24:00...)
             raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
         except (OSError, EOFError) as exc:
-            self._abandon()
+            self._abandon(str(exc) or type(exc).__name__)
             raise ConnectionFailure(f"lost the connection to {self.engine.describe()}: {exc}") from None
         except BaseException:
             # interrupted (KeyboardInterrupt) mid-exchange: the statement's reply may still come, and would
             # answer the next statement; drop the connection, so the next one fails as a lost connection
-            self._abandon()
+            self._abandon("a statement was interrupted mid-exchange")
             raise
         columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
         rows = _reals(columns, rows)
@@ -205,7 +208,9 @@ class ServerConnection:
             return
         in_one_transaction(self.execute, statements)
 
-    def _abandon(self) -> None:
+    def _abandon(self, lost: str | None = None) -> None:
+        """Drop the session; ``lost``: why, when the server or an interrupt ended it rather than a close."""
+        self._lost = lost
         conn, self._conn = self._conn, None
         try:
             conn.close()
