@@ -349,6 +349,12 @@ class TableReplaced(OperationalError):
     looked up: nothing was written."""
 
 
+def still_current_sql(info: TableInfo) -> str:
+    """A condition a DELETE by ``info``'s Storage or Cache name adds (``AND ...``): it deletes nothing once the
+    table was dropped, or dropped and created again under its name (see still_current)."""
+    return f"EXISTS (SELECT 1 FROM tique.tables WHERE table_id = {int(info.table_id)})"
+
+
 def still_current(conn: RawConnection, info: TableInfo, what: str) -> None:
     """The first statement of an engine transaction that writes ``info``'s Storage or Cache by name, outside the
     commit protocol (the checkpointer's move, a bulk load's): TableReplaced unless ``info``'s table is still in
