@@ -59,7 +59,7 @@ def commit(t: Transaction) -> CommitResult:
     """
     t.check_usable()
     if t.read_only:
-        t.check_reads_saw_one_catalog()
+        check_read_only(t)
         return CommitResult(True, None)  # read-only transactions write no metadata
     hashes = t.record_set()
     seq, conn, s = t.db.sequencer, t.conn, t.settings
@@ -231,16 +231,9 @@ def conflicts_sql(t: Transaction, cts: int | str) -> str:
 def _conflicts(t: Transaction, cts: str, sts: str, txid: str, now_ms: str) -> str:
     """conflicts_sql with the values given as SQL text (literals, or a prepared statement's slots)."""
     live = t.db.sequencer.live_sql
-    schema = ", ".join(str(h) for h in t.schema_hashes())
     aborted = f"SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {sts} AND cts < {cts}"
-    ddl = (
-        f"UNION ALL SELECT -2 FROM tique.commits AS d WHERE d.cts > {sts} AND d.cts < {cts} "
-        f"AND d.h IN ({schema}) {live('d.cts')} "
-        + "".join(f"AND d.txid <> {x} " for x in sorted(t.own_ddl))
-        + f"AND d.txid NOT IN ({aborted})"
-        if schema
-        else ""
-    )
+    records = _ddl_records(t, sts, aborted, f"AND d.cts < {cts} {live('d.cts')} ")
+    ddl = f"UNION ALL SELECT -2 {records}" if records else ""
     mine = f"SELECT h FROM tique.commits WHERE txid = {txid}"
     if t.buffer.refs:  # references conflict with probes only: children of one parent do not conflict
         mine += f" AND h NOT IN ({', '.join(str(h) for h in sorted(t.buffer.refs))})"
@@ -254,6 +247,38 @@ def _conflicts(t: Transaction, cts: str, sts: str, txid: str, now_ms: str) -> st
         f"AND r.until_ms > {now_ms} AND r.txid NOT IN (SELECT txid FROM tique.outcomes) "
         f"AND r.h IN (SELECT h FROM tique.commits WHERE txid = {txid}) {ddl}"
     )
+
+
+def _ddl_records(t: Transaction, sts: str, aborted: str, bounds: str = "") -> str:
+    """``FROM ... WHERE``: the commit records of DDL (catalog.schema_hash) of a table ``t`` read or wrote, committed
+    after ``sts`` (``bounds``: more conditions on them, each beginning with AND), other than its own session's and
+    those ``aborted`` (a query of their ids) lists; "" when it used no table."""
+    schema = ", ".join(str(h) for h in t.schema_hashes())
+    if not schema:
+        return ""
+    own = "".join(f"AND d.txid <> {x} " for x in sorted(t.own_ddl))
+    return (
+        f"FROM tique.commits AS d WHERE d.cts > {sts} {bounds}AND d.h IN ({schema}) {own}AND d.txid NOT IN ({aborted})"
+    )
+
+
+def check_read_only(t: Transaction) -> None:
+    """COMMIT of a read-only transaction, which writes no record, so certification's check that fails a writer
+    overlapping a DDL of a table it read (conflicts_sql's -2) does not run: another session's RENAME COLUMN swap,
+    DROP and ADD COLUMN, or DROP and CREATE of a table it read, between two of its statements, made the later ones
+    read the new table (a row read as (1, 10, 100) came back as (1, 100, 10); found by a review). Such a
+    transaction fails as a writer would (SerializationFailure). Costs a statement for a transaction that read
+    tables in two statements or more, and one more when some DDL committed since it began."""
+    seen = t.lease.catalog_at_begin
+    if t.reads_run < 2 or seen is None or not t.read_names or t.db.sequencer.catalog_version(t.conn) == seen:
+        return
+    sts = str(t.sts)
+    records = _ddl_records(t, sts, f"SELECT txid FROM tique.outcomes WHERE NOT ok AND cts > {sts}")
+    if records and t.conn.execute(f"SELECT COUNT(*) {records}").scalar():
+        raise SerializationFailure(
+            "another session changed a table this read-only transaction read (DROP, ALTER or RENAME) after it "
+            "began, so its later statements may have read the changed table: nothing was changed, run it again"
+        )
 
 
 def _step(name: str, t: Transaction) -> None:

@@ -430,7 +430,7 @@ class Connection:
         try:
             plan, bound = self._plan_for(operation, parameters, catalog_version)
         except Exception as exc:  # a syntax error, an unknown name, a refused construct: in MonetDB as at its run
-            if self._txn is not None and not self._autocommitting and not isinstance(exc, errors.SeveralStatements):
+            if self._txn is not None and not self._autocommitting:
                 self._aborted_by(self._txn, operation, exc)
             raise
         if isinstance(plan, DDL) and parameters is not None:
@@ -489,11 +489,12 @@ class Connection:
         """A statement of the application's transaction failed: with on_statement_error='abort' (the default) the
         transaction can then only be rolled back, as MonetDB aborts it under pymonetdb, so a COMMIT after the
         error keeps nothing (pandas' to_sql commits after a chunk failed; code that catches an IntegrityError and
-        commits expects MonetDB to refuse). An interrupt (Ctrl-C) is not the statement's failure, and a construct
-        tique refuses (NotSupportedError: a savepoint, MERGE...) is refused before anything of it runs."""
-        if self.settings.on_statement_error != "abort" or self._txn is not txn:
+        commits expects MonetDB to refuse). An interrupt (Ctrl-C) is not the statement's failure; a construct
+        tique refuses (NotSupportedError: a savepoint, MERGE...) or a parameter it cannot carry is refused before
+        anything of it runs; several statements in one text are run one by one (Cursor._run_script)."""
+        if self.settings.on_statement_error != "abort" or self._txn is not txn or not isinstance(exc, Exception):
             return
-        if not isinstance(exc, Exception) or isinstance(exc, (errors.NotSupportedError, errors.ParameterRefused)):
+        if isinstance(exc, (errors.NotSupportedError, errors.ParameterRefused, errors.SeveralStatements)):
             return
         if not txn.failed:
             operation = operation.strip()

@@ -760,35 +760,6 @@ class Transaction:
         classified = self.db.storage.classify(exc, self.conn)
         return classified if isinstance(classified, StorageFull) and classified is not exc else None
 
-    def check_reads_saw_one_catalog(self) -> None:
-        """COMMIT of a read-only transaction, which writes no record, so the check that fails a writer overlapping
-        a DDL of a table it read (commit.py) does not run: another session's RENAME COLUMN swap, DROP and ADD
-        COLUMN, or DROP and CREATE of a table it read, between two of its statements, made the later ones read
-        the new table (a row read as (1, 10, 100) came back as (1, 100, 10); found by a review). Such a
-        transaction fails as a writer would (SerializationFailure). Costs a statement for a transaction that read
-        tables in two statements or more, and one more when some DDL committed since it began."""
-        seen = self.lease.catalog_at_begin
-        if self.reads_run < 2 or seen is None or not self.read_names:
-            return
-        if self.db.sequencer.catalog_version(self.conn) == seen:
-            return
-        tables = {(i.schema, i.name) for i in self.db.catalog.all() if i.qualified in self.read_names}
-        hashes = ", ".join(str(schema_hash(s, n)) for s, n in sorted(tables))
-        own = "".join(f" AND d.txid <> {int(x)}" for x in sorted(self.own_ddl))
-        found = (
-            self.conn.execute(
-                f"SELECT COUNT(*) FROM tique.commits AS d WHERE d.cts > {int(self.sts)} AND d.h IN ({hashes}){own} "
-                "AND d.txid NOT IN (SELECT txid FROM tique.outcomes WHERE NOT ok)"
-            ).scalar()
-            if hashes
-            else 0
-        )
-        if found:
-            raise SerializationFailure(
-                "another session changed a table this read-only transaction read (DROP, ALTER or RENAME) after it "
-                "began, so its later statements may have read the changed table: nothing was changed, run it again"
-            )
-
     def schema_hashes(self) -> list[int]:
         """The DDL write-set entries of every table this transaction read or wrote (catalog.schema_hash)."""
         tables = {(e.table.schema, e.table.name) for e in self.writes.values()}
