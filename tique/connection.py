@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import re
@@ -18,6 +19,7 @@ from tique.catalog import TableInfo
 from tique.database import Database
 from tique.ddl import dropped_table, renamed_table, run_ddl
 from tique.engine.base import Result
+from tique.engine.result_types import describe, literal_kind
 from tique.engine.url import parse_url
 from tique.errors import InterfaceError, NotSupportedError, ProgrammingError, SerializationFailure, restated
 from tique.names import quote as quoted_name
@@ -49,6 +51,9 @@ from tique.versioned import versioned
 from tique.zero_signs import KEEPING, SAFE
 
 T = TypeVar("T")
+
+
+_NUMBERS = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class Connection:
         self._txn: Transaction | None = None
         self._autocommit = False
         self._block = False  # START TRANSACTION in autocommit mode: statements join it until COMMIT or ROLLBACK
+        self._number = next(_NUMBERS)  # this connection among the process's, for ever (id() is used again)
         self._closed = False
         self._last_cts = 0  # this session's last commit: its next snapshot must include it
         self._last_txid = 0  # this session's last transaction: the next begin ends its snapshot pin
@@ -527,13 +533,16 @@ class Connection:
     def _run(self, txn: Transaction, plan: Plan, bound: Bound) -> Executed:
         """A statement in transaction ``txn``: a pass-through one as it is, a read of the snapshot (on the
         pipeline and under the gate its kind asks for), or a write buffered in the transaction."""
+        before = self.db.catalog.version  # a query's result is typed under the catalog it ran in (see _typed)
         if isinstance(plan, PassThrough):
-            return Executed(self._pass_through(plan, bound))
+            result = self._pass_through(plan, bound)
+            return Executed(self._typed(result, plan, bound, before, lambda: bound.rendered))
         if isinstance(plan, ReadPlan):
             try:
-                return Executed(self._read(txn, plan, bound))
+                result = self._read(txn, plan, bound)
             except ProgrammingError as exc:  # the engine names tique's internal tables: name the user's
                 raise self.read_denied(txn, plan.reads, exc) from None
+            return Executed(self._typed(result, plan, bound, before, lambda: {**txn.slots(), **bound.rendered}))
         if not isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan, CopyPlan)):  # pragma: no cover
             raise ProgrammingError(f"cannot run {type(plan).__name__}")
         if isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan)) and not self.db.owner:
@@ -542,6 +551,39 @@ class Connection:
             self._keep_zero_signs()
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
+
+    def _typed(
+        self,
+        result: Result,
+        plan: ReadPlan | PassThrough,
+        bound: Bound,
+        before: int,
+        values: Callable[[], dict[str, str]],
+    ) -> Result:
+        """An embedded query's result with its values and type names as MonetDB types them (as pymonetdb has them
+        over MAPI): the C API passes an INTERVAL as an integer, a JSON value quoted, a UUID as a string... The
+        types are asked of MonetDB once per statement shape (tique/engine/result_types.py). Its context: the
+        parameters' kinds (a NULL or an INTERVAL make `SELECT %s` of other types), the schema unqualified names
+        are in, and this session when it has temporary tables (another's of the same name may differ)."""
+        known = self.db.result_types
+        if known is None or not result.columns:
+            return result
+        skip = [position for position, _ in plan.decode.columns]  # outputs tique read as text and decoded itself
+        options = self.read_options
+        context = (
+            tuple(literal_kind(v) for v in bound.rendered.values()),
+            options.schema,
+            self._number if options.temporary else None,
+        )
+        template, catalog = plan.template, self.db.catalog
+        return known.typed(
+            result,
+            template,
+            context,
+            (before, lambda: catalog.version),
+            lambda: describe(self._raw.execute, template.render(values())),
+            skip,
+        )
 
     def _altered_since_begin(
         self, txn: Transaction, tables: Callable[[], Iterable[str]]

@@ -20,6 +20,7 @@ from tique import bootstrap, catalog, privileges
 from tique.append_guard import AppendGuard
 from tique.cache_keys import cache_keys_of
 from tique.engine import Engine, RawConnection, open_engine, udf
+from tique.engine.result_types import ResultTypes
 from tique.engine.url import EngineURL, parse_url
 from tique.errors import InterfaceError
 from tique.record_keys import record_keys_for
@@ -108,6 +109,8 @@ class Database:
         self.workload = Workload()  # who writes now: analytical reads yield to them (tique/workload.py)
         # the thread yielding reads run on: embedded, the kernel runs a sequential read on the calling thread
         self.low_priority = LowPriorityThread() if url.kind == "embedded" else None
+        # embedded: the SQL types of results, which the C API does not pass (tique/engine/result_types.py)
+        self.result_types = ResultTypes() if url.kind == "embedded" else None
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or COMMIT_LEASE_MS)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from tique.append_guard import AppendGuard
 from tique.engine.base import RawConnection, Result, drops_prepared
+from tique.engine.result_types import DESCRIBE, newest_prepared, newest_read
 from tique.errors import Error, connection_lost, prepared_statement_missing, value_not_converted
 from tique.rewrite.template import SLOT_PREFIX, Template
 from tique.rewrite.values import ENGINE_STRING_TYPES
@@ -59,10 +60,7 @@ _TEXT_PARAMETERS = ENGINE_STRING_TYPES
 # The id the session's newest statement took and its parameters' types, asked right after each PREPARE. The id is
 # read, not counted: 11.41 numbers some refused PREPAREs ("Could not determine type") and not others ("identifier
 # unknown", a syntax error), and a count one too high made a later EXEC run ANOTHER statement.
-_TYPES_OF = (
-    "SELECT s.id, a.type FROM (SELECT MAX(statementid) AS id FROM sys.prepared_statements) AS s "
-    "LEFT JOIN sys.prepared_statements_args AS a ON a.statementid = s.id AND a.inout = 1 ORDER BY a.number"
-)
+_TYPES_OF = newest_prepared(1)
 
 
 # A slot alone in an ORDER BY list: there an integer literal is a column's position (`ORDER BY 2`), while a cast
@@ -75,9 +73,10 @@ def _sorts_by_slot(template: Template) -> bool:
 
 
 def preparing(sql: str) -> bool:
-    """Is ``sql`` one of the statements that prepare a statement (its PREPARE, the query of its parameters' types),
-    which a session sends once per statement shape? (For counting a transaction's round trips.)"""
-    return sql.startswith(("PREPARE ", _TYPES_OF))
+    """Is ``sql`` one of the statements that prepare a statement (its PREPARE, the query of its parameters' or
+    results' types, a DEALLOCATE), which a session sends once per statement shape? (For counting a transaction's
+    round trips.)"""
+    return sql.startswith(("PREPARE ", _TYPES_OF, DESCRIBE, "DEALLOCATE "))
 
 
 UNPREPARABLE = "unpreparable"
@@ -274,11 +273,11 @@ class PreparingConnection:
                 raise  # the statement's own error: the session is gone, not the statement unpreparable
             self._unpreparable.add(key)  # e.g. a parameter whose type MonetDB cannot tell: run as text
             return None
-        if not rows or rows[0][0] is None:
+        newest = newest_read(rows)
+        if newest is None:
             self._unpreparable.add(key)
             return None
-        sid = int(rows[0][0])
-        self._kinds[key] = tuple(str(kind) for _, kind in rows if kind is not None)
+        sid, self._kinds[key] = newest
         self._ids[key] = sid
         return sid
 

@@ -354,8 +354,8 @@ def _unguarded(sent: Sent, tables: dict[str, tuple[str, ...]]) -> list[str]:
                     continue
                 want = part(f"sys.{name}")
                 text = sql.lstrip()
-                if text.upper().startswith(("DELETE", "CREATE", "DROP", "ALTER", "UPDATE")):
-                    continue  # a delete grows no heap; DDL: see the report
+                if text.upper().startswith(("DELETE", "CREATE", "DROP", "ALTER", "UPDATE", "PREPARE")):
+                    continue  # a delete grows no heap; DDL: see the report; a PREPARE compiles, reading no row
                 into = text.upper().startswith(("INSERT", "COPY")) and "INTO" in text.split(physical)[0].upper()
                 reads_too = "SELECT" in text.upper()
                 appended = any(a and want in names for a, names in parts)

@@ -50,6 +50,8 @@ class Reads:
         conn.statement_hooks.append(self)
 
     def __call__(self, sql: str, seconds: float, error: BaseException | None) -> None:
+        if sql.startswith("PREPARE "):  # compiles, reads nothing (a statement's own, or its result types asked)
+            return
         if self.table in sql or sql.upper().startswith("EXEC"):  # a prepared statement's run names no table
             ended = time.monotonic()
             held = self.conn.db.workload.turn.locked()
