@@ -176,7 +176,9 @@ _SAVEPOINTS_REFUSED = (
 )
 
 
-_SYS_SESSIONS = re.compile(r"\bsys\s*\.\s*\"?sessions\b", re.I)
+# MonetDB's views and functions whose reading crashes its kernel as tique runs it (_refuse_sessions)
+_CRASHING = ("sessions", "queue")
+_SYS_SESSIONS = re.compile(rf"\bsys\s*\.\s*\"?({'|'.join(_CRASHING)})\b", re.I)
 _USER_PREPARED = re.compile(r"\s*(?:PREPARE|EXEC|EXECUTE)\b", re.I)
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
 
@@ -330,8 +332,9 @@ _COPY_INTO = re.compile(
 
 def _refuse_sessions(tree: exp.Expression, schema: str, lookup: Lookup, temporary: frozenset[str]) -> None:
     """MonetDB 11.41's embedded kernel crashes (the whole process, or ``tique serve`` with every client) on reading
-    sys.sessions, its view or its function (measured: plain monetdbe too): refused by name instead. A CTE or a
-    temporary table of that name, or a function of another schema, is not it."""
+    sys.sessions, its view or its function (measured: plain monetdbe too), and sys.queue (measured: with tique's
+    sessions open, embedded and served; a review found it): refused by name instead. A CTE or a temporary table of
+    that name, or a function of another schema, is not it."""
     ctes = {c.alias.lower() for c in tree.find_all(exp.CTE) if c.alias}
     created = tree.find(exp.Table) if isinstance(tree, exp.Create) else None  # a new table's name reads nothing
     names = [
@@ -339,17 +342,18 @@ def _refuse_sessions(tree: exp.Expression, schema: str, lookup: Lookup, temporar
         for t in tree.find_all(exp.Table)
         if t is not created and (t.args.get("db") or (ident(t) not in ctes and ident(t) not in temporary))
     ]
-    called = any(
-        str(f.this).lower() == "sessions" and (not isinstance(f.parent, exp.Dot) or ident(f.parent.this) == "sys")
-        for f in tree.find_all(exp.Anonymous)
-    )
-    if called or any(s == "sys" and n == "sessions" and lookup("sys", n) is None for s, n in names):
-        raise _sessions_refused()
+    for f in tree.find_all(exp.Anonymous):
+        called = str(f.this).lower()
+        if called in _CRASHING and (not isinstance(f.parent, exp.Dot) or ident(f.parent.this) == "sys"):
+            raise _sessions_refused(called)
+    for s, n in names:
+        if s == "sys" and n in _CRASHING and lookup("sys", n) is None:
+            raise _sessions_refused(n)
 
 
-def _sessions_refused() -> NotSupportedError:
+def _sessions_refused(name: str) -> NotSupportedError:
     return NotSupportedError(
-        "sys.sessions is refused by tique: reading it crashes MonetDB 11.41's embedded kernel (the whole process, "
+        f"sys.{name} is refused by tique: reading it crashes MonetDB 11.41's embedded kernel (the whole process, "
         "or tique serve with every client)",
         "0A000",
     )
@@ -400,8 +404,9 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     created = compound.compound_start(sql)
     if created:  # MonetDB's own DDL, its body's semicolons and all (compound.py)
         compound.check_one(sql, created.start())
-        if _SYS_SESSIONS.search(sql):  # its body would crash the kernel when run (_refuse_sessions)
-            raise _sessions_refused()
+        crashing = _SYS_SESSIONS.search(sql)
+        if crashing:  # its body would crash the kernel when run (_refuse_sessions)
+            raise _sessions_refused(crashing.group(1).lower())
         db.catalog.refresh(conn)  # never pass a body over a table another process made tique's meanwhile
         tique_tables = {(i.schema, i.name) for i in db.catalog.all() if i.kind != "plain"}
         compound.refuse_tique_tables(sql, created.group(1), tique_tables, options.schema or db.default_schema)
