@@ -436,3 +436,27 @@ def test_rename_to_a_taken_name_says_what_is_wrong(connect: Callable[..., tique.
     cur.execute(f"SELECT COUNT(*) FROM {taken}")
     assert cur.fetchone()[0] == 0
     conn.close()
+
+
+def test_a_table_a_view_uses_is_named_in_the_refusals_of_drop_and_alter(
+    connect: Callable[..., tique.Connection], unique_name
+) -> None:
+    """MonetDB refused DROP TABLE of a tique table a user's view used with "DROP VIEW: cannot drop view 't'": the
+    statement the user did not send. DROP TABLE and ALTER TABLE now name the table and the views that use it, and the
+    table and the view keep their rows."""
+    t, view = unique_name("used"), unique_name("user")
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT)")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 2)")
+    cur.execute(f"CREATE VIEW {view} AS SELECT k FROM {t}")
+    for statement in (f"DROP TABLE {t}", f"DROP TABLE {t} CASCADE"):
+        with pytest.raises(ProgrammingError, match=rf"^DROP TABLE {t}: .*{view} depend on it; drop them first") as e:
+            cur.execute(statement)
+        assert e.value.sqlstate == "2BM37"
+    with pytest.raises(ProgrammingError, match=rf"^ALTER TABLE {t}: views use '{t}' \({view}\)"):
+        cur.execute(f"ALTER TABLE {t} ADD COLUMN w INT")
+    assert conn.execute(f"SELECT * FROM {view}").fetchall() == [(1,)]
+    cur.execute(f"DROP VIEW {view}")
+    cur.execute(f"DROP TABLE {t}")
+    assert conn.execute(f"SELECT COUNT(*) FROM sys.tables WHERE name = '{t}'").fetchall() == [(0,)]

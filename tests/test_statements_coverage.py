@@ -79,6 +79,39 @@ def test_copy_into_is_part_of_the_transaction(
     assert cur.fetchall() == [(1, "one"), (2, None), (3, "none")]
 
 
+def test_a_copy_that_fails_names_the_table_it_was_given(
+    connect: Callable[..., tique.Connection], unique_name, tmp_path: Path
+) -> None:
+    """The engine loads a COPY into a staging table of tique's: its error named it ("Failed to import table
+    'tq_copy_1'"), a name the user never wrote. It names the user's table now, and nothing is loaded."""
+    t = unique_name("copyerr")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, n INT)")
+    conn.commit()
+    data = tmp_path / "bad.csv"
+    data.write_text("1,1\n2,x\n")
+    with pytest.raises(tique.DatabaseError, match=rf"table '{t}', line 2") as failed:
+        cur.execute(f"COPY INTO {t} FROM '{data}' USING DELIMITERS ','")
+    assert "tq_copy" not in str(failed.value)
+    conn.rollback()
+    assert conn.execute(f"SELECT COUNT(*) FROM {t}").fetchall() == [(0,)]
+
+
+def test_a_bulk_load_refused_for_a_null_gives_no_key_hint(
+    connect: Callable[..., tique.Connection], unique_name
+) -> None:
+    t = unique_name("loadnull")
+    conn = connect()
+    conn.cursor().execute(f"CREATE TABLE {t} (id INT PRIMARY KEY, n INT NOT NULL)")
+    conn.commit()
+    with pytest.raises(tique.IntegrityError, match="NOT NULL") as refused:
+        conn.bulk_load(t, [(1, None)])
+    assert "a key already in the table" not in str(refused.value)
+    with pytest.raises(tique.IntegrityError, match="a key already in the table, or given twice"):
+        conn.bulk_load(t, [(1, 1), (1, 2)])
+
+
 def test_default_next_value_for(connect: Callable[..., tique.Connection], unique_name) -> None:
     t, s = unique_name("seqd"), unique_name("seq")
     a, b = connect(), connect()

@@ -143,14 +143,12 @@ def _swap_view(conn: RawConnection, old: TableInfo, new: TableInfo) -> None:
 
 
 def _check_no_dependents(conn: RawConnection, info: TableInfo) -> None:
-    users = conn.execute(
-        "SELECT COUNT(*) FROM sys.dependencies d JOIN sys.tables t ON d.id = t.id JOIN sys.schemas s ON "
-        f"t.schema_id = s.id WHERE s.name = {literal(info.schema)} AND t.name = {literal(info.name)}"
-    ).scalar()
+    users = views.dependents(conn, info)
     if users:
         raise ProgrammingError(
-            f"ALTER TABLE {info.name}: views use {info.name!r}, and tique replaces its view {info.name!r} to change "
-            f"the table; drop the views that use {info.name!r} first and create them again afterwards"
+            f"ALTER TABLE {info.name}: views use {info.name!r} ({', '.join(users)}), and tique replaces its view "
+            f"{info.name!r} to change the table; drop the views that use {info.name!r} first and create them again "
+            "afterwards"
         )
 
 

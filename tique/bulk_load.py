@@ -243,10 +243,10 @@ def refusals(table: str, info: TableInfo) -> Iterator[None]:
             raise
         if info.kind == "tx":  # its Storage's name, and its constraints' (which keep the name a rename left)
             said = re.sub(r"\w*__storage", info.name, said.replace(f"{info.physical_schema}.", ""))
+        keyed = "PRIMARY KEY" in said or "UNIQUE" in said  # (not a NOT NULL's: no key's hint there)
+        hint = " (a key already in the table, or given twice among the rows?)" if keyed else ""
         raise errors.IntegrityError(
-            f"bulk_load into {table!r} was refused and loaded nothing: {said} (a key already in the table, or "
-            "given twice among the rows?)",
-            exc.sqlstate,
+            f"bulk_load into {table!r} was refused and loaded nothing: {said}{hint}", exc.sqlstate
         ) from None
 
 

@@ -235,6 +235,14 @@ def _drop_table(db: Database, conn: RawConnection, tree: exp.Drop, sql: str) -> 
         raise ProgrammingError(
             f"DROP TABLE {info.name}: FOREIGN KEYs of {children} reference it; drop those tables first", "2BM37"
         )
+    users = views.dependents(conn, info) if info.kind == "tx" else []
+    if users:  # else MonetDB's refusal names the view T: "DROP VIEW: cannot drop view ..."
+        how = " (tique's DROP TABLE does not CASCADE)" if tree.args.get("cascade") else ""
+        raise ProgrammingError(
+            f"DROP TABLE {info.name}: unable to drop table {info.name!r}, {', '.join(users)} depend on it; drop "
+            f"them first{how}",
+            "2BM37",
+        )
 
     def drop() -> None:
         # one engine transaction, so that a process killed half way leaves the table whole (its view first: it

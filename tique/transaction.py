@@ -24,6 +24,7 @@ from tique.engine.base import RawConnection, Result
 from tique.errors import (
     DatabaseError,
     DataError,
+    Error,
     IntegrityError,
     InterfaceError,
     LeaseExpired,
@@ -526,7 +527,13 @@ class Transaction:
         self.check_usable()
         self.conn.execute(plan.create)
         try:
-            self.conn.execute(plan.copy)
+            try:
+                self.conn.execute(plan.copy)
+            except Error as exc:  # MonetDB names the staging table ("Failed to import table 'tq_copy_1'")
+                staged, name = plan.staging.split(".")[-1], plan.insert.table.name
+                if staged not in str(exc):
+                    raise
+                raise type(exc)(str(exc).replace(plan.staging, name).replace(staged, name), exc.sqlstate) from None
             return self.insert(plan.insert, {}, {})
         finally:
             self.conn.execute(f"DROP TABLE {plan.staging}")

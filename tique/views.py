@@ -28,6 +28,7 @@ from tique.catalog import TableInfo
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError
 from tique.names import quote
+from tique.params import literal
 
 # the oldest commit timestamp still undecided (as this statement sees the metadata); no bound when none is
 UNDECIDED = (
@@ -63,6 +64,18 @@ def view_sql(info: TableInfo) -> str:
     )
     shown = ", ".join(quote(c) for c in info.column_names)  # the hidden row id stays hidden
     return f"SELECT {shown} FROM ({stable} UNION ALL {recent}) AS tq_b"
+
+
+def dependents(conn: RawConnection, info: TableInfo) -> list[str]:
+    """The objects of MonetDB (the user's views, functions...) that use the view T: MonetDB refuses to drop it while
+    any does, which DROP TABLE and ALTER TABLE (which replaces it) must."""
+    rows = conn.execute(
+        "SELECT DISTINCT COALESCE(u.name, f.name, CAST(d.depend_id AS VARCHAR(20))) FROM sys.dependencies d "
+        "JOIN sys.tables t ON d.id = t.id JOIN sys.schemas s ON t.schema_id = s.id "
+        "LEFT JOIN sys.tables u ON u.id = d.depend_id LEFT JOIN sys.functions f ON f.id = d.depend_id "
+        f"WHERE s.name = {literal(info.schema)} AND t.name = {literal(info.name)} ORDER BY 1"
+    ).rows
+    return [str(r[0]) for r in rows]
 
 
 def create_sql(info: TableInfo) -> str:
