@@ -103,6 +103,7 @@ class Connection:
         self._autocommit = False
         self._block = False  # START TRANSACTION in autocommit mode: statements join it until COMMIT or ROLLBACK
         self._number = next(_NUMBERS)  # this connection among the process's, for ever (id() is used again)
+        self._temporaries_made = 0  # DDL of this session's temporary tables (_typed)
         self._closed = False
         self._last_cts = 0  # this session's last commit: its next snapshot must include it
         self._last_txid = 0  # this session's last transaction: the next begin ends its snapshot pin
@@ -533,7 +534,7 @@ class Connection:
     def _run(self, txn: Transaction, plan: Plan, bound: Bound) -> Executed:
         """A statement in transaction ``txn``: a pass-through one as it is, a read of the snapshot (on the
         pipeline and under the gate its kind asks for), or a write buffered in the transaction."""
-        before = self.db.catalog.version  # a query's result is typed under the catalog it ran in (see _typed)
+        before = self.db.types_version() if self.db.result_types is not None else None  # (see _typed)
         if isinstance(plan, PassThrough):
             result = self._pass_through(plan, bound)
             return Executed(self._typed(result, plan, bound, before, lambda: bound.rendered))
@@ -557,14 +558,16 @@ class Connection:
         result: Result,
         plan: ReadPlan | PassThrough,
         bound: Bound,
-        before: int,
+        before: object,
         values: Callable[[], dict[str, str]],
     ) -> Result:
         """An embedded query's result with its values and type names as MonetDB types them (as pymonetdb has them
         over MAPI): the C API passes an INTERVAL as an integer, a JSON value quoted, a UUID as a string... The
         types are asked of MonetDB once per statement shape (tique/engine/result_types.py). Its context: the
         parameters' kinds (a NULL or an INTERVAL make `SELECT %s` of other types), the schema unqualified names
-        are in, and this session when it has temporary tables (another's of the same name may differ)."""
+        are in, and this session when it has temporary tables (another's of the same name may differ, and so may
+        one it made again). Kept under the catalog's version (Database.types_version), read before the statement
+        ran (``before``) and after."""
         known = self.db.result_types
         if known is None or not result.columns:
             return result
@@ -573,14 +576,14 @@ class Connection:
         context = (
             tuple(literal_kind(v) for v in bound.rendered.values()),
             options.schema,
-            self._number if options.temporary else None,
+            (self._number, self._temporaries_made) if options.temporary else None,
         )
-        template, catalog = plan.template, self.db.catalog
+        template = plan.template
         return known.typed(
             result,
             template,
             context,
-            (before, lambda: catalog.version),
+            (before, self.db.types_version),
             lambda: describe(self._raw.execute, template.render(values())),
             skip,
         )
@@ -724,6 +727,8 @@ class Connection:
         try:
             with self.db.changing_catalog():
                 result = run_ddl(self.db, self._raw, plan.tree, plan.sql, self, schema)
+                if not self.db.sequencer.restricted:  # any DDL: other processes' results are typed anew
+                    self.db.sequencer.bump_catalog(self._raw)
         except errors.DatabaseError as exc:
             # only CREATE TABLE AS writes rows, into a table nobody else knows yet: other DDL may really conflict
             self.db.storage.raise_if_large_write_failed(
@@ -759,6 +764,7 @@ class Connection:
     def _temporaries_changed(self) -> None:
         """Statements are planned knowing the session's temporary tables (MonetDB resolves a name to one first)."""
         names = frozenset(self._temporary)
+        self._temporaries_made += 1  # one made again under its name may have other columns (_typed)
         if names != self.read_options.temporary:
             self.read_options = replace(self.read_options, temporary=names)
 

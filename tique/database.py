@@ -10,9 +10,11 @@ benchmark, stays open until its ``close()``.)
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -20,7 +22,7 @@ from tique import bootstrap, catalog, privileges
 from tique.append_guard import AppendGuard
 from tique.cache_keys import cache_keys_of
 from tique.engine import Engine, RawConnection, open_engine, udf
-from tique.engine.result_types import ResultTypes
+from tique.engine.result_types import DdlClock, ResultTypes
 from tique.engine.url import EngineURL, parse_url
 from tique.errors import InterfaceError
 from tique.record_keys import record_keys_for
@@ -111,6 +113,7 @@ class Database:
         self.low_priority = LowPriorityThread() if url.kind == "embedded" else None
         # embedded: the SQL types of results, which the C API does not pass (tique/engine/result_types.py)
         self.result_types = ResultTypes() if url.kind == "embedded" else None
+        self.ddl_clock = DdlClock()  # when this process's DDL ran: a result's types are kept only between two
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or COMMIT_LEASE_MS)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)
@@ -158,10 +161,23 @@ class Database:
                 gate = self._gates[slots] = _Gate(slots)
         return gate.slot()
 
-    def changing_catalog(self) -> AbstractContextManager[Any]:
-        """Around DDL: what is known of the tables' Cache rows no longer holds (cache_keys.py)."""
+    @contextlib.contextmanager
+    def changing_catalog(self) -> Iterator[None]:
+        """Around DDL: what is known of the tables' Cache rows no longer holds (cache_keys.py), nor the types of
+        results read meanwhile (result_types.py)."""
         known = self.cache_keys or self.record_keys
-        return known.changing() if known is not None else nullcontext()
+        with known.changing() if known is not None else nullcontext(), self.ddl_clock.changing():
+            yield
+
+    def types_version(self) -> object:
+        """What a result's types are kept under (result_types.py): this process's catalog, its DDL and the engine's
+        catalog version, which DDL of any process bumps (read without a statement embedded, else as the last begin
+        saw it); None while this process runs DDL."""
+        ticks = self.ddl_clock.stamp()
+        if ticks is None:
+            return None
+        local = getattr(self.sequencer, "local", None)
+        return (self.catalog.version, ticks, local.catalog_version() if local is not None else self.catalog.seen)
 
     def connect_raw(self) -> RawConnection:
         return self.engine.connect()

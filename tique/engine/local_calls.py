@@ -40,6 +40,9 @@ class LocalCalls:
         self._finish = module.tique_finish_local
         self._finish.restype = ctypes.c_int
         self._finish.argtypes = [_I64, ctypes.c_int, _I64, ctypes.POINTER(_I64), ctypes.c_char_p, ctypes.c_size_t]
+        self.catalog_version = module.tique_catalog_version_local
+        self.catalog_version.restype = _I64  # the catalog version (the statement catalog_version's), a C read
+        self.catalog_version.argtypes = []
 
     def begin(self, prev: int, lease_ms: int, tables: Sequence[int]) -> tuple[int, int, int, int, list[int]]:
         """begin_txn(prev, lease_ms) as tique's owner, then the new transaction's snapshot, the lowest stuck

@@ -17,21 +17,24 @@ three statements, once per statement shape and catalog (``ResultTypes`` keeps th
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import re
 import threading
 import uuid
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from tique.engine.base import Result
-from tique.errors import Error, connection_lost
+from tique.errors import DataError, Error, connection_lost
 from tique.rewrite.template import Template
 
 # The C API's type names (monetdbe_values.py) a value of another SQL type arrives as
-_CARRIERS = frozenset({"varchar", "int", "bigint", "time", "timestamp"})
+_CARRIERS = frozenset({"varchar", "int", "bigint", "hugeint", "time", "timestamp"})
+_INTEGERS = frozenset({"int", "bigint", "hugeint"})  # an interval's aggregate may arrive wider (SUM OVER: hugeint)
+_STRING, _TIME, _TIMESTAMP = frozenset({"varchar"}), frozenset({"time"}), frozenset({"timestamp"})
 
 _UTC = datetime.timezone.utc
 
@@ -55,18 +58,18 @@ def _unquoted(v: str) -> str:
 # SQL type -> the C API's type its value arrives as, and how it is made pymonetdb's (None: the value is right, only
 # its type name was not). A column that did not arrive as that type is not the one described (a table made again
 # by a session outside tique, say): it is left as it came.
-_CONVERT: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
-    "char": ("varchar", None),
-    "clob": ("varchar", None),
-    "inet": ("varchar", None),
-    "uuid": ("varchar", uuid.UUID),
-    "json": ("varchar", json.loads),  # the text of the value, quoted and escaped as a JSON string
-    "url": ("varchar", _unquoted),
-    "month_interval": ("int", None),
-    "sec_interval": ("bigint", _milliseconds),
-    "day_interval": ("bigint", _days),
-    "timestamptz": ("timestamp", _aware),
-    "timetz": ("time", _aware),
+_CONVERT: dict[str, tuple[frozenset[str], Callable[[Any], Any] | None]] = {
+    "char": (_STRING, None),
+    "clob": (_STRING, None),
+    "inet": (_STRING, None),
+    "uuid": (_STRING, uuid.UUID),
+    "json": (_STRING, json.loads),  # the text of the value, quoted and escaped as a JSON string
+    "url": (_STRING, _unquoted),
+    "month_interval": (_INTEGERS, None),
+    "sec_interval": (_INTEGERS, _milliseconds),
+    "day_interval": (_INTEGERS, _days),
+    "timestamptz": (_TIMESTAMP, _aware),
+    "timetz": (_TIME, _aware),
 }
 
 
@@ -122,7 +125,7 @@ def retype(result: Result, types: Sequence[str], skip: Sequence[int] = ()) -> Re
     changed = [
         i
         for i, t in enumerate(types)
-        if t in _CONVERT and i not in skip and result.columns[i].type_code == _CONVERT[t][0]
+        if t in _CONVERT and i not in skip and result.columns[i].type_code in _CONVERT[t][0]
     ]
     if not changed:
         return result
@@ -133,7 +136,9 @@ def retype(result: Result, types: Sequence[str], skip: Sequence[int] = ()) -> Re
         if convert is not None and by_column:
             try:
                 by_column[i] = tuple(None if v is None else convert(v) for v in by_column[i])
-            except (ValueError, TypeError, OverflowError):
+            except OverflowError as exc:  # pymonetdb's OverflowError over MAPI: a value Python cannot hold
+                raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
+            except (ValueError, TypeError):
                 continue
         columns[i] = replace(columns[i], type_code=types[i])
     rows = list(zip(*by_column)) if by_column else result.rows
@@ -180,11 +185,38 @@ def literal_kind(literal: str) -> str:
     return "0" if literal.isdigit() else literals_blanked(literal)
 
 
+class DdlClock:
+    """When this process runs DDL: ticks once as a DDL starts and once as it ends. A result read while the ticks
+    stayed the same and no DDL was running was read in the catalog its description was made in (or will be)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ticks = 0
+        self._running = 0
+
+    @contextlib.contextmanager
+    def changing(self) -> Iterator[None]:
+        with self._lock:
+            self._ticks += 1
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ticks += 1
+                self._running -= 1
+
+    def stamp(self) -> int | None:
+        """The ticks; None while a DDL runs."""
+        return None if self._running else self._ticks
+
+
 class ResultTypes:
     """The SQL types of statements' results, as learned by ``describe``: per statement (a Template) in a context
     (its parameters' kinds, the session's schema, and the session itself when it has temporary tables), and per its
     text with the literals blanked in that context, so a statement sent with other literals is not asked again.
-    Forgotten when tique's catalog changes; a description made while it changed is not kept, nor used."""
+    Forgotten when the catalog's version changes (Database.types_version: any DDL through tique, in any process);
+    a result read while it changed, or while DDL ran, is left as it came (neither description is known to be its)."""
 
     LIMIT = 10_000  # statements made up by ad hoc queries could grow it for good
 
@@ -204,10 +236,13 @@ class ResultTypes:
         skip: Sequence[int] = (),
     ) -> Result:
         """``result`` retyped; ``ask`` describes the statement the first time its shape is seen in ``context``.
-        ``version``: tique's catalog version before the statement ran, and a way to read it now."""
+        ``version``: the catalog's version before the statement ran (None: DDL was running), and a way to read it
+        now."""
         if not needs_types(result, skip):
             return result
         before, now = version
+        if before is None:
+            return result
         key = (statement, context)
         with self._lock:
             if before != self._version or len(self._types) >= self.LIMIT or len(self._shapes) >= self.LIMIT:
@@ -215,14 +250,16 @@ class ResultTypes:
                 self._shapes.clear()
                 self._version = before
             known = self._types.get(key, _UNKNOWN)
+        shape = None
         if known is _UNKNOWN:
             shape = (literals_blanked("?".join(statement.parts)), context)
             with self._lock:
                 known = self._shapes.get(shape, _UNKNOWN)
             if known is _UNKNOWN:
                 known = ask()
-                if now() != before:  # DDL ran meanwhile: the read and the description may be of other tables
-                    return result
+        if now() != before:  # DDL since the statement began: the read may be of other tables than described
+            return result
+        if shape is not None:
             with self._lock:
                 if self._version == before:
                     self._shapes[shape] = self._types[key] = known

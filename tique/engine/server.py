@@ -155,9 +155,9 @@ class ServerConnection:
             if turn is not None:
                 self._end_turn(cur)
             raise from_monetdb(str(exc)) from None
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             # pymonetdb converts a reply after reading it whole: the session is in step, the value is not
-            # representable in Python (a year past 9999, a TIME of 24:00...)
+            # representable in Python (a year past 9999, a TIME of 24:00, an interval past timedelta's range...)
             raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
         except (OSError, EOFError) as exc:
             self._abandon(str(exc) or type(exc).__name__)

@@ -107,6 +107,7 @@
  *   tique_begin_local(...)  C only: begin_txn(prev, lease) as the owner, then snapshot_of, stuck, catalog_version
  *                          and last_write of each table given, as the begin statement runs them
  *   tique_finish_local(...) C only: advance(c, timeout_ms), then end_txn(txid), as the finish statement
+ *   tique_catalog_version_local() C only: catalog_version, without a statement
  *
  * Functions return NULL on success and a MonetDB exception string otherwise; "40001!" marks errors after
  * which a retry is safe, "HYT00!" timeouts, and tique's own codes (tique/errors.py, README "Errors") its own
@@ -130,7 +131,7 @@
 #include <sys/syscall.h>
 #endif
 
-#define TIQUE_UDF_ABI 14
+#define TIQUE_UDF_ABI 15
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -1446,6 +1447,18 @@ tique_begin_local(tq_lng prev, int lease, int ntables, const tq_lng *tables, tq_
 	for (int i = 0; err == NULL && i < ntables; i++)
 		err = TQlast_write(&out[4 + i], &out[0], &tables[i]);
 	return err ? local_error(err, msg, size) : 0;
+}
+
+/* The catalog version (catalog_version()), read by the process that loaded the module: its embedded results' types
+ * are kept per catalog version and read again around each query (tique/engine/result_types.py) */
+tq_lng
+tique_catalog_version_local(void)
+{
+	tq_lng version;
+	pthread_mutex_lock(&lock);
+	version = catalog_version;
+	pthread_mutex_unlock(&lock);
+	return version;
 }
 
 /* advance(cts, timeout_ms), then the pin of txid ends (not when the advance failed, as in the statement) */

@@ -1,0 +1,164 @@
+"""An embedded result's types (tique/engine/result_types.py) after DDL that leaves tique.tables as it was: a view or
+function made again, a plain table's column altered, a temporary table dropped and made again, and DDL of another
+connection between a statement's start and its read. Found by a review: each was typed by the description of what
+the name held before (a BIGINT read as a timedelta, a VARCHAR '123' as the JSON number 123). Each case compares
+with the served engine (pymonetdb's values) or with the values MonetDB holds.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tique
+from tests.conftest import ServeProcess
+
+
+@pytest.fixture
+def conns(embedded_url: str, server: ServeProcess) -> Iterator[dict[str, tique.Connection]]:
+    made = {"embedded": tique.connect(embedded_url), "server": tique.connect(server.url)}
+    yield made
+    for conn in made.values():
+        conn.close()
+
+
+def _answer(conn: tique.Connection, sql: str, params: Any = None) -> Any:
+    cur = conn.cursor()
+    try:
+        cur.execute(sql, params)
+        rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+        answer = (rows, [d.type_code for d in cur.description or []])
+    except Exception as exc:
+        answer = ("error", type(exc).__name__)
+    conn.rollback()
+    return answer
+
+
+def _run(conns: dict[str, tique.Connection], statements: list[str]) -> None:
+    for conn in conns.values():
+        for sql in statements:
+            conn.cursor().execute(sql)
+            conn.commit()
+
+
+def _same(conns: dict[str, tique.Connection], sql: str, params: Any = None) -> Any:
+    embedded, served = (_answer(conns[k], sql, params) for k in ("embedded", "server"))
+    assert embedded == served, sql
+    return embedded
+
+
+@pytest.mark.parametrize(
+    "first, second, expected",
+    [
+        # embedded got [(timedelta(seconds=2),)] 'sec_interval'
+        ("INTERVAL '2' SECOND", "CAST(2000 AS BIGINT)", ([(2000,)], ["bigint"])),
+        # embedded got [(2,)] 'day_interval'
+        ("INTERVAL '2' DAY", "CAST(172800000 AS BIGINT)", ([(172800000,)], ["bigint"])),
+        # embedded got [(123,)] 'json' (an int parsed out of a VARCHAR)
+        ("""JSON '"x"'""", "CAST('123' AS VARCHAR(10))", ([("123",)], ["varchar"])),
+        # embedded got [('quoted',)] 'url' (the quotes of a VARCHAR stripped)
+        ("CAST('http://x' AS URL)", """CAST('"quoted"' AS VARCHAR(20))""", ([('"quoted"',)], ["varchar"])),
+        # embedded got [(30000,)] 'bigint' (an INTERVAL as its milliseconds)
+        ("CAST(1 AS BIGINT)", "INTERVAL '30' SECOND", ([(datetime.timedelta(seconds=30),)], ["sec_interval"])),
+    ],
+)
+def test_a_view_made_again_is_typed_as_it_is_now(
+    conns: dict[str, tique.Connection], unique_name, first: str, second: str, expected: Any
+) -> None:
+    view = unique_name("vw")
+    _run(conns, [f"CREATE VIEW {view} AS SELECT {first} AS v"])
+    _same(conns, f"SELECT v FROM {view}")
+    _run(conns, [f"DROP VIEW {view}", f"CREATE VIEW {view} AS SELECT {second} AS v"])
+    assert _same(conns, f"SELECT v FROM {view}") == expected
+
+
+def test_create_or_replace_view_is_typed_as_it_is_now(conns: dict[str, tique.Connection], unique_name) -> None:
+    view = unique_name("vr")
+    _run(conns, [f"CREATE OR REPLACE VIEW {view} AS SELECT INTERVAL '2' SECOND AS v"])
+    _same(conns, f"SELECT v FROM {view}")
+    _run(conns, [f"CREATE OR REPLACE VIEW {view} AS SELECT CAST(2000 AS BIGINT) AS v"])
+    assert _same(conns, f"SELECT v FROM {view}") == ([(2000,)], ["bigint"])  # embedded: timedelta(seconds=2)
+
+
+def test_a_function_made_again_is_typed_as_it_is_now(conns: dict[str, tique.Connection], unique_name) -> None:
+    fn = unique_name("fn")
+    _run(conns, [f"CREATE FUNCTION {fn}() RETURNS INTERVAL SECOND BEGIN RETURN INTERVAL '3' SECOND; END"])
+    _same(conns, f"SELECT {fn}() AS v")
+    _run(conns, [f"DROP FUNCTION {fn}", f"CREATE FUNCTION {fn}() RETURNS BIGINT BEGIN RETURN 3000; END"])
+    assert _same(conns, f"SELECT {fn}() AS v") == ([(3000,)], ["bigint"])  # embedded: timedelta(seconds=3)
+
+
+def test_a_plain_tables_column_altered_is_typed_as_it_is_now(conns: dict[str, tique.Connection], unique_name) -> None:
+    name = unique_name("alt")
+    _run(
+        conns,
+        [
+            f"CREATE TABLE {name} (k INT, v INTERVAL SECOND) -- tique: plain",
+            f"INSERT INTO {name} VALUES (1, INTERVAL '4' SECOND)",
+        ],
+    )
+    _same(conns, f"SELECT v FROM {name}")
+    _run(
+        conns,
+        [f"ALTER TABLE {name} DROP COLUMN v", f"ALTER TABLE {name} ADD COLUMN v BIGINT", f"UPDATE {name} SET v = 4000"],
+    )
+    assert _same(conns, f"SELECT v FROM {name}") == ([(4000,)], ["bigint"])  # embedded: timedelta(seconds=4)
+
+
+@pytest.mark.parametrize("on_commit", ["ON COMMIT PRESERVE ROWS", "ON COMMIT DROP"])
+def test_a_temporary_table_made_again_in_one_session(
+    conns: dict[str, tique.Connection], unique_name, on_commit: str
+) -> None:
+    name = unique_name("tmp")
+    answers = {}
+    for kind, conn in conns.items():
+        got = []
+        for column, value in (("INTERVAL SECOND", "INTERVAL '2' SECOND"), ("BIGINT", "7000")):
+            cur = conn.cursor()
+            cur.execute(f"CREATE TEMPORARY TABLE {name} (v {column}) {on_commit}")
+            cur.execute(f"INSERT INTO {name} VALUES ({value})")
+            cur.execute(f"SELECT v FROM {name}")
+            got.append((cur.fetchall(), [d.type_code for d in cur.description]))
+            if on_commit != "ON COMMIT DROP":
+                cur.execute(f"DROP TABLE {name}")
+            conn.commit()
+        answers[kind] = got
+    assert answers["embedded"] == answers["server"]  # embedded: the BIGINT 7000 as timedelta(seconds=7)
+    assert answers["embedded"][1] == ([(7000,)], ["bigint"])
+
+
+def test_a_cached_description_is_not_used_for_a_read_after_another_sessions_ddl(embedded_url: str, unique_name) -> None:
+    """DDL of another connection between a statement's start and its read: the description cached before must not
+    be used (it was, on the cache-hit path of ResultTypes.typed)."""
+    name = unique_name("race")
+    reader, other = tique.connect(embedded_url), tique.connect(embedded_url)
+    try:
+        other.cursor().execute(f"CREATE TABLE {name} (v INTERVAL SECOND) -- tique: plain")
+        other.cursor().execute(f"INSERT INTO {name} VALUES (INTERVAL '2' SECOND)")
+        other.commit()
+        assert _answer(reader, f"SELECT v FROM {name}") == ([(datetime.timedelta(seconds=2),)], ["sec_interval"])
+        raw = reader._raw
+        plain_execute, fired = raw.execute, []
+
+        def ddl_just_before_the_read(sql: str) -> Any:
+            if not fired and sql.lstrip().upper().startswith("SELECT") and name in sql:
+                fired.append(sql)
+                other.cursor().execute(f"DROP TABLE {name}")
+                other.cursor().execute(f"CREATE TABLE {name} (v BIGINT) -- tique: plain")
+                other.cursor().execute(f"INSERT INTO {name} VALUES (2000)")
+                other.commit()
+            return plain_execute(sql)
+
+        raw.execute = ddl_just_before_the_read  # type: ignore[method-assign]
+        try:
+            answer = _answer(reader, f"SELECT v FROM {name}")
+        finally:
+            raw.execute = plain_execute  # type: ignore[method-assign]
+        assert fired
+        assert answer == ([(2000,)], ["bigint"])  # got [(timedelta(seconds=2),)], ['sec_interval']
+    finally:
+        reader.close()
+        other.close()
