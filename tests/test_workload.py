@@ -76,8 +76,8 @@ def under_turn(sent: Sent) -> bool:
 
 
 def the_read(sent: Sent, table: str) -> tuple[str, bool, int, float]:
-    (read,) = [s for s in sent if table in s[0]]
-    return read
+    # the first that names the table: embedded, a PREPARE after it asks the result's types (result_types.py)
+    return next(s for s in sent if table in s[0])
 
 
 def test_a_reader_yields_while_another_connection_writes_and_stops_after(
