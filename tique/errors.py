@@ -181,6 +181,12 @@ class CommitStuck(Timeout):
     could not."""
 
 
+@_code("TQ005")
+class CheckpointLockLost(OperationalError):
+    """A checkpointer lost its lock during a run (it stalled past its lease and another checkpointer took it): the
+    C module refused its next write, so it wrote nothing it read before that; its next run starts afresh."""
+
+
 _SQLSTATE_IN_MESSAGE = re.compile(r"^(?:[A-Za-z_ ]*(?:Exception|Error)?:[\w.]*:)?\s*([0-9A-Z]{5})!(.*)$", re.S)
 
 

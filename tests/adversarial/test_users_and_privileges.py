@@ -194,6 +194,8 @@ def test_metadata_and_internal_tables_cannot_be_forged(served: ServeProcess) -> 
         "SELECT tique.decide(1, 1)",
         "SELECT tique.advance(1, 0)",
         "SELECT tique.ckpt_acquire(1, 100000)",
+        "SELECT tique.ckpt_lock(1, 100000)",
+        "SELECT tique.ckpt_fence(1, 1, 100000)",
         "SELECT tique.storage_failed()",
         "SELECT tique.bump_catalog()",
         "SELECT tique.next_cts()",

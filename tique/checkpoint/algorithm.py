@@ -56,7 +56,7 @@ from tique.catalog import Catalog, TableInfo, base_type, install, still_current,
 from tique.checkpoint.opening import check_database
 from tique.checkpoint.values import INT_TYPES, column_types, from_text, text_to_sql, zero_keys
 from tique.engine.base import RawConnection, one_transaction
-from tique.errors import DatabaseError, OperationalError, SerializationFailure, StorageFull
+from tique.errors import CheckpointLockLost, DatabaseError, OperationalError, SerializationFailure, StorageFull
 from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
@@ -175,6 +175,7 @@ class Checkpointer:
         self.retries = retries
         self.backoff_s = backoff_s
         self.owner = owner or (os.getpid() << 20 | random.getrandbits(20))
+        self._epoch = 0  # the lock's epoch the run began under (acquire): its writes are fenced by it (_fence)
         self.catalog = Catalog()
         self.step_hook = step_hook  # tests pause or kill the checkpointer at named steps
         self._quiet: tuple[int, ...] | None = None  # the counters of the last run that found nothing to do
@@ -189,12 +190,26 @@ class Checkpointer:
     # ---- the lock ------------------------------------------------------------------------------------------
 
     def acquire(self) -> None:
-        holder = int(self.conn.execute(f"SELECT tique.ckpt_acquire({self.owner}, {self.lock_lease_ms})").scalar())
-        if holder:
+        got = int(self.conn.execute(f"SELECT tique.ckpt_lock({self.owner}, {self.lock_lease_ms})").scalar())
+        if got < 0:
+            holder = -got
             raise CheckpointerBusy(
                 f"another checkpointer (owner {holder}, pid {holder >> 20}) is running on this database; "
                 "only one may run at a time (its lock expires when it has not renewed it for its lease)"
             )
+        self._epoch = got
+
+    def _fence(self) -> str:
+        """A condition (true, renewing the lock) that fails the statement carrying it with CheckpointLockLost when
+        the lock changed hands since this run took it. A run that stalled past its lease (a long read, a paused
+        process) while another checkpointer ran must not write what it read before: a version it read would
+        replace a newer one the other run moved meanwhile, a committed update lost (found by a review). Every write
+        of a run carries it: Storage's in the engine transaction of the batch, the Cache's and the metadata's in
+        their DELETE."""
+        return f"tique.ckpt_fence({self.owner}, {self._epoch}, {self.lock_lease_ms}) = 1"
+
+    def _renew(self) -> None:
+        self.conn.execute(f"SELECT {self._fence()}")
 
     def release(self) -> None:
         try:
@@ -293,10 +308,12 @@ class Checkpointer:
                         f"{name}: {table.mismatched} versions written to Storage read back otherwise than the Cache "
                         "holds them (a misread scan?); they stay in the Cache, the next run writes them again"
                     )
+            except CheckpointLockLost:
+                raise
             except DatabaseError as exc:
                 self._storage.raise_if_large_write_failed(exc, self.conn)  # a batch's StorageFull stops the run
                 report.errors.append(f"{name}: {exc}")
-            self.acquire()  # renew the lock between tables
+            self._renew()  # renew the lock between tables
         if not report.errors:
             # Only once every table's stable versions are in Storage: a trimmed outcome hides its Cache rows. And only
             # below every Cache row left: a committed Cache row keeps its commit record, which is how a MAPI client
@@ -438,6 +455,7 @@ class Checkpointer:
                 )
                 try:
                     with guard.appending(storage), zero_signs_kept(self.conn, negative), one_transaction(self.conn):
+                        self._renew()
                         still_current(self.conn, info, "checkpoint")
                         self.conn.execute(insert)
                 except DatabaseError as exc:
@@ -448,7 +466,7 @@ class Checkpointer:
                     raise
             out.moved += len(live)
             out.removed += len(batch) - len(live)
-            self.acquire()  # renew the lock: a big table takes many batches
+            self._renew()  # renew the lock: a big table takes many batches
             self._hook("wrote")
         if rows:
             out.mismatched = guard.reading(both, lambda: self._mismatched(info, horizon, low))
@@ -457,7 +475,8 @@ class Checkpointer:
                 out.kept = True
                 return out
         cleaned = self._retrying(
-            f"DELETE FROM {info.cache} WHERE tq_txid < {low} AND {still_current_sql(info)}", report
+            f"DELETE FROM {info.cache} WHERE tq_txid < {low} AND {still_current_sql(info)} AND {self._fence()}",
+            report,
         )
         if cleaned is None:
             out.deferred = True
@@ -535,7 +554,10 @@ class Checkpointer:
         if len(info.key) == 1:
             k = info.key[0]
             values = ", ".join(from_text(v[0], types[k]) for v in keys)
-            sql = f"DELETE FROM {info.storage} WHERE {quote(k)} IN ({values}) AND {still_current_sql(info)}"
+            sql = (
+                f"DELETE FROM {info.storage} WHERE {quote(k)} IN ({values}) AND {still_current_sql(info)} "
+                f"AND {self._fence()}"
+            )
             reading_part(self.conn, info, storage_of, sql)
             return
         scratch = self._key_table(tuple(types[k] for k in info.key))
@@ -546,7 +568,7 @@ class Checkpointer:
         match = " AND ".join(f"v.k{i} = {quote(info.storage_name)}.{quote(k)}" for i, k in enumerate(info.key))
         sql = (
             f"DELETE FROM {info.storage} WHERE EXISTS (SELECT 1 FROM {scratch} AS v WHERE {match}) "
-            f"AND {still_current_sql(info)}"
+            f"AND {still_current_sql(info)} AND {self._fence()}"
         )
         reading_part(self.conn, info, storage_of, sql)
 
@@ -570,14 +592,15 @@ class Checkpointer:
         commit record (or reservation) whose outcome is gone looks unfinished forever and would freeze L."""
         now_ms = int(time.time() * 1000)
         complete = True
+        fence = self._fence()
         for sql in (
-            f"DELETE FROM tique.reservations WHERE txid < {low} OR until_ms < {now_ms}",
-            f"DELETE FROM tique.commits WHERE txid < {low}",
+            f"DELETE FROM tique.reservations WHERE (txid < {low} OR until_ms < {now_ms}) AND {fence}",
+            f"DELETE FROM tique.commits WHERE txid < {low} AND {fence}",
         ):
             complete = self._trim(sql, report) and complete
         self._hook("trimmed_commits")
         if complete:
-            self._trim(f"DELETE FROM tique.outcomes WHERE txid < {low}", report)
+            self._trim(f"DELETE FROM tique.outcomes WHERE txid < {low} AND {fence}", report)
         self._hook("trimmed")
 
     def _trim(self, sql: str, report: CheckpointReport) -> bool:

@@ -26,7 +26,7 @@ from pathlib import Path
 from tique.engine.local_calls import LocalCalls
 from tique.errors import OperationalError
 
-ABI = 15  # must match TIQUE_UDF_ABI in tique/udf/tique_udf.c
+ABI = 16  # must match TIQUE_UDF_ABI in tique/udf/tique_udf.c
 SUPPORTED_KERNEL = "11.41"  # the structure layouts declared in the C source are this kernel's
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent

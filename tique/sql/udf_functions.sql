@@ -25,6 +25,8 @@ CREATE OR REPLACE FUNCTION tique.oldest_txid() RETURNS BIGINT EXTERNAL NAME tiqu
 CREATE OR REPLACE FUNCTION tique.pins() RETURNS INT EXTERNAL NAME tique.pins;
 CREATE OR REPLACE FUNCTION tique.ckpt_acquire(owner BIGINT, lease_ms INT) RETURNS BIGINT EXTERNAL NAME tique.ckpt_acquire;
 CREATE OR REPLACE FUNCTION tique.ckpt_release(owner BIGINT) RETURNS INT EXTERNAL NAME tique.ckpt_release;
+CREATE OR REPLACE FUNCTION tique.ckpt_lock(owner BIGINT, lease_ms INT) RETURNS BIGINT EXTERNAL NAME tique.ckpt_lock;
+CREATE OR REPLACE FUNCTION tique.ckpt_fence(owner BIGINT, epoch BIGINT, lease_ms INT) RETURNS INT EXTERNAL NAME tique.ckpt_fence;
 CREATE OR REPLACE FUNCTION tique.next_ids(table_id BIGINT, n INT, lowest BIGINT) RETURNS BIGINT EXTERNAL NAME tique.next_ids;
 CREATE OR REPLACE FUNCTION tique.catalog_version(after_id BIGINT) RETURNS BIGINT EXTERNAL NAME tique.catalog_version;
 CREATE OR REPLACE FUNCTION tique.bump_catalog() RETURNS BIGINT EXTERNAL NAME tique.bump_catalog;

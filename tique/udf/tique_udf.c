@@ -27,6 +27,9 @@
  *   next_cts_for(txid)     next_cts, refused once txid's lease ran out: its rows may already be cleaned away
  *
  * One checkpointer at a time: ckpt_acquire(owner, lease) / ckpt_release(owner), a lock with a lease.
+ * ckpt_lock(owner, lease) takes it as ckpt_acquire does, answering the lock's epoch (a count of its changes of
+ * hands) or minus the holder; ckpt_fence(owner, epoch, lease) renews it, or fails (TQ005) when it changed hands
+ * since: the checkpointer's writes carry it, so a run that stalled past its lease writes nothing it read before.
  *
  * Sessions: a transaction id belongs to the kernel session that began it, and so does every commit timestamp
  * taken for it. The calls that act for one (MAL begin_as, renew_as, end_as, next_cts_as, record_cts_as,
@@ -131,7 +134,7 @@
 #include <sys/syscall.h>
 #endif
 
-#define TIQUE_UDF_ABI 15
+#define TIQUE_UDF_ABI 16
 
 #ifdef TIQUE_MONETDB_HEADERS
 #include "monetdb_config.h"
@@ -451,6 +454,9 @@ static pin_t pins[PINS];
 static int pins_live = 0;
 static int pins_gone = 0; /* PIN_GONE entries: a lookup that misses probes past every one of them */
 static int64_t ckpt_owner = 0, ckpt_until_ms = 0;
+/* counts the checkpointer lock's changes of hands: a run fences its writes with the count it began under, so a
+ * run that lost the lock (it stalled past its lease, another ran) writes nothing it read before */
+static int64_t ckpt_epoch = 0;
 
 static pin_t *
 pin_find(tq_lng txid)
@@ -681,20 +687,57 @@ TQpins(int *ret)
 	return NULL;
 }
 
+/* The lock's epoch when owner now holds the checkpointer lock (taken or renewed; > 0), else minus the owner
+ * holding it. Under the module's mutex. */
+static tq_lng
+ckpt_take(tq_lng owner, const int *lease)
+{
+	int64_t now = now_ms();
+	if (ckpt_owner == 0 || ckpt_owner == owner || ckpt_until_ms <= now) {
+		if (ckpt_owner != owner)
+			ckpt_epoch++;
+		ckpt_owner = owner;
+		ckpt_until_ms = now + lease_arg(lease);
+		return ckpt_epoch;
+	}
+	return -ckpt_owner;
+}
+
 /* 0 when owner now holds the checkpointer lock (taken or renewed), else the owner holding it */
 static char *
 TQckpt_acquire(tq_lng *ret, const tq_lng *owner, const int *lease)
 {
 	pthread_mutex_lock(&lock);
-	int64_t now = now_ms();
-	if (ckpt_owner == 0 || ckpt_owner == *owner || ckpt_until_ms <= now) {
-		ckpt_owner = *owner;
-		ckpt_until_ms = now + lease_arg(lease);
-		*ret = 0;
-	} else {
-		*ret = ckpt_owner;
-	}
+	tq_lng got = ckpt_take(*owner, lease);
+	*ret = got > 0 ? 0 : -got;
 	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* ckpt_acquire, answering the lock's epoch (> 0) when owner now holds it, else minus the holder */
+static char *
+TQckpt_lock(tq_lng *ret, const tq_lng *owner, const int *lease)
+{
+	pthread_mutex_lock(&lock);
+	*ret = ckpt_take(*owner, lease);
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* 1, renewing the lease, when owner has held the lock since it took it at epoch; else TQ005: the run lost it */
+static char *
+TQckpt_fence(int *ret, const tq_lng *owner, const tq_lng *epoch, const int *lease)
+{
+	pthread_mutex_lock(&lock);
+	int held = ckpt_owner == *owner && ckpt_epoch == *epoch;
+	if (held)
+		ckpt_until_ms = now_ms() + lease_arg(lease);
+	pthread_mutex_unlock(&lock);
+	if (!held)
+		return createException(TQ_MAL, "tique.ckpt_fence",
+				       "TQ005!tique: this checkpointer lost its lock (it stalled past its lease and "
+				       "another one took it): its run stops, having written nothing since");
+	*ret = 1;
 	return NULL;
 }
 
@@ -1517,6 +1560,8 @@ static mel_func tique_functions[] = {
 	FN("next_cts_as", TQnext_cts_for, 1, 3, LNG, LNG, LNG),
 	FN("ckpt_acquire", TQckpt_acquire, 1, 3, LNG, LNG, INT),
 	FN("ckpt_release", TQckpt_release, 1, 2, INT, LNG),
+	FN("ckpt_lock", TQckpt_lock, 1, 3, LNG, LNG, INT),
+	FN("ckpt_fence", TQckpt_fence, 1, 4, INT, LNG, LNG, INT),
 	FN("next_ids", TQnext_ids, 1, 4, LNG, LNG, INT, LNG),
 	FN("catalog_version", TQcatalog_version, 1, 2, LNG, LNG),
 	FN("bump_catalog", TQbump_catalog, 1, 1, LNG),
