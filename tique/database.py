@@ -112,8 +112,8 @@ class Database:
         # the thread yielding reads run on: embedded, the kernel runs a sequential read on the calling thread
         self.low_priority = LowPriorityThread() if url.kind == "embedded" else None
         # embedded: the SQL types of results, which the C API does not pass (tique/engine/result_types.py)
-        self.result_types = ResultTypes() if url.kind == "embedded" else None
         self.ddl_clock = DdlClock()  # when this process's DDL ran: a result's types are kept only between two
+        self.result_types = ResultTypes(self.ddl_clock) if url.kind == "embedded" else None
         self.sequencer: Sequencer = make_sequencer(sequencer_kind, lease_ms or COMMIT_LEASE_MS)  # type: ignore[arg-type]
         self.lease_ms = lease_ms
         self.on_close: list[Any] = []  # called before the engine closes (a background checkpointer stops)

@@ -260,12 +260,20 @@ class Tique(System):
         if not self.mapi:
             self._checkpointer.stop()
             return
-        # the server's checkpointer stops when it finds the lock taken (held for an hour: until the server stops)
+        # held for an hour (until the server stops); taken only while no checkpointer holds it: the server's own
+        # loop renews its lock every half second, so a paused run needs a server started without one
         import tique
 
         conn = tique.connect(self.url)
-        conn.cursor().execute("SELECT tique.ckpt_acquire(1, 3600000)")
+        cur = conn.cursor()
+        cur.execute("SELECT tique.ckpt_acquire(1, 3600000)")
+        holder = int(cur.fetchone()[0])
         conn.close()
+        if holder:
+            raise SystemUnavailable(
+                f"{self.name}: the server's checkpointer (owner {holder}) holds its lock and cannot be paused; "
+                "run this experiment with its checkpointer (--checkpointer) or on embedded tique"
+            )
 
     def versions_pending(self) -> int | None:
         import tique

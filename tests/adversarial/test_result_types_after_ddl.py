@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import tique
+import tique.connection
 from tests.conftest import ServeProcess
 
 
@@ -162,3 +163,89 @@ def test_a_cached_description_is_not_used_for_a_read_after_another_sessions_ddl(
     finally:
         reader.close()
         other.close()
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    asked: list[str] = []
+    real = tique.connection.describe
+
+    def counted(execute, sql):  # type: ignore[no-untyped-def]
+        asked.append(sql)
+        return real(execute, sql)
+
+    monkeypatch.setattr(tique.connection, "describe", counted)
+    return asked
+
+
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_a_session_with_a_temporary_table_describes_each_shape_once(
+    embedded_url: str, unique_name, monkeypatch: pytest.MonkeyPatch, autocommit: bool
+) -> None:
+    """A session with a temporary table that nothing dropped or made again: its statements' result types are asked
+    once per shape. (A first form counted every transaction's end as a change of the temporary tables, so every
+    query of such a session was described anew, three more statements, after each transaction.)"""
+    table = unique_name("types_cost")
+    conn = tique.connect(embedded_url)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table} (k INT PRIMARY KEY, s VARCHAR(10))")
+    conn.commit()
+    cur.execute(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b')")
+    conn.commit()
+    cur.execute("CREATE LOCAL TEMPORARY TABLE tq_rev3_tmp (x INT) ON COMMIT PRESERVE ROWS")
+    conn.commit()
+    conn.autocommit = autocommit
+    asked = _counting(monkeypatch)
+    for i in range(10):
+        cur.execute(f"SELECT k, s FROM {table} WHERE k = %s", (1 + i % 2,))
+        assert cur.fetchall() == [(1 + i % 2, "ab"[i % 2])]
+        if not autocommit:
+            conn.commit()
+    conn.close()
+    assert len(asked) <= 1, f"described {len(asked)} times for one statement shape (10 runs)"
+
+
+def test_ddl_of_other_tables_in_another_thread_leaves_reads_typed(embedded_url: str, unique_name) -> None:
+    """DDL of other tables by another connection, overlapping reads: a read waits for a running DDL to end before
+    it runs, and a read that DDL overlapped anyway is typed when its description asked again once the DDL ended is
+    the one known before (a first form left such reads as the C API passed them: an interval as a bare number of
+    milliseconds, 114 to 300 of 300 reads)."""
+    import datetime
+    import threading
+
+    table = unique_name("types_race")
+    conn = tique.connect(embedded_url)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table} (k INT PRIMARY KEY, v INT)")
+    conn.commit()
+    cur.execute(f"INSERT INTO {table} VALUES (1, 5)")
+    conn.commit()
+    conn.autocommit = True
+    stop = threading.Event()
+
+    def ddl() -> None:
+        other = tique.connect(embedded_url)
+        other.autocommit = True
+        c = other.cursor()
+        i = 0
+        while not stop.is_set():
+            name = f"{table}_x{i % 2}"
+            c.execute(f"CREATE TABLE {name} (a INT)")
+            c.execute(f"DROP TABLE {name}")
+            i += 1
+            stop.wait(0.05)  # a DDL now and then, not a storm
+        other.close()
+
+    thread = threading.Thread(target=ddl)
+    thread.start()
+    wrong: list[object] = []
+    try:
+        for _ in range(300):
+            cur.execute(f"SELECT v * INTERVAL '1' SECOND AS d FROM {table} WHERE k = 1")
+            (value,) = cur.fetchone()
+            if not isinstance(value, datetime.timedelta):
+                wrong.append((value, cur.description[0][1]))
+    finally:
+        stop.set()
+        thread.join(60)
+        conn.close()
+    assert not wrong, f"{len(wrong)} of 300 reads untyped, e.g. {wrong[:3]}"

@@ -190,25 +190,31 @@ class DdlClock:
     stayed the same and no DDL was running was read in the catalog its description was made in (or will be)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._idle = threading.Condition()
         self._ticks = 0
         self._running = 0
 
     @contextlib.contextmanager
     def changing(self) -> Iterator[None]:
-        with self._lock:
+        with self._idle:
             self._ticks += 1
             self._running += 1
         try:
             yield
         finally:
-            with self._lock:
+            with self._idle:
                 self._ticks += 1
                 self._running -= 1
+                self._idle.notify_all()
 
     def stamp(self) -> int | None:
         """The ticks; None while a DDL runs."""
         return None if self._running else self._ticks
+
+    def wait_idle(self, timeout: float) -> None:
+        """Until no DDL runs, for at most ``timeout`` seconds."""
+        with self._idle:
+            self._idle.wait_for(lambda: not self._running, timeout)
 
 
 class ResultTypes:
@@ -219,8 +225,10 @@ class ResultTypes:
     a result read while it changed, or while DDL ran, is left as it came (neither description is known to be its)."""
 
     LIMIT = 10_000  # statements made up by ad hoc queries could grow it for good
+    CONFIRMATIONS = 3  # descriptions asked again after DDL overlapped a read, when more DDL overlaps each
 
-    def __init__(self) -> None:
+    def __init__(self, clock: DdlClock | None = None) -> None:
+        self._clock = clock or DdlClock()
         self._types: dict[tuple[Template, Hashable], object] = {}
         self._shapes: dict[tuple[str, Hashable], object] = {}
         self._version: object = None
@@ -258,9 +266,29 @@ class ResultTypes:
             if known is _UNKNOWN:
                 known = ask()
         if now() != before:  # DDL since the statement began: the read may be of other tables than described
-            return result
+            confirmed = self._confirmed(known, ask, now)
+            return result if confirmed is None else retype(result, confirmed, skip)
         if shape is not None:
             with self._lock:
                 if self._version == before:
                     self._shapes[shape] = self._types[key] = known
         return result if known is None else retype(result, known, skip)  # type: ignore[arg-type]
+
+    def _confirmed(
+        self, known: object, ask: Callable[[], tuple[str, ...] | None], now: Callable[[], object]
+    ) -> tuple[str, ...] | None:
+        """After DDL overlapped a read (of any table: the clock is the process's), the description known from
+        before it when asking again once the DDL ended answers the same: the read had those types whichever
+        catalog it saw (unless a name changed and changed back within the read). None when it differs or DDL keeps
+        overlapping: the result stays as the C API passed it."""
+        if not isinstance(known, tuple):
+            return None
+        for _ in range(self.CONFIRMATIONS):
+            stamp = now()
+            if stamp is None:
+                self._clock.wait_idle(1.0)
+                continue
+            fresh = ask()
+            if now() == stamp:
+                return known if fresh == known else None
+        return None
