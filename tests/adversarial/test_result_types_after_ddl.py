@@ -8,6 +8,7 @@ with the served engine (pymonetdb's values) or with the values MonetDB holds.
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 import tique
 import tique.connection
 from tests.conftest import ServeProcess
+from tique.engine.result_types import DdlClock
 
 
 @pytest.fixture
@@ -249,3 +251,35 @@ def test_ddl_of_other_tables_in_another_thread_leaves_reads_typed(embedded_url: 
         thread.join(60)
         conn.close()
     assert not wrong, f"{len(wrong)} of 300 reads untyped, e.g. {wrong[:3]}"
+
+
+def test_a_ddl_that_reads_does_not_wait_for_itself(embedded_url: str, unique_name) -> None:
+    """A read waits for a running DDL of its process to end (DdlClock.wait_idle), but CREATE TABLE AS reads inside
+    its own DDL: a first form made it wait for itself for the whole second it waits at most."""
+    clock = DdlClock()
+    with clock.changing():
+        began = time.monotonic()
+        clock.wait_idle(30.0)  # on the thread that runs the DDL: at once
+        assert time.monotonic() - began < 10.0
+        assert clock.stamp() is None
+    assert clock.stamp() == 2
+    source, made = unique_name("ctas_src"), unique_name("ctas")
+    conn = tique.connect(embedded_url, autocommit=True)
+    conn.execute(f"CREATE TABLE {source} (k INT PRIMARY KEY, v INT)")
+    conn.execute(f"INSERT INTO {source} VALUES (1, 10)")
+    waited: list[float] = []
+    real = DdlClock.wait_idle
+
+    def timed(self: DdlClock, timeout: float) -> None:
+        began = time.monotonic()
+        real(self, timeout)
+        waited.append(time.monotonic() - began)
+
+    DdlClock.wait_idle = timed  # type: ignore[method-assign]
+    try:
+        conn.execute(f"CREATE TABLE {made} AS SELECT k, v FROM {source} WITH DATA")
+    finally:
+        DdlClock.wait_idle = real  # type: ignore[method-assign]
+    assert waited and max(waited) < 0.5, waited  # it waited 1 s for itself
+    assert conn.execute(f"SELECT * FROM {made}").fetchall() == [(1, 10)]
+    conn.close()

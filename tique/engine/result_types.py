@@ -192,19 +192,20 @@ class DdlClock:
     def __init__(self) -> None:
         self._idle = threading.Condition()
         self._ticks = 0
-        self._running = 0
+        self._running: list[int] = []  # the threads running DDL (a DDL may read: CREATE TABLE AS)
 
     @contextlib.contextmanager
     def changing(self) -> Iterator[None]:
+        me = threading.get_ident()
         with self._idle:
             self._ticks += 1
-            self._running += 1
+            self._running.append(me)
         try:
             yield
         finally:
             with self._idle:
                 self._ticks += 1
-                self._running -= 1
+                self._running.remove(me)
                 self._idle.notify_all()
 
     def stamp(self) -> int | None:
@@ -212,9 +213,10 @@ class DdlClock:
         return None if self._running else self._ticks
 
     def wait_idle(self, timeout: float) -> None:
-        """Until no DDL runs, for at most ``timeout`` seconds."""
+        """Until no DDL runs, for at most ``timeout`` seconds; at once on a thread that runs one itself."""
+        me = threading.get_ident()
         with self._idle:
-            self._idle.wait_for(lambda: not self._running, timeout)
+            self._idle.wait_for(lambda: not self._running or me in self._running, timeout)
 
 
 class ResultTypes:
