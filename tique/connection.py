@@ -535,9 +535,6 @@ class Connection:
         """A statement in transaction ``txn``: a pass-through one as it is, a read of the snapshot (on the
         pipeline and under the gate its kind asks for), or a write buffered in the transaction."""
         before = self.db.types_version() if self.db.result_types is not None else None  # (see _typed)
-        if before is None and self.db.result_types is not None:  # DDL runs (in another thread): read after it
-            self.db.ddl_clock.wait_idle(1.0)
-            before = self.db.types_version()
         if isinstance(plan, PassThrough):
             result = self._pass_through(plan, bound)
             return Executed(self._typed(result, plan, bound, before, lambda: bound.rendered))

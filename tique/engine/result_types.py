@@ -247,13 +247,16 @@ class ResultTypes:
     ) -> Result:
         """``result`` retyped; ``ask`` describes the statement the first time its shape is seen in ``context``.
         ``version``: the catalog's version before the statement ran (None: DDL was running), and a way to read it
-        now."""
+        now. Nothing waits before the read: a plan made before a DDL must not run after it."""
         if not needs_types(result, skip):
             return result
         before, now = version
-        if before is None:
-            return result
         key = (statement, context)
+        if before is None:  # DDL ran as the statement began: the description known from before it, if it holds
+            with self._lock:
+                known = self._types.get(key, _UNKNOWN)
+            confirmed = self._confirmed(known, ask, now)
+            return result if confirmed is None else retype(result, confirmed, skip)
         with self._lock:
             if before != self._version or len(self._types) >= self.LIMIT or len(self._shapes) >= self.LIMIT:
                 self._types.clear()
