@@ -22,6 +22,7 @@ import datetime
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
@@ -227,7 +228,7 @@ class ResultTypes:
     a result read while it changed, or while DDL ran, is left as it came (neither description is known to be its)."""
 
     LIMIT = 10_000  # statements made up by ad hoc queries could grow it for good
-    CONFIRMATIONS = 3  # descriptions asked again after DDL overlapped a read, when more DDL overlaps each
+    CONFIRMATIONS = 5  # descriptions asked again after DDL overlapped a read, when more DDL overlaps each
 
     def __init__(self, clock: DdlClock | None = None) -> None:
         self._clock = clock or DdlClock()
@@ -288,12 +289,17 @@ class ResultTypes:
         overlapping: the result stays as the C API passed it."""
         if not isinstance(known, tuple):
             return None
-        for _ in range(self.CONFIRMATIONS):
+        deadline = time.monotonic() + 2.0
+        asked = 0
+        while asked < self.CONFIRMATIONS and time.monotonic() < deadline:
             stamp = now()
-            if stamp is None:
-                self._clock.wait_idle(1.0)
+            if stamp is None:  # (at once on the thread that runs the DDL: CREATE TABLE AS reads)
+                self._clock.wait_idle(max(0.0, deadline - time.monotonic()))
+                if self._clock.stamp() is None:
+                    return None
                 continue
             fresh = ask()
+            asked += 1
             if now() == stamp:
                 return known if fresh == known else None
         return None
