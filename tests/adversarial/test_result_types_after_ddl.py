@@ -9,48 +9,14 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import tique
 import tique.connection
-from tests.conftest import ServeProcess
+from tests.embedded_and_served import answer, run_on_both, same
 from tique.engine.result_types import DdlClock
-
-
-@pytest.fixture
-def conns(embedded_url: str, server: ServeProcess) -> Iterator[dict[str, tique.Connection]]:
-    made = {"embedded": tique.connect(embedded_url), "server": tique.connect(server.url)}
-    yield made
-    for conn in made.values():
-        conn.close()
-
-
-def _answer(conn: tique.Connection, sql: str, params: Any = None) -> Any:
-    cur = conn.cursor()
-    try:
-        cur.execute(sql, params)
-        rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
-        answer = (rows, [d.type_code for d in cur.description or []])
-    except Exception as exc:
-        answer = ("error", type(exc).__name__)
-    conn.rollback()
-    return answer
-
-
-def _run(conns: dict[str, tique.Connection], statements: list[str]) -> None:
-    for conn in conns.values():
-        for sql in statements:
-            conn.cursor().execute(sql)
-            conn.commit()
-
-
-def _same(conns: dict[str, tique.Connection], sql: str, params: Any = None) -> Any:
-    embedded, served = (_answer(conns[k], sql, params) for k in ("embedded", "server"))
-    assert embedded == served, sql
-    return embedded
 
 
 @pytest.mark.parametrize(
@@ -72,43 +38,43 @@ def test_a_view_made_again_is_typed_as_it_is_now(
     conns: dict[str, tique.Connection], unique_name, first: str, second: str, expected: Any
 ) -> None:
     view = unique_name("vw")
-    _run(conns, [f"CREATE VIEW {view} AS SELECT {first} AS v"])
-    _same(conns, f"SELECT v FROM {view}")
-    _run(conns, [f"DROP VIEW {view}", f"CREATE VIEW {view} AS SELECT {second} AS v"])
-    assert _same(conns, f"SELECT v FROM {view}") == expected
+    run_on_both(conns, [f"CREATE VIEW {view} AS SELECT {first} AS v"])
+    same(conns, f"SELECT v FROM {view}")
+    run_on_both(conns, [f"DROP VIEW {view}", f"CREATE VIEW {view} AS SELECT {second} AS v"])
+    assert same(conns, f"SELECT v FROM {view}") == expected
 
 
 def test_create_or_replace_view_is_typed_as_it_is_now(conns: dict[str, tique.Connection], unique_name) -> None:
     view = unique_name("vr")
-    _run(conns, [f"CREATE OR REPLACE VIEW {view} AS SELECT INTERVAL '2' SECOND AS v"])
-    _same(conns, f"SELECT v FROM {view}")
-    _run(conns, [f"CREATE OR REPLACE VIEW {view} AS SELECT CAST(2000 AS BIGINT) AS v"])
-    assert _same(conns, f"SELECT v FROM {view}") == ([(2000,)], ["bigint"])  # embedded: timedelta(seconds=2)
+    run_on_both(conns, [f"CREATE OR REPLACE VIEW {view} AS SELECT INTERVAL '2' SECOND AS v"])
+    same(conns, f"SELECT v FROM {view}")
+    run_on_both(conns, [f"CREATE OR REPLACE VIEW {view} AS SELECT CAST(2000 AS BIGINT) AS v"])
+    assert same(conns, f"SELECT v FROM {view}") == ([(2000,)], ["bigint"])  # embedded: timedelta(seconds=2)
 
 
 def test_a_function_made_again_is_typed_as_it_is_now(conns: dict[str, tique.Connection], unique_name) -> None:
     fn = unique_name("fn")
-    _run(conns, [f"CREATE FUNCTION {fn}() RETURNS INTERVAL SECOND BEGIN RETURN INTERVAL '3' SECOND; END"])
-    _same(conns, f"SELECT {fn}() AS v")
-    _run(conns, [f"DROP FUNCTION {fn}", f"CREATE FUNCTION {fn}() RETURNS BIGINT BEGIN RETURN 3000; END"])
-    assert _same(conns, f"SELECT {fn}() AS v") == ([(3000,)], ["bigint"])  # embedded: timedelta(seconds=3)
+    run_on_both(conns, [f"CREATE FUNCTION {fn}() RETURNS INTERVAL SECOND BEGIN RETURN INTERVAL '3' SECOND; END"])
+    same(conns, f"SELECT {fn}() AS v")
+    run_on_both(conns, [f"DROP FUNCTION {fn}", f"CREATE FUNCTION {fn}() RETURNS BIGINT BEGIN RETURN 3000; END"])
+    assert same(conns, f"SELECT {fn}() AS v") == ([(3000,)], ["bigint"])  # embedded: timedelta(seconds=3)
 
 
 def test_a_plain_tables_column_altered_is_typed_as_it_is_now(conns: dict[str, tique.Connection], unique_name) -> None:
     name = unique_name("alt")
-    _run(
+    run_on_both(
         conns,
         [
             f"CREATE TABLE {name} (k INT, v INTERVAL SECOND) -- tique: plain",
             f"INSERT INTO {name} VALUES (1, INTERVAL '4' SECOND)",
         ],
     )
-    _same(conns, f"SELECT v FROM {name}")
-    _run(
+    same(conns, f"SELECT v FROM {name}")
+    run_on_both(
         conns,
         [f"ALTER TABLE {name} DROP COLUMN v", f"ALTER TABLE {name} ADD COLUMN v BIGINT", f"UPDATE {name} SET v = 4000"],
     )
-    assert _same(conns, f"SELECT v FROM {name}") == ([(4000,)], ["bigint"])  # embedded: timedelta(seconds=4)
+    assert same(conns, f"SELECT v FROM {name}") == ([(4000,)], ["bigint"])  # embedded: timedelta(seconds=4)
 
 
 @pytest.mark.parametrize("on_commit", ["ON COMMIT PRESERVE ROWS", "ON COMMIT DROP"])
@@ -142,7 +108,7 @@ def test_a_cached_description_is_not_used_for_a_read_after_another_sessions_ddl(
         other.cursor().execute(f"CREATE TABLE {name} (v INTERVAL SECOND) -- tique: plain")
         other.cursor().execute(f"INSERT INTO {name} VALUES (INTERVAL '2' SECOND)")
         other.commit()
-        assert _answer(reader, f"SELECT v FROM {name}") == ([(datetime.timedelta(seconds=2),)], ["sec_interval"])
+        assert answer(reader, f"SELECT v FROM {name}") == ([(datetime.timedelta(seconds=2),)], ["sec_interval"])
         raw = reader._raw
         plain_execute, fired = raw.execute, []
 
@@ -157,11 +123,11 @@ def test_a_cached_description_is_not_used_for_a_read_after_another_sessions_ddl(
 
         raw.execute = ddl_just_before_the_read  # type: ignore[method-assign]
         try:
-            answer = _answer(reader, f"SELECT v FROM {name}")
+            got = answer(reader, f"SELECT v FROM {name}")
         finally:
             raw.execute = plain_execute  # type: ignore[method-assign]
         assert fired
-        assert answer == ([(2000,)], ["bigint"])  # got [(timedelta(seconds=2),)], ['sec_interval']
+        assert got == ([(2000,)], ["bigint"])  # got [(timedelta(seconds=2),)], ['sec_interval']
     finally:
         reader.close()
         other.close()

@@ -10,61 +10,28 @@ values (a BIGINT read as a timedelta; a VARCHAR parsed as JSON or as a UUID, rai
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import tique
 from tests.conftest import ServeProcess
+from tests.embedded_and_served import answer, run_on_both, same
 from tique.database import Database
 
 Answer = Any
 
 
-@pytest.fixture
-def conns(embedded_url: str, server: ServeProcess) -> Iterator[dict[str, tique.Connection]]:
-    made = {"embedded": tique.connect(embedded_url), "server": tique.connect(server.url)}
-    yield made
-    for conn in made.values():
-        conn.close()
-
-
-def _answer(conn: tique.Connection, sql: str, params: Any = None) -> Answer:
-    cur = conn.cursor()
-    try:
-        cur.execute(sql, params)
-        rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
-        answer = (rows, [d.type_code for d in cur.description or []])
-    except Exception as exc:  # a non-DB-API exception (ValueError, JSONDecodeError) is a finding too
-        answer = ("error", type(exc).__name__)
-    conn.rollback()
-    return answer
-
-
-def _run(conns: dict[str, tique.Connection], statements: list[str]) -> None:
-    for conn in conns.values():
-        for sql in statements:
-            conn.cursor().execute(sql)
-            conn.commit()
-
-
-def _same(conns: dict[str, tique.Connection], sql: str, params: Any = None) -> Answer:
-    embedded, served = (_answer(conns[k], sql, params) for k in ("embedded", "server"))
-    assert embedded == served, sql
-    return embedded
-
-
 def test_a_blob_literal_and_a_string_literal_are_other_shapes(conns: dict[str, tique.Connection], unique_name) -> None:
     alias = unique_name("lit")
-    _same(conns, f"SELECT X'ab' AS {alias}, INTERVAL '2' SECOND")
-    _rows, names = _same(conns, f"SELECT 'ab' AS {alias}, INTERVAL '2' SECOND")  # embedded said 'varchar'
+    same(conns, f"SELECT X'ab' AS {alias}, INTERVAL '2' SECOND")
+    _rows, names = same(conns, f"SELECT 'ab' AS {alias}, INTERVAL '2' SECOND")  # embedded said 'varchar'
     assert names == ["char", "sec_interval"]
 
 
 def test_digits_after_a_non_ascii_letter_are_part_of_a_name(conns: dict[str, tique.Connection], unique_name) -> None:
     name = unique_name("t") + "æ"  # ...æ1 and ...æ2 blanked alike to ...æ0
-    _run(
+    run_on_both(
         conns,
         [
             f"CREATE TABLE {name}1 (v INTERVAL SECOND) -- tique: plain",
@@ -73,13 +40,13 @@ def test_digits_after_a_non_ascii_letter_are_part_of_a_name(conns: dict[str, tiq
             f"INSERT INTO {name}2 VALUES (7000)",
         ],
     )
-    assert _same(conns, f"SELECT v FROM {name}1") == ([(datetime.timedelta(seconds=2),)], ["sec_interval"])
-    assert _same(conns, f"SELECT v FROM {name}2") == ([(7000,)], ["bigint"])  # embedded: timedelta(seconds=7)
+    assert same(conns, f"SELECT v FROM {name}1") == ([(datetime.timedelta(seconds=2),)], ["sec_interval"])
+    assert same(conns, f"SELECT v FROM {name}2") == ([(7000,)], ["bigint"])  # embedded: timedelta(seconds=7)
 
 
 def test_a_quote_in_a_comment_does_not_hide_the_rest(conns: dict[str, tique.Connection], unique_name) -> None:
     name = unique_name("c")
-    _run(
+    run_on_both(
         conns,
         [
             f"CREATE TABLE {name}_a (v JSON) -- tique: plain",
@@ -88,8 +55,8 @@ def test_a_quote_in_a_comment_does_not_hide_the_rest(conns: dict[str, tique.Conn
             f"INSERT INTO {name}_b VALUES ('not json')",
         ],
     )
-    _same(conns, f"SELECT v /* it's */ FROM {name}_a")
-    assert _same(conns, f"SELECT v /* it's */ FROM {name}_b") == ([("not json",)], ["varchar"])  # JSONDecodeError
+    same(conns, f"SELECT v /* it's */ FROM {name}_a")
+    assert same(conns, f"SELECT v /* it's */ FROM {name}_b") == ([("not json",)], ["varchar"])  # JSONDecodeError
 
 
 @pytest.mark.parametrize(
@@ -108,8 +75,8 @@ def test_a_parameter_of_another_kind_is_typed_as_it_is(
 ) -> None:
     sql = f"SELECT %s AS {unique_name('p')}"
     for conn in conns.values():
-        _answer(conn, sql, (first,))  # (a NULL alone is 'varchar' embedded and 'char' over MAPI: not this case)
-    _same(conns, sql, (second,))
+        answer(conn, sql, (first,))  # (a NULL alone is 'varchar' embedded and 'char' over MAPI: not this case)
+    same(conns, sql, (second,))
 
 
 def test_temporary_tables_of_one_name_in_two_sessions(embedded_url: str, server: ServeProcess, unique_name) -> None:
@@ -121,7 +88,7 @@ def test_temporary_tables_of_one_name_in_two_sessions(embedded_url: str, server:
         a.cursor().execute(f"INSERT INTO {name} VALUES (INTERVAL '2' SECOND)")
         b.cursor().execute(f"CREATE TEMPORARY TABLE {name} (v BIGINT)")
         b.cursor().execute(f"INSERT INTO {name} VALUES (7000)")
-        answers[kind] = [_answer(c, f"SELECT v FROM {name}") for c in (a, b)]
+        answers[kind] = [answer(c, f"SELECT v FROM {name}") for c in (a, b)]
         a.close()
         b.close()
     assert answers["embedded"] == answers["server"]  # embedded: the BIGINT 7000 as timedelta(seconds=7)
@@ -129,7 +96,7 @@ def test_temporary_tables_of_one_name_in_two_sessions(embedded_url: str, server:
 
 def test_set_schema_reaches_another_table_of_one_name(conns: dict[str, tique.Connection], unique_name) -> None:
     one, two = unique_name("sa"), unique_name("sb")
-    _run(
+    run_on_both(
         conns,
         [
             f"CREATE SCHEMA {one}",
@@ -142,10 +109,10 @@ def test_set_schema_reaches_another_table_of_one_name(conns: dict[str, tique.Con
     )
     try:
         for schema in (one, two):
-            _run(conns, [f"SET SCHEMA {schema}"])
-            _same(conns, "SELECT v FROM x")  # embedded, in the second: ValueError (badly formed UUID)
+            run_on_both(conns, [f"SET SCHEMA {schema}"])
+            same(conns, "SELECT v FROM x")  # embedded, in the second: ValueError (badly formed UUID)
     finally:
-        _run(conns, ["SET SCHEMA sys"])
+        run_on_both(conns, ["SET SCHEMA sys"])
 
 
 @pytest.mark.xfail(
@@ -163,11 +130,11 @@ def test_a_table_made_again_by_a_raw_session(embedded_url: str, unique_name) -> 
         conn.cursor().execute(f"CREATE TABLE {name} (v INTERVAL SECOND) -- tique: plain")
         conn.cursor().execute(f"INSERT INTO {name} VALUES (INTERVAL '2' SECOND)")
         conn.commit()
-        assert _answer(conn, f"SELECT v FROM {name}") == ([(datetime.timedelta(seconds=2),)], ["sec_interval"])
+        assert answer(conn, f"SELECT v FROM {name}") == ([(datetime.timedelta(seconds=2),)], ["sec_interval"])
         raw.execute(f"DROP TABLE {name}")
         raw.execute(f"CREATE TABLE {name} (v BIGINT)")
         raw.execute(f"INSERT INTO {name} VALUES (2000)")
-        assert _answer(conn, f"SELECT v FROM {name}") == ([(2000,)], ["bigint"])  # pymonetdb's; got 2 seconds
+        assert answer(conn, f"SELECT v FROM {name}") == ([(2000,)], ["bigint"])  # pymonetdb's; got 2 seconds
     finally:
         raw.close()
         conn.close()

@@ -7,32 +7,13 @@ the connection.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import tique
 from tests.conftest import ServeProcess
-
-
-@pytest.fixture
-def conns(embedded_url: str, server: ServeProcess) -> Iterator[dict[str, tique.Connection]]:
-    made = {"embedded": tique.connect(embedded_url), "server": tique.connect(server.url)}
-    yield made
-    for conn in made.values():
-        conn.close()
-
-
-def _answer(conn: tique.Connection, sql: str) -> Any:
-    cur = conn.cursor()
-    try:
-        cur.execute(sql)
-        answer = ([tuple(r) for r in cur.fetchall()], [d.type_code for d in cur.description])
-    except Exception as exc:
-        answer = ("error", type(exc).__name__)
-    conn.rollback()
-    return answer
+from tests.embedded_and_served import answer
 
 
 @pytest.fixture
@@ -67,9 +48,9 @@ def test_a_window_sum_of_intervals(
     conns: dict[str, tique.Connection], intervals: str, expression: str, expected: Any
 ) -> None:
     sql = f"SELECT {expression} AS w FROM {intervals} ORDER BY k"
-    served = _answer(conns["server"], sql)
+    served = answer(conns["server"], sql)
     assert served == expected
-    assert _answer(conns["embedded"], sql) == served
+    assert answer(conns["embedded"], sql) == served
 
 
 def test_one_value_out_of_range_leaves_the_whole_column_in_milliseconds(embedded_url: str, unique_name) -> None:
@@ -86,7 +67,7 @@ def test_one_value_out_of_range_leaves_the_whole_column_in_milliseconds(embedded
             conn.cursor().execute(f"SELECT s FROM {name} ORDER BY k")
         assert failed.value.sqlstate == "22008"
         conn.rollback()
-        assert _answer(conn, f"SELECT s FROM {name} WHERE k = 1") == (
+        assert answer(conn, f"SELECT s FROM {name} WHERE k = 1") == (
             [(datetime.timedelta(seconds=1),)],
             ["sec_interval"],
         )
@@ -121,4 +102,4 @@ def test_a_char_cast_to_clob_is_named_as_over_mapi(conns: dict[str, tique.Connec
         conn.cursor().execute(f"INSERT INTO {name} VALUES (1, 'ab')")
         conn.commit()
     sql = f"SELECT CAST(c AS CLOB) AS x FROM {name}"
-    assert _answer(conns["embedded"], sql) == _answer(conns["server"], sql)  # embedded 'clob', served 'char'
+    assert answer(conns["embedded"], sql) == answer(conns["server"], sql)  # embedded 'clob', served 'char'
