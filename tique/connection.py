@@ -534,11 +534,12 @@ class Connection:
     def _run(self, txn: Transaction, plan: Plan, bound: Bound) -> Executed:
         """A statement in transaction ``txn``: a pass-through one as it is, a read of the snapshot (on the
         pipeline and under the gate its kind asks for), or a write buffered in the transaction."""
-        before = self.db.types_version() if self.db.result_types is not None else None  # (see _typed)
         if isinstance(plan, PassThrough):
+            before = self._types_before()
             result = self._pass_through(plan, bound)
             return Executed(self._typed(result, plan, bound, before, lambda: bound.rendered))
         if isinstance(plan, ReadPlan):
+            before = self._types_before()
             try:
                 result = self._read(txn, plan, bound)
             except ProgrammingError as exc:  # the engine names tique's internal tables: name the user's
@@ -552,6 +553,10 @@ class Connection:
             self._keep_zero_signs()
         result = txn.execute(plan, bound)
         return Executed(result, txn.last_generated if isinstance(plan, InsertPlan) else None)
+
+    def _types_before(self) -> object:
+        """The version a query's result types are kept under, read before it runs (see _typed); embedded only."""
+        return self.db.types_version() if self.db.result_types is not None else None
 
     def _typed(
         self,

@@ -133,6 +133,36 @@ def test_a_cached_description_is_not_used_for_a_read_after_another_sessions_ddl(
         other.close()
 
 
+def test_a_first_read_whose_view_changed_before_its_types_were_asked(embedded_url: str, unique_name) -> None:
+    """A read of a shape not known yet, then another connection's DDL, then its types asked: they are the new view's,
+    not the read's, and asking again after the DDL only repeats them (a first form of the fix took that for a
+    confirmation and read the BIGINT 2000 as an interval of 2 s). Such a result stays as the C API passed it."""
+    view = unique_name("flip")
+    reader, other = tique.connect(embedded_url, autocommit=True), tique.connect(embedded_url, autocommit=True)
+    try:
+        other.execute(f"CREATE VIEW {view} AS SELECT CAST(2000 AS BIGINT) AS v")
+        raw = reader._raw
+        plain_execute, fired = raw.execute, []
+
+        def ddl_just_after_the_read(sql: str) -> Any:
+            result = plain_execute(sql)
+            if not fired and view in sql and not sql.startswith("PREPARE"):
+                fired.append(sql)
+                other.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT INTERVAL '2' SECOND AS v")
+            return result
+
+        raw.execute = ddl_just_after_the_read  # type: ignore[method-assign]
+        try:
+            got = answer(reader, f"SELECT v FROM {view}")
+        finally:
+            raw.execute = plain_execute  # type: ignore[method-assign]
+        assert fired
+        assert got == ([(2000,)], ["bigint"])  # the hole: ([(timedelta(seconds=2),)], ['sec_interval'])
+    finally:
+        reader.close()
+        other.close()
+
+
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     asked: list[str] = []
     real = tique.connection.describe

@@ -224,8 +224,9 @@ class ResultTypes:
     """The SQL types of statements' results, as learned by ``describe``: per statement (a Template) in a context
     (its parameters' kinds, the session's schema, and the session itself when it has temporary tables), and per its
     text with the literals blanked in that context, so a statement sent with other literals is not asked again.
-    Forgotten when the catalog's version changes (Database.types_version: any DDL through tique, in any process);
-    a result read while it changed, or while DDL ran, is left as it came (neither description is known to be its)."""
+    Forgotten when the catalog's version changes (Database.types_version: any DDL through tique, in any process).
+    A result DDL overlapped is typed only by a description known from before its read, asked again afterwards and
+    found the same (_confirmed); else it is left as it came (no description is known to be its)."""
 
     LIMIT = 10_000  # statements made up by ad hoc queries could grow it for good
     CONFIRMATIONS = 5  # descriptions asked again after DDL overlapped a read, when more DDL overlaps each
@@ -271,6 +272,8 @@ class ResultTypes:
                 known = self._shapes.get(shape, _UNKNOWN)
             if known is _UNKNOWN:
                 known = ask()
+                if now() != before:  # asked after the read, maybe after DDL the read came before: not its types
+                    return result
         if now() != before:  # DDL since the statement began: the read may be of other tables than described
             confirmed = self._confirmed(known, ask, now)
             return result if confirmed is None else retype(result, confirmed, skip)
