@@ -109,3 +109,26 @@ def test_create_table_as_keeps_types_and_values(connect: Callable[..., tique.Con
     with pytest.raises(tique.ProgrammingError, match="already in use"):
         cur.execute(f"CREATE TABLE {u} AS SELECT 1 AS a")
     cur.execute(f"CREATE TABLE IF NOT EXISTS {u} AS SELECT 1 AS a")
+
+
+def test_create_table_as_of_a_type_tique_cannot_keep_is_refused_clearly(
+    connect: Callable[..., tique.Connection], unique_name
+) -> None:
+    """An INTERVAL column (MonetDB types v * INTERVAL '1' SECOND so) is refused as CREATE TABLE refuses it: naming
+    the column and the way out, leaving no table behind; '-- tique: plain' makes it."""
+    t, u, p = unique_name("cti"), unique_name("cti_u"), unique_name("cti_p")
+    conn = connect(autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT)")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 10), (2, 20)")
+    with pytest.raises(tique.NotSupportedError, match=r"column 'd' of '.*': column type INTERVAL SECOND.*tique: plain"):
+        cur.execute(f"CREATE TABLE {u} AS SELECT k, v * INTERVAL '1' SECOND AS d FROM {t} WITH DATA")
+    cur.execute(f"SELECT COUNT(*) FROM sys.tables WHERE name LIKE '{u}%'")
+    assert cur.fetchone()[0] == 0
+    cur.execute(f"CREATE TABLE {u} AS SELECT k FROM {t} WITH DATA")  # the name is free again
+    cur.execute(f"CREATE TABLE {p} AS SELECT k, v * INTERVAL '1' SECOND AS d FROM {t} WITH DATA -- tique: plain")
+    cur.execute(f"SELECT k, d FROM {p} ORDER BY k")
+    assert [tuple(r) for r in cur.fetchall()] == [
+        (1, datetime.timedelta(seconds=10)),
+        (2, datetime.timedelta(seconds=20)),
+    ]

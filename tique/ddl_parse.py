@@ -164,7 +164,7 @@ def table_from_create(create: exp.Create, schema: str, table_id: int, raw_sql: s
             raise ProgrammingError(f"constraint on {list(cols)} of {name!r}: not columns of the table", "42S22")
     if kind == "tx":
         for c in columns:
-            _check_type(name, c)
+            check_type(name, c)
     return TableInfo(
         table_id,
         schema,
@@ -268,7 +268,7 @@ def _check_generated(columns: list[ColumnSpec], generated: list[str], table: str
             raise NotSupportedError(f"generated column {c.name!r} of {table!r} must be an integer, not {c.sql_type}")
 
 
-def _check_type(table: str, column: ColumnSpec) -> None:
+def check_type(table: str, column: ColumnSpec) -> None:
     """Only types whose values tique keeps exact (see rewrite/values.py); a plain table may use any type."""
     try:
         sql_type(column.sql_type)

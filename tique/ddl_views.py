@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from tique import catalog, views
+from tique import catalog, ddl_parse, views
 from tique.catalog import ColumnSpec, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection, Result
@@ -104,6 +104,8 @@ def create_table_as(db: Database, conn: RawConnection, tree: exp.Create, session
     try:
         info = replace(info, columns=_columns(conn, info.physical_schema, info.storage_name))
         conn.execute(f"DROP TABLE {storage}")
+        for column in info.columns:  # as CREATE TABLE refuses it (an INTERVAL, say), before any row is read
+            ddl_parse.check_type(name, column)
         for statement in catalog.create_ddl(info):
             conn.execute(statement)
         loaded = 0 if no_data else _load(conn, info, session, select_sql)
