@@ -65,3 +65,35 @@ def test_a_default_holding_a_quote(connect: Connect, unique_name: Callable[[str]
     cur.execute(f"UPDATE {t} SET s = DEFAULT WHERE id = 1")
     conn.commit()
     assert conn.execute(f"SELECT id, s FROM {t} ORDER BY id").fetchall() == [(1, "it's"), (2, "it's")]
+
+
+@pytest.mark.parametrize(
+    "insert",
+    [
+        "INSERT INTO {t} (k, v, n) VALUES (2, DEFAULT, 0)",  # literal rows, kept in the client
+        "INSERT INTO {t} (k, n, v) VALUES (2, 0, 1 + 1), (3, 0, DEFAULT)",  # rows the engine computes
+        "INSERT INTO {t} (k, n, v, ts) VALUES (2, 0, DEFAULT, DEFAULT)",  # beside a default the engine evaluates
+        "INSERT INTO {t} (k, n) VALUES (2, DEFAULT)",  # NOT NULL
+    ],
+)
+def test_insert_of_default_where_there_is_none_is_refused_as_monetdb_refuses_it(
+    connect: Connect, unique_name: Callable[[str], str], insert: str
+) -> None:
+    """MonetDB refuses the DEFAULT keyword for a column without a default, nullable or not (its
+    'INSERT INTO: column ... has no valid default value'); tique stored NULL, or raised NotNullViolation.
+    DEFAULT VALUES and an omitted column still take NULL, as MonetDB's do."""
+    conn = connect(on_statement_error="continue")
+    cur = conn.cursor()
+    tx, plain = unique_name("idn"), unique_name("idnp")
+    columns = "(k INT PRIMARY KEY, v INT, n INT NOT NULL, ts TIMESTAMP DEFAULT NOW())"
+    for t, comment in ((tx, ""), (plain, " -- tique: plain")):
+        cur.execute(f"CREATE TABLE {t} {columns}{comment}")
+        cur.execute(f"INSERT INTO {t} (k, n) VALUES (1, 0)")
+    conn.commit()
+    for t in (tx, plain):
+        with pytest.raises(tique.ProgrammingError, match="has no valid default value") as failed:
+            cur.execute(insert.format(t=t))
+        assert not isinstance(failed.value, tique.IntegrityError)
+    conn.commit()
+    for t in (tx, plain):
+        assert conn.execute(f"SELECT k, v FROM {t}").fetchall() == [(1, None)]

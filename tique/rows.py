@@ -11,7 +11,7 @@ from typing import Any
 from tique.catalog import SequenceDefault, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
-from tique.errors import NotNullViolation
+from tique.errors import NotNullViolation, ProgrammingError
 from tique.rewrite.values import coerce, key_value
 from tique.rewrite.writes import DEFAULT
 from tique.write_buffer import Key, row_key, typed_key
@@ -34,6 +34,8 @@ def inserted_rows(
         for col in info.columns:
             value = raw[positions[col.name]] if col.name in positions else col.default
             if value is DEFAULT:
+                if col.default is None and col.name not in info.generated:  # as MonetDB: DEFAULT VALUES gives NULL
+                    raise ProgrammingError(f"INSERT INTO: column {col.name!r} has no valid default value", "42000")
                 value = col.default
             if value is None and col.name in info.generated:
                 value = next(ids)

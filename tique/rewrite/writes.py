@@ -272,13 +272,15 @@ def _with_sql_defaults(
     return (*columns, *missing), wrapped.from_(inner).join(now, join_type="CROSS")
 
 
-def _default_item(column: ColumnSpec) -> exp.Expression:
+def _default_item(column: ColumnSpec, info: TableInfo) -> exp.Expression:
     """A column's default as a VALUES item: its literal, NEXT VALUE FOR its sequence (per row), or NULL (a
-    generated column: the transaction gives it its value)."""
+    generated column: the transaction gives it its value); a column with neither is refused as MonetDB does."""
     to = exp.DataType.build(column.sql_type, dialect=MonetDB)
     if isinstance(column.default, SequenceDefault):
         return exp.Cast(this=exp.Var(this=str(column.default)), to=to)
     if column.default is None:
+        if column.name not in info.generated:
+            raise ProgrammingError(f"INSERT INTO: column {column.name!r} has no valid default value", "42000")
         return exp.Cast(this=exp.null(), to=to)
     # literal() quotes a ' as pymonetdb does (\'), which the reader takes as MonetDB does only once converted
     return exp.Cast(this=sqlglot.parse_one(monetdb_quotes(literal(column.default)), read=MonetDB), to=to)
@@ -302,7 +304,7 @@ def _values_with_defaults(
             raise ProgrammingError(f"INSERT has {len(values)} values for {len(columns)} columns")
         for i, name in enumerate(columns):  # DEFAULT for a column the engine does not evaluate here
             if i not in flagged and isinstance(values[i], exp.Var) and values[i].name.upper() == "DEFAULT":
-                values[i] = _default_item(info.column(name))
+                values[i] = _default_item(info.column(name), info)
         flags = []
         for i in flagged:
             is_default = isinstance(values[i], exp.Var) and values[i].name.upper() == "DEFAULT"
@@ -342,7 +344,7 @@ def _defaults_assigned(tree: exp.Update, info: TableInfo) -> None:
             )
         if column.default is None:
             raise ProgrammingError(f"UPDATE: column {column.name!r} has no valid default value", "42000")
-        value.replace(_default_expr(column) if _engine_default(column) else _default_item(column))
+        value.replace(_default_expr(column) if _engine_default(column) else _default_item(column, info))
 
 
 _RETURNING = (
