@@ -114,6 +114,10 @@ class WriteBuffer:
         entry = self.writes.get(table.qualified)
         if entry is None:
             entry = self.writes[table.qualified] = TableWrites(table)
+        elif entry.table is not table and entry.table != table and not entry.pending:
+            # the transaction's own ALTER sent the rows of the old shape first (Connection._ddl): later rows have
+            # the new one. Rows still pending keep the old, and their flush fails as another session's ALTER
+            entry.table = table
         return entry
 
     def next_seq(self) -> int:
