@@ -143,16 +143,19 @@ class Connection:
         return self._planned(operation, parameters)[0]
 
     def _planned(
-        self, operation: str, parameters: Params, stored: frozenset[str] = frozenset()
+        self, operation: str, parameters: Params, stored: frozenset[str] = frozenset(), exact: bool = False
     ) -> tuple[Plan, Bound | None]:
         """The plan of a statement in this transaction, with its parameters when planning needed them. A read
         that will first send pending writes of a table to the Cache is planned to read them there; other reads
         skip that scan (the transaction's own versions of a table exist only in its client until a read or
-        COMMIT needs them). ``stored``: tables to read as their Storage rows alone (Transaction.storage_only)."""
+        COMMIT needs them). ``stored``: tables to read as their Storage rows alone (Transaction.storage_only).
+        ``exact``: its filters evaluated on the snapshots' rows alone (ReadOptions.exact_filters)."""
 
         def options_now(more_own: frozenset[str] = frozenset()) -> ReadOptions:
             options = self.options_now(more_own)
-            return replace(options, stored=stored) if stored else options
+            if stored:
+                options = replace(options, stored=stored)
+            return replace(options, exact_filters=True) if exact else options
 
         options = options_now()
         plan = plan_statement(self.db, self._raw, operation, parameters is not None, options)
@@ -460,6 +463,7 @@ class Connection:
             if self._autocommitting:
                 self.rollback()
             raise altered
+        stored: frozenset[str] = frozenset()
         try:
             if _engine_reads(plan):  # it may send pending writes first: inside, as the statement's own errors
                 bound = bound or bind_plan(plan, parameters)
@@ -467,7 +471,17 @@ class Connection:
                 stored = txn.storage_only(plan.reads, plan.point_keys, bound, names)  # type: ignore[union-attr]
                 if stored:  # planned again, to read those tables' Storage alone: a plan per such set is cached
                     plan, bound = self._planned(operation, parameters, stored)
-            executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
+            try:
+                executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
+            except errors.DataError:
+                if _read_part(plan) is None or txn.failed or self.read_options.exact_filters:
+                    raise
+                # A value error may come from a row the snapshot does not hold: the query's filters also sift
+                # Storage rows a newer version overrides (ReadOptions.exact_filters). The statement changed
+                # nothing yet (its rows are staged after its read); run again, its filters on the snapshot's rows
+                # alone: a second error is the statement's own
+                plan, bound = self._planned(operation, parameters, stored, exact=True)
+                executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
         except (ProgrammingError, errors.OperationalError) as exc:
             moved = self._moved_under(txn, plan, catalog_version, exc)
             if moved is None and isinstance(exc, ProgrammingError):  # a table it names went since the begin

@@ -39,6 +39,10 @@ class ReadOptions:
     cached: bool = True  # False: point reads of Storage alone, for keys no Cache row has (tique/cache_keys.py)
     stored: frozenset[str] = frozenset()  # tables no Cache row has at all: read as their Storage rows alone
     temporary: frozenset[str] = frozenset()  # the session's temporary tables: an unqualified name is one of them
+    # True: the query's filters stay above each snapshot, behind its LIMIT, so the engine evaluates them on the
+    # snapshot's rows alone; by default they also filter Storage rows before the anti-join removes overridden
+    # ones, which is faster but evaluates them on rows no longer in the snapshot (a CAST may fail on those)
+    exact_filters: bool = False
 
     def owns(self, table: str) -> bool:
         """Does a snapshot of ``table`` (schema.name) include the transaction's own Cache versions?"""
@@ -336,7 +340,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             formulation = options.formulation
             if formulation == "auto":
                 formulation = "point" if preds else "analytical"
-            wide = formulation == "analytical"
+            wide = formulation == "analytical" and not options.exact_filters
             row_preds = row_predicates(table, info, lookup) if wide else []
             # copied now, while their tables are still tables: each copy's tables get snapshots of their own
             semi = [p.copy() for p in semi_predicates(table, info, lookup, ctes)] if wide else []
@@ -363,7 +367,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
             left_anti_join=subquery_predicates,
-            barrier=not lone,
+            barrier=not lone or options.exact_filters,
             semi=semi,
             cached=(options.cached or formulation != "point") and info.qualified not in options.stored,
         )
