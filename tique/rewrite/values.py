@@ -230,7 +230,8 @@ def check_type(sql_type_text: str) -> str:
 
 # the string types as MonetDB names them in its catalog (sys.columns, sys.storage, sys.prepared_statements_args)
 ENGINE_STRING_TYPES = frozenset({"varchar", "char", "clob"})
-_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+# MonetDB's text of an integer: digits, and an exponent of digits ('1e2' is 100; '1e-1', '1.5e1' are refused)
+_INTEGER_TEXT = re.compile(r"([+-]?[0-9]+)(?:[eE]([0-9]+))?")
 _SPACES = " \t\n\v\f\r"  # what MonetDB skips around a number or BOOLEAN it reads from text (C isspace)
 
 
@@ -258,11 +259,13 @@ def _decimal(value: Any) -> decimal.Decimal:
 def _to_int(value: Any, kind: SqlType) -> int:
     if isinstance(value, int):
         number = int(value)
-    elif isinstance(value, str):  # MonetDB reads a sign and digits only: '2.5' and '1e0' fail (measured)
-        text = _plain(value)
-        if not _INTEGER_TEXT.fullmatch(text):
+    elif isinstance(value, str):  # as MonetDB reads it: '2.5' and '1e-1' fail, '1e2' is 100 (measured)
+        found = _INTEGER_TEXT.fullmatch(_plain(value))
+        if not found:
             raise ValueError("not an integer")
-        number = int(text)
+        number = int(found.group(1))
+        if found.group(2) and number:  # an exponent past any column's range is refused below, never computed
+            number *= 10 ** min(int(found.group(2)), 40)
     else:
         number = int(_decimal(value).quantize(decimal.Decimal(1), context=DECIMALS))
     bits = _INT_LIMITS[kind.base]
@@ -276,6 +279,8 @@ def _to_decimal(value: Any, kind: SqlType) -> decimal.Decimal:
     _not_boolean(value, kind)
     if isinstance(value, float):
         exact = _double_to_decimal(value, kind.scale)
+    elif isinstance(value, str) and ("e" in value or "E" in value):
+        raise ValueError("MonetDB reads a DECIMAL's text without an exponent")
     else:
         number = _decimal(value)
         if not number.is_finite():
