@@ -473,6 +473,12 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     if isinstance(tree, exp.Merge):
         if not any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
             return PassThrough(Template.from_tree(tree))  # MonetDB's own MERGE on its own tables
+        target = tree.this if isinstance(tree.this, exp.Table) else tree.this.find(exp.Table)
+        if target is not None and not _managed(lookup, target):
+            # into MonetDB's own table, from tique tables: reading their snapshot, as a plain table's INSERT ...
+            # SELECT does (its target is no snapshot: snapshot_reads skips a write's target)
+            found = snapshot_reads(tree, lookup, options)
+            return ReadPlan(Template.from_tree(found.tree), frozenset(found.reads), found.analytical, found.point_keys)
         raise NotSupportedError(
             "MERGE on a tique table is not supported by tique: run its parts as statements in one transaction "
             "(UPDATE t SET ... FROM s WHERE ..., then INSERT INTO t SELECT ... FROM s WHERE NOT EXISTS (...)); the "
@@ -508,9 +514,10 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
 
 
 def _with_inside(tree: exp.Expression, lookup: Lookup) -> exp.Expression:
-    """``WITH x AS (...) INSERT INTO t SELECT ... FROM x`` as ``INSERT INTO t WITH x AS (...) SELECT ...`` (the same
-    statement to MonetDB), which tique plans; a WITH before an UPDATE or DELETE of a tique table is refused, naming
-    what to write instead (it failed as "no such table 'x'")."""
+    """A WITH before a write of a tique table, which tique plans only inside the write: ``WITH x AS (...) INSERT
+    INTO t SELECT ... FROM x`` as ``INSERT INTO t WITH x AS (...) SELECT ...`` (the same statement to MonetDB);
+    before an UPDATE or DELETE, each reference to a CTE becomes its query as a subquery (MonetDB runs both forms;
+    a non-recursive CTE is that query). WITH RECURSIVE there is refused, naming what to write instead."""
     if not isinstance(tree, (exp.Insert, exp.Update, exp.Delete)) or tree.args.get("with_") is None:
         return tree
     target = tree.this if isinstance(tree.this, exp.Table) else tree.this.find(exp.Table)
@@ -522,11 +529,48 @@ def _with_inside(tree: exp.Expression, lookup: Lookup) -> exp.Expression:
         tree.set("with_", None)
         query.set("with_", with_)
         return tree
+    if isinstance(tree, (exp.Update, exp.Delete)) and not with_.args.get("recursive"):
+        return _ctes_inlined(tree, target, with_)
     raise NotSupportedError(
-        f"WITH before {tree.key.upper()} on a tique table is not supported by tique: put the WITH's query where it is "
-        "used (a subquery in the WHERE or FROM), or for INSERT after INSERT INTO t (INSERT INTO t WITH x AS (...) "
-        "SELECT ...)"
+        f"WITH {'RECURSIVE ' if with_.args.get('recursive') else ''}before {tree.key.upper()} on a tique table is not "
+        "supported by tique: put the WITH's query where it is used (a subquery in the WHERE or FROM), or for INSERT "
+        "after INSERT INTO t (INSERT INTO t WITH x AS (...) SELECT ...)"
     )
+
+
+def _ctes_inlined(tree: exp.Expression, target: exp.Table, with_: exp.With) -> exp.Expression:
+    """``tree`` without its WITH, each reference to a CTE (an unqualified name, not the write's target) replaced
+    by the CTE's query, a later CTE's references to earlier ones first. A nested WITH that defines one of the
+    names again would shadow it in its scope: refused rather than guessed."""
+    tree.set("with_", None)
+    bodies: dict[str, tuple[exp.Expression, list[exp.Identifier]]] = {}
+
+    def inlined(node: exp.Expression) -> exp.Expression:
+        for table in list(node.find_all(exp.Table)):
+            name = ident(table)
+            if table is target or table.args.get("db") or name not in bodies:
+                continue
+            body, columns = bodies[name]
+            alias = table.args.get("alias")
+            alias_name = alias.this if alias is not None and alias.this else exp.to_identifier(table.name)
+            table.replace(
+                exp.Subquery(
+                    this=body.copy(),
+                    alias=exp.TableAlias(this=alias_name.copy(), columns=[c.copy() for c in columns]),
+                )
+            )
+        return node
+
+    for cte in with_.expressions:
+        alias = cte.args["alias"]
+        body = inlined(cte.this.copy())
+        bodies[ident(alias.this)] = (body, list(alias.args.get("columns") or []))
+    if any(ident(cte.args["alias"].this) in bodies for cte in tree.find_all(exp.CTE)):
+        raise NotSupportedError(
+            f"WITH before {tree.key.upper()} on a tique table, whose subquery defines one of its names again, is "
+            "not supported by tique: give the inner WITH's query another name"
+        )
+    return inlined(tree)
 
 
 _COLUMN_LIST = re.compile(r"\s*\(([^()]*)\)")

@@ -331,7 +331,9 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
         for table in list(root.find_all(exp.Table)):
             if not table.name or names_cte(table, ctes):
                 continue
-            if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)):
+            if isinstance(table.parent, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Schema)) or (
+                isinstance(table.parent, exp.Merge) and table.arg_key == "this"
+            ):
                 continue  # a write's or DDL's target, not a read
             info = lookup(ident(table.args.get("db")) or None, ident(table))
             if info is None or info.kind != "tx":
