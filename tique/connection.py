@@ -30,6 +30,7 @@ from tique.privileges import Access
 from tique.rewrite.exact import decode
 from tique.rewrite.parse import parse
 from tique.rewrite.reads import PointKeys, ReadOptions
+from tique.rewrite.template import Template
 from tique.rewrite.writes import DeletePlan, InsertPlan, UpdatePlan
 from tique.sequencer import CSequencer
 from tique.settings import RESERVATION_MS, Settings
@@ -474,13 +475,16 @@ class Connection:
             try:
                 executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
             except errors.DataError:
-                if _read_part(plan) is None or txn.failed or self.read_options.exact_filters:
+                if _read_part(plan) is None or txn.failed:
                     raise
                 # A value error may come from a row the snapshot does not hold: the query's filters also sift
                 # Storage rows a newer version overrides (ReadOptions.exact_filters). The statement changed
                 # nothing yet (its rows are staged after its read); run again, its filters on the snapshot's rows
-                # alone: a second error is the statement's own
-                plan, bound = self._planned(operation, parameters, stored, exact=True)
+                # alone, unless it filtered nothing so: a second error is the statement's own
+                exact, exact_bound = self._planned(operation, parameters, stored, exact=True)
+                if _read_template(exact) == _read_template(plan):
+                    raise
+                plan, bound = exact, exact_bound
                 executed = self._run(txn, plan, bound or bind_plan(plan, parameters))
         except (ProgrammingError, errors.OperationalError) as exc:
             moved = self._moved_under(txn, plan, catalog_version, exc)
@@ -1027,6 +1031,13 @@ def _engine_reads(plan: Plan) -> bool:
     if isinstance(plan, ReadPlan):
         return plan.key_read is None
     return isinstance(plan, (UpdatePlan, DeletePlan)) and plan.row_read is None
+
+
+def _read_template(plan: Plan) -> Template | None:
+    """The statement that reads the snapshots for ``plan`` (None: it reads none)."""
+    if isinstance(plan, ReadPlan):
+        return plan.template
+    return plan.select if isinstance(plan, (InsertPlan, UpdatePlan, DeletePlan)) else None
 
 
 def _read_part(plan: Plan) -> tuple[frozenset[str], PointKeys] | None:

@@ -306,6 +306,7 @@ class _Found(NamedTuple):
     preds: list[exp.Expression]
     row_preds: list[exp.Expression]
     semi: list[exp.Expression]
+    filtered: bool  # the query filters this table (row_preds or semi, whether or not they are pushed)
 
 
 def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -> Reads:
@@ -342,18 +343,23 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             formulation = options.formulation
             if formulation == "auto":
                 formulation = "point" if preds else "analytical"
-            wide = formulation == "analytical" and not options.exact_filters
+            wide = formulation == "analytical"
             row_preds = row_predicates(table, info, lookup) if wide else []
             # copied now, while their tables are still tables: each copy's tables get snapshots of their own
             semi = [p.copy() for p in semi_predicates(table, info, lookup, ctes)] if wide else []
-            out.append(_Found(table, info, formulation, preds, row_preds, semi))
+            filtered = bool(row_preds or semi)
+            if options.exact_filters:
+                row_preds, semi = [], []
+            out.append(_Found(table, info, formulation, preds, row_preds, semi, filtered))
         return out
 
     found = collect(tree)
     inner = [entry for outer in found for pred in outer.semi for entry in collect(pred)]
     numbered = [*enumerate(found, start=1), *enumerate(inner, start=len(found) + 1)]
     # the copies' tables first: a semi-join is copied into its table's snapshot with its subquery's snapshots in it
-    for number, (table, info, formulation, preds, row_preds, semi) in numbered[len(found) :] + numbered[: len(found)]:
+    for number, (table, info, formulation, preds, row_preds, semi, filtered) in (
+        numbered[len(found) :] + numbered[: len(found)]
+    ):
         analytical = analytical or formulation == "analytical"
         pinned = _point_slots(info, preds) if formulation == "point" else None
         point[info.qualified] = pinned if info.qualified not in point else None  # read twice: no shortcut
@@ -369,7 +375,7 @@ def snapshot_reads(tree: exp.Expression, lookup: Lookup, options: ReadOptions) -
             columns=_needed(info, alias, uses),
             tag=f"_{number}",
             left_anti_join=subquery_predicates,
-            barrier=not lone or options.exact_filters,
+            barrier=not lone or (options.exact_filters and filtered),
             semi=semi,
             cached=(options.cached or formulation != "point") and info.qualified not in options.stored,
         )
