@@ -20,7 +20,7 @@ from tique.commit import CommitResult as CommitResult
 from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
 from tique.constraints import Constraints
 from tique.database import Database
-from tique.engine.base import RawConnection, Result
+from tique.engine.base import RawConnection, Result, retried_on_conflict
 from tique.errors import (
     DatabaseError,
     DataError,
@@ -28,6 +28,7 @@ from tique.errors import (
     IntegrityError,
     InterfaceError,
     LeaseExpired,
+    OperationalError,
     ProgrammingError,
     SerializationFailure,
     StorageFull,
@@ -49,7 +50,7 @@ from tique.settings import Settings
 from tique.snapshot_lease import SnapshotLease
 from tique.statements import ReadPlan
 from tique.write_buffer import Key, TableWrites, WriteBuffer, row_key, show, typed_key
-from tique.zero_signs import zero_signs_kept
+from tique.zero_signs import Zeros, zero_signs_kept, zeros_set_again, zeros_wrong
 
 if TYPE_CHECKING:
     from tique.statements import Bound, CopyPlan, WritePlan
@@ -688,20 +689,41 @@ class Transaction:
         if entries:
             self.db.storage.check(self.conn)  # a nearly full disk: StorageFull before any row is sent
         sql = [(entry, text) for entry in entries for text in self.buffer.cache_inserts(entry)]
-        if then is not None:
+        zeros = [(entry, found) for entry in entries if (found := self.buffer.zeros(entry)) is not None]
+        if then is not None and not zeros:
             sql.append((None, then))
-        with zero_signs_kept(self.conn, any(self.buffer.negative_zero(e) for e in entries)):
+        with zero_signs_kept(self.conn, bool(zeros)):
             if len(sql) > 1 and ATOMIC_FLUSH:
                 self._send(entries, [text for _, text in sql], statement)
             else:
                 for i, (entry, text) in enumerate(sql):
                     self._send([entry] if entry else [], [text], statement and i == 0)
+            for entry, (where, columns) in zeros:
+                self._zero_signs_checked(entry, where, columns)
+            if then is not None and zeros:  # only after the check: a failure leaves no record to settle
+                self._send([], [then], False)
         for entry in entries:
             self.buffer.sent(entry)
 
-    def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool) -> None:
+    def _zero_signs_checked(self, entry: TableWrites, where: str, columns: Zeros) -> None:
+        """The REAL and DOUBLE zeros just sent have their signs in the Cache, or are written again there in an
+        engine transaction of their own (tique/zero_signs.py: inside the INSERT's, MonetDB writes the slot once)."""
+        cache = entry.table.cache
+        for _ in range(3):
+            if not int(self.conn.execute(zeros_wrong(cache, where, columns)).scalar()):
+                return
+            self._send([entry], [zeros_set_again(cache, where, columns)], False, retried=True)
+        self.failed = f"the sign of a zero written to {entry.table.name!r} could not be kept"
+        raise OperationalError(
+            f"MonetDB kept writing a REAL or DOUBLE zero of table {entry.table.name!r} with the sign of the row whose "
+            f"place it reused; transaction {self.txid} was rolled back: run it again"
+        )
+
+    def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool, retried: bool = False) -> None:
         """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the
-        transaction failed unless ``statement`` and nothing can have reached the engine."""
+        transaction failed unless ``statement`` and nothing can have reached the engine. ``retried``: again while
+        MonetDB refuses it for a concurrent change of its table (an UPDATE of the Cache can lose to the
+        checkpointer's DELETE there)."""
         names = ", ".join(repr(e.table.name) for e in entries) or "the commit record"
         known = self.db.cache_keys
         try:
@@ -711,7 +733,9 @@ class Transaction:
                 nullcontext() if known is None else known.sending((e.table, e.pending) for e in entries),
                 nullcontext() if guard is None or not appended else guard.appending(appended),
             ):
-                if len(sql) == 1:
+                if retried:
+                    retried_on_conflict(lambda: self.conn.execute(sql[0]), f"writing the zeros of {names}")
+                elif len(sql) == 1:
                     self.conn.execute(sql[0])
                 else:
                     self.conn.execute_atomically(sql)

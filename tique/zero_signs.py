@@ -10,6 +10,14 @@ rows, the checkpointer's Storage writes, bulk loads, CREATE TABLE AS ... WITH DA
 with a client's parameters computes an UPDATE's new values in the engine. Each of them asks whether it writes a
 -0.0 and, if so, runs inside ``zero_signs_kept``. Negative zeros are rare, so the pipeline switch (two round
 trips, and the session's prepared statements, which MonetDB drops on a switch) is paid only then.
+
+MonetDB 11.41 also reuses the slots of deleted rows, and of rows a rolled-back transaction appended, for new
+rows, writing a value there only if it compares unequal to the slot's old one: a zero of either sign landing on a
+zero of the other keeps the old sign (measured: a DELETE, or a ROLLBACK, then an INSERT, each sign either way).
+tique deletes rows as a matter of course (the checkpointer's Cache clean and Storage key deletes), so a write of a
+REAL or DOUBLE zero sets its zeros again in place once its rows are committed (``zeros_set_again``): an UPDATE
+writes whatever it is given. Inside the INSERT's own engine transaction it does not (measured): that transaction
+writes the slot once, at its end.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 
 from tique.engine.base import RawConnection
 from tique.errors import DatabaseError
+from tique.names import quote
 
 KEEPING = frozenset({"minimal_pipe", "minimal_fast"})  # the pipelines without the constants optimizer
 SAFE = "minimal_fast"
@@ -53,3 +62,40 @@ def zero_signs_kept(conn: RawConnection, needed: bool) -> Iterator[None]:
             conn.execute(f"SET optimizer = '{was}'")
         except DatabaseError:
             pass
+
+
+# column -> (a condition for each row whose zero there is -0.0, whether some row's zero there is 0.0)
+Zeros = dict[str, tuple[list[str], bool]]
+
+
+def zeros_wrong(table: str, where: str, columns: Zeros) -> str:
+    """A count of ``table``'s rows that ``where`` selects whose zero in one of ``columns`` has the wrong sign (the
+    engine's text of a zero is '-0' or '0'). A read-only statement: a table others append to is updated only
+    when this finds some (an UPDATE there leaves MonetDB's readers of it an update delta to merge, which failed
+    now and then under concurrent writers: 'BATappend_or_update: update BATs not the same size')."""
+    wrong = []
+    for name, (negative, positive) in columns.items():
+        column = quote(name)
+        text = f"CAST({column} AS CLOB)"
+        if negative and positive:
+            expected = f"CASE WHEN {' OR '.join(negative)} THEN '-0' ELSE '0' END"
+        else:
+            expected = "'-0'" if negative else "'0'"
+        wrong.append(f"({column} = 0 AND {text} <> {expected})")
+    return f"SELECT COUNT(*) FROM {table} WHERE ({where}) AND ({' OR '.join(wrong)})"
+
+
+def zeros_set_again(table: str, where: str, columns: Zeros) -> str:
+    """An UPDATE of ``table``'s rows that ``where`` selects, writing each zero of ``columns`` again with its sign.
+    Run it in an engine transaction after the one that inserted the rows, under ``zero_signs_kept``."""
+    sets, zeros = [], []
+    for name, (negative, positive) in columns.items():
+        column = quote(name)
+        cases = []
+        if negative:
+            cases.append(f"WHEN {column} = 0 AND ({' OR '.join(negative)}) THEN {NEGATIVE_ZERO}")
+        if positive:
+            cases.append(f"WHEN {column} = 0 THEN 0.0e0")
+        sets.append(f"{column} = CASE {' '.join(cases)} ELSE {column} END")
+        zeros.append(f"{column} = 0")
+    return f"UPDATE {table} SET {', '.join(sets)} WHERE ({where}) AND ({' OR '.join(zeros)})"
