@@ -231,11 +231,15 @@ class WriteBuffer:
 
     # ---- flush SQL -----------------------------------------------------------------------------------------
 
-    def cache_inserts(self, entry: TableWrites) -> Iterator[str]:
-        """The INSERT statements that send ``entry``'s pending versions to its Cache table, in batches."""
+    def cache_inserts(self, entry: TableWrites, again: int | None = None) -> Iterator[str]:
+        """The INSERT statements that send ``entry``'s pending versions to its Cache table, in batches.
+        ``again``: only those holding a REAL or DOUBLE zero, once more as versions of statement ``again`` (they
+        outrank the first copies: see Transaction._zero_signs_checked)."""
         info = entry.table
         cols = ", ".join(quote(c) for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
         items = list(entry.pending.items())
+        if again is not None:
+            items = [(key, (row, again)) for key, (row, _) in items if row is not None and _has_zero(info, row)]
         for start in range(0, len(items), INSERT_BATCH):
             values = ", ".join(
                 self._cache_row(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]
@@ -347,6 +351,10 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
         state.pop(key, None)
     else:
         state[key] = value
+
+
+def _has_zero(info: TableInfo, row: tuple[Any, ...]) -> bool:
+    return any(isinstance(row[i], float) and row[i] == 0.0 for i in info.float_positions)
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:

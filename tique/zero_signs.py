@@ -15,9 +15,12 @@ MonetDB 11.41 also reuses the slots of deleted rows, and of rows a rolled-back t
 rows, writing a value there only if it compares unequal to the slot's old one: a zero of either sign landing on a
 zero of the other keeps the old sign (measured: a DELETE, or a ROLLBACK, then an INSERT, each sign either way).
 tique deletes rows as a matter of course (the checkpointer's Cache clean and Storage key deletes), so a write of a
-REAL or DOUBLE zero sets its zeros again in place once its rows are committed (``zeros_set_again``): an UPDATE
-writes whatever it is given. Inside the INSERT's own engine transaction it does not (measured): that transaction
-writes the slot once, at its end.
+REAL or DOUBLE zero counts the zeros that came out with the other sign (``zeros_wrong``). A flush then sends those
+versions again, as a later statement's, which outrank the first copies (Transaction._zero_signs_checked); the
+checkpointer writes Storage's again in place (``zeros_set_again``: an UPDATE in a later engine transaction writes
+whatever it is given; inside the INSERT's own it does not, measured: that transaction writes the slot once). The
+Cache is not updated: an UPDATE there, beside other sessions appending and reading, left readers an update delta
+that MonetDB failed to merge now and then ('BATappend_or_update: update BATs not the same size').
 """
 
 from __future__ import annotations
@@ -70,9 +73,7 @@ Zeros = dict[str, tuple[list[str], bool]]
 
 def zeros_wrong(table: str, where: str, columns: Zeros) -> str:
     """A count of ``table``'s rows that ``where`` selects whose zero in one of ``columns`` has the wrong sign (the
-    engine's text of a zero is '-0' or '0'). A read-only statement: a table others append to is updated only
-    when this finds some (an UPDATE there leaves MonetDB's readers of it an update delta to merge, which failed
-    now and then under concurrent writers: 'BATappend_or_update: update BATs not the same size')."""
+    engine's text of a zero is '-0' or '0'), in one read-only statement."""
     wrong = []
     for name, (negative, positive) in columns.items():
         column = quote(name)
