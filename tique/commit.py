@@ -79,6 +79,7 @@ def commit(t: Transaction) -> CommitResult:
             raise full from exc
     deciding = False
     try:
+        t.zero_signs_checked()  # the rows went with the record: a failure here settles it
         _step("recorded", t)
         if seq.publishes_in_certification and not t.priority and not s.unsafe_skip_certification:
             cts, ok = publish_and_certify(t)  # steps 2 and 3, in one statement unless an earlier commit is in flight

@@ -95,6 +95,8 @@ class Transaction:
         self.catalog_at_begin = db.catalog.version
         self.buffer = WriteBuffer(self.lease.txid)
         self.known = KnownRows()  # rows of the snapshot held whole (known_rows.py)
+        # the last flush's versions holding a REAL or DOUBLE zero, whose signs are still to check (zero_signs_checked)
+        self._zeros_due: list[tuple[TableInfo, str, Zeros, dict[Key, tuple[Any, int]]]] = []
         # which keys may have Cache rows (cache_keys.py embedded, record_keys.py over MAPI); either reads the Cache
         # tables, which only the owner may
         self.cache_keys: CacheKeys | SnapshotKeys | None = None
@@ -692,40 +694,44 @@ class Transaction:
         if entries:
             self.db.storage.check(self.conn)  # a nearly full disk: StorageFull before any row is sent
         sql = [(entry, text) for entry in entries for text in self.buffer.cache_inserts(entry)]
-        zeros = [(entry, found) for entry in entries if (found := self.buffer.zeros(entry)) is not None]
-        if then is not None and not zeros:
+        if then is not None:
             sql.append((None, then))
-        with zero_signs_kept(self.conn, bool(zeros)):
+        zeros = [(entry, found) for entry in entries if (found := self.buffer.zeros(entry)) is not None]
+        with zero_signs_kept(self.conn, any(self.buffer.negative_zero(e) for e in entries)):
             if len(sql) > 1 and ATOMIC_FLUSH:
                 self._send(entries, [text for _, text in sql], statement)
             else:
                 for i, (entry, text) in enumerate(sql):
                     self._send([entry] if entry else [], [text], statement and i == 0)
-            for entry, (where, columns) in zeros:
-                self._zero_signs_checked(entry, where, columns)
-            if then is not None and zeros:  # only after the check: a failure leaves no record to settle
-                self._send([], [then], False)
+        # with COMMIT's record: checked by the commit protocol, which settles the record if the check fails
+        self._zeros_due = [(entry.table, where, columns, dict(entry.pending)) for entry, (where, columns) in zeros]
         for entry in entries:
             self.buffer.sent(entry)
+        if then is None:
+            self.zero_signs_checked()
 
-    def _zero_signs_checked(self, entry: TableWrites, where: str, columns: Zeros) -> None:
-        """The REAL and DOUBLE zeros just sent have their signs in the Cache, or the versions holding them are sent
-        once more, as a later statement's, until they do (tique/zero_signs.py: MonetDB reused a slot whose old
-        zero had the other sign). Appended, not updated: an UPDATE of a Cache others append to left MonetDB's
-        readers of it an update delta they failed to merge now and then. Counted in one read-only statement; the
-        copies they outrank are never read (versions rank by statement)."""
-        cache = entry.table.cache
-        for _ in range(ZERO_SIGN_TRIES):
-            if not int(self.conn.execute(zeros_wrong(cache, where, columns)).scalar()):
-                return
-            seq = self.buffer.next_seq()
-            self._send([entry], list(self.buffer.cache_inserts(entry, again=seq)), False)
-            where = f"tq_txid = {self.txid} AND tq_seq = {seq}"
-        self.failed = f"the sign of a zero written to {entry.table.name!r} could not be kept"
-        raise OperationalError(
-            f"MonetDB kept writing a REAL or DOUBLE zero of table {entry.table.name!r} with the sign of the row whose "
-            f"place it reused; transaction {self.txid} was rolled back: run it again"
-        )
+    def zero_signs_checked(self) -> None:
+        """The REAL and DOUBLE zeros the last flush sent have their signs in the Cache, or the versions holding
+        them are sent once more, as a later statement's, until they do (tique/zero_signs.py: MonetDB reused a slot
+        whose old zero had the other sign). Appended, not updated: an UPDATE of a Cache others append to left
+        MonetDB's readers of it an update delta they failed to merge now and then. Counted in one read-only
+        statement; the copies they outrank are never read (versions rank by statement)."""
+        due, self._zeros_due = self._zeros_due, []
+        for info, where, columns, pending in due:
+            for _ in range(ZERO_SIGN_TRIES):
+                if not int(self.conn.execute(zeros_wrong(info.cache, where, columns)).scalar()):
+                    break
+                seq = self.buffer.next_seq()
+                again = self.buffer.zeros_again(info, pending, seq)
+                with zero_signs_kept(self.conn, True):
+                    self._send([self.buffer.entry(info)], again, False)
+                where = f"tq_txid = {self.txid} AND tq_seq = {seq}"
+            else:
+                self.failed = f"the sign of a zero written to {info.name!r} could not be kept"
+                raise OperationalError(
+                    f"MonetDB kept writing a REAL or DOUBLE zero of table {info.name!r} with the sign of the row "
+                    f"whose place it reused; transaction {self.txid} was rolled back: run it again"
+                )
 
     def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool) -> None:
         """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the

@@ -231,15 +231,20 @@ class WriteBuffer:
 
     # ---- flush SQL -----------------------------------------------------------------------------------------
 
-    def cache_inserts(self, entry: TableWrites, again: int | None = None) -> Iterator[str]:
-        """The INSERT statements that send ``entry``'s pending versions to its Cache table, in batches.
-        ``again``: only those holding a REAL or DOUBLE zero, once more as versions of statement ``again`` (they
-        outrank the first copies: see Transaction._zero_signs_checked)."""
-        info = entry.table
+    def cache_inserts(self, entry: TableWrites) -> Iterator[str]:
+        """The INSERT statements that send ``entry``'s pending versions to its Cache table, in batches."""
+        return self._inserts(entry.table, list(entry.pending.items()))
+
+    def zeros_again(
+        self, info: TableInfo, pending: dict[Key, tuple[tuple[Any, ...] | None, int]], seq: int
+    ) -> list[str]:
+        """INSERTs of the versions of ``pending`` (a flush's) that hold a REAL or DOUBLE zero, once more as versions
+        of statement ``seq``: they outrank the first copies (see Transaction._zero_signs_checked)."""
+        again = [(key, (row, seq)) for key, (row, _) in pending.items() if row is not None and _has_zero(info, row)]
+        return list(self._inserts(info, again))
+
+    def _inserts(self, info: TableInfo, items: list[tuple[Key, tuple[tuple[Any, ...] | None, int]]]) -> Iterator[str]:
         cols = ", ".join(quote(c) for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
-        items = list(entry.pending.items())
-        if again is not None:
-            items = [(key, (row, again)) for key, (row, _) in items if row is not None and _has_zero(info, row)]
         for start in range(0, len(items), INSERT_BATCH):
             values = ", ".join(
                 self._cache_row(info, key, row, seq) for key, (row, seq) in items[start : start + INSERT_BATCH]

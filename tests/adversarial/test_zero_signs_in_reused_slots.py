@@ -158,3 +158,32 @@ def test_the_checkpointer_writes_a_changed_zero_into_storage(
             assert {int(key): text for key, text in stored} == want, round_
     finally:
         raw.close()
+
+
+def test_a_zero_whose_sign_cannot_be_kept_fails_commit_and_settles_its_record(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check runs after COMMIT's record went with the rows: failing, it settles the record as aborted at once
+    (a later committer does not wait for its lease) and nothing of the transaction is visible."""
+    from tique import transaction
+
+    conn, other = connect(), connect()
+    cur = conn.cursor()
+    t = unique_name("zf")
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, f DOUBLE)")
+    conn.commit()
+    monkeypatch.setattr(transaction, "ZERO_SIGN_TRIES", 0)  # as if every send landed on a zero of the other sign
+    cur.execute(f"INSERT INTO {t} VALUES (1, 0.0e0)")
+    assert conn._txn is not None
+    txid = conn._txn.txid
+    with pytest.raises(tique.OperationalError, match="zero"):
+        conn.commit()
+    conn.rollback()
+    settled = other.execute(f"SELECT ok FROM tique.outcomes WHERE txid = {txid}").fetchall()
+    assert settled == [(False,)]  # its record has its outcome: nobody waits for the lease
+    other.rollback()
+    monkeypatch.undo()
+    other.execute(f"INSERT INTO {t} VALUES (2, 1.5e0)")
+    other.commit()  # not held behind an unsettled record
+    assert other.execute(f"SELECT k FROM {t}").fetchall() == [(2,)]
+    assert conn.execute(f"SELECT k FROM {t}").fetchall() == [(2,)]
