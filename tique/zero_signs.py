@@ -100,3 +100,29 @@ def zeros_set_again(table: str, where: str, columns: Zeros) -> str:
         sets.append(f"{column} = CASE {' '.join(cases)} ELSE {column} END")
         zeros.append(f"{column} = 0")
     return f"UPDATE {table} SET {', '.join(sets)} WHERE ({where}) AND ({' OR '.join(zeros)})"
+
+
+ZERO_BATCH = 200  # rows one statement of ``zeros_in_place`` names (a condition per row)
+
+
+def zeros_in_place(conn: RawConnection, table: str, rows: list[tuple[str, dict[str, bool]]], where: str) -> bool:
+    """Rows of ``table`` just inserted, each a condition that selects it and its REAL and DOUBLE zeros (column ->
+    negative?): those that came out with the other sign are written again in place (only the writer of ``table``
+    may: an UPDATE of a table others append to leaves their reads an update delta). ``where``: a condition every
+    statement carries (the checkpointer's fence). True when some were."""
+    again = False
+    for start in range(0, len(rows), ZERO_BATCH):
+        chunk = rows[start : start + ZERO_BATCH]
+        columns: Zeros = {}
+        for match, zeros in chunk:
+            for name, negative_here in zeros.items():
+                negative, positive = columns.get(name, ([], False))
+                if negative_here:
+                    negative.append(match)
+                columns[name] = (negative, positive or not negative_here)
+        selected = f"({' OR '.join(match for match, _ in chunk)}) AND {where}"
+        if int(conn.execute(zeros_wrong(table, selected, columns)).scalar()):
+            with zero_signs_kept(conn, True):
+                conn.execute(zeros_set_again(table, selected, columns))
+            again = True
+    return again

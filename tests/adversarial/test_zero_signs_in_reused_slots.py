@@ -187,3 +187,28 @@ def test_a_zero_whose_sign_cannot_be_kept_fails_commit_and_settles_its_record(
     other.commit()  # not held behind an unsettled record
     assert other.execute(f"SELECT k FROM {t}").fetchall() == [(2,)]
     assert conn.execute(f"SELECT k FROM {t}").fetchall() == [(2,)]
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["primary key", "row ids"])
+def test_a_bulk_load_into_slots_deleted_rows_left(
+    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str], keyed: bool
+) -> None:
+    conn = connect()
+    cur = conn.cursor()
+    t = unique_name("zl")
+    cur.execute(f"CREATE TABLE {t} (k INT{' PRIMARY KEY' if keyed else ''}, f DOUBLE)")
+    cur.execute(f"INSERT INTO {t} VALUES (1, -0.0e0), (2, -0.0e0), (3, 0.0e0)")
+    conn.commit()
+    raw = open_engine(url).connect()
+    checkpointer = Checkpointer(raw)
+    try:
+        checkpointer.run_once()
+        cur.execute(f"DELETE FROM {t}")
+        conn.commit()
+        checkpointer.run_once()  # their Storage rows deleted: three slots, two -0.0, one 0.0
+        raw.execute(f"SELECT COUNT(*) FROM {_physical(conn, t).storage}")
+        conn.bulk_load(t, [(11, 0.0), (12, 0.0), (13, -0.0)])
+        got = conn.execute(f"SELECT k, f FROM {t} ORDER BY k").fetchall()
+        assert [(k, _sign(f)) for k, f in got] == [(11, "+"), (12, "+"), (13, "-")]
+    finally:
+        raw.close()

@@ -64,7 +64,7 @@ from tique.rewrite.snapshot import NO_LIMIT
 from tique.sequencer import ABANDONED, DONE, PUBLISHED, TAKEN
 from tique.settings import CHECKPOINT_LOCK_LEASE_MS
 from tique.storage import guard_of
-from tique.zero_signs import Zeros, zero_signs_kept, zeros_set_again
+from tique.zero_signs import zero_signs_kept, zeros_in_place
 
 WRITE_BATCH = 1000  # Storage rows per statement
 COUNT_BATCH = 100  # Cache tables counted per statement (a UNION ALL of 100 counts: about 16 ms; of 200: 44)
@@ -82,7 +82,6 @@ STEPS = (
     "finished",
 )
 RUNNING = -1  # the errors column of a run's log row until the run finished
-ZERO_BATCH = 200  # moved rows whose zeros one UPDATE writes again (a condition per row: _zeros_written_again)
 
 
 class CheckpointerBusy(OperationalError):
@@ -493,31 +492,19 @@ class Checkpointer:
         return out
 
     def _zeros_written_again(self, info: TableInfo, rows: Sequence[Sequence[Any]], key_pos: Sequence[int]) -> bool:
-        """Write the REAL and DOUBLE zeros of the moved versions ``rows`` (the engine's text) again in Storage,
-        in place: an INSERT into a slot a deleted row left keeps that row's zero sign (tique/zero_signs.py), which
-        the read-back finds as a mismatch. Only the checkpointer writes Storage, so the UPDATE meets no other
-        writer. False when they hold no zero."""
+        """Write the REAL and DOUBLE zeros of the moved versions ``rows`` (the engine's text) again in Storage, in
+        place, where they came out with the other sign: an INSERT into a slot a deleted row left keeps that row's
+        zero sign (tique/zero_signs.py), which the read-back finds as a mismatch. Only the checkpointer writes
+        Storage. False when none did."""
         types = column_types(info)
         names = info.stored_names
-        zeros = [r for r in rows if not r[-1] and any(r[i] in ("0", "-0") for i in info.float_positions)]
-        for start in range(0, len(zeros), ZERO_BATCH):
-            columns: Zeros = {}
-            keys: list[str] = []
-            for row in zeros[start : start + ZERO_BATCH]:
+        zeros = []
+        for row in rows:
+            signs = {names[i]: row[i] == "-0" for i in info.float_positions if not row[-1] and row[i] in ("0", "-0")}
+            if signs:
                 match = " AND ".join(f"{quote(k)} = {from_text(row[i], types[k])}" for k, i in zip(info.key, key_pos))
-                keys.append(f"({match})")
-                for i in info.float_positions:
-                    if row[i] in ("0", "-0"):
-                        negative, positive = columns.get(names[i], ([], False))
-                        if row[i] == "-0":
-                            negative.append(f"({match})")
-                        else:
-                            positive = True
-                        columns[names[i]] = (negative, positive)
-            update = zeros_set_again(info.storage, f"({' OR '.join(keys)}) AND {self._fence()}", columns)
-            with zero_signs_kept(self.conn, True):
-                self.conn.execute(update)
-        return bool(zeros)
+                zeros.append((f"({match})", signs))
+        return zeros_in_place(self.conn, info.storage, zeros, self._fence())
 
     def _mismatched(self, info: TableInfo, horizon: int, low: int) -> int:
         """How many of the keys this run moved have a Storage row other than their version in the Cache, read
