@@ -18,6 +18,10 @@ WRITES = [
     "UPDATE {t} SET v = v + 1 WHERE k IN (SELECT kk FROM b)",
     "WITH m AS (SELECT MAX(v) AS top FROM {t}) UPDATE {t} SET v = (SELECT top FROM m) WHERE k = 1",
     "WITH {t} AS (SELECT 2 AS k) DELETE FROM {t} WHERE k IN (SELECT k FROM {t})",  # the CTE shadows the table
+    # a quoted name is not the unquoted target: an alias that dropped the quotes hid the target (all rows set)
+    'WITH "T" AS (SELECT k FROM {t} WHERE v > 25) '
+    'UPDATE {t} SET v = 0 WHERE EXISTS (SELECT 1 FROM "T" WHERE k = {t}.k)',
+    'WITH "X" AS (SELECT k, v FROM {t}) UPDATE {t} SET v = 1 WHERE k IN (SELECT "X".k FROM "X" WHERE "X".v > 20)',
 ]
 
 

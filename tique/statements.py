@@ -552,7 +552,8 @@ def _ctes_inlined(tree: exp.Expression, target: exp.Table, with_: exp.With) -> e
                 continue
             body, columns = bodies[name]
             alias = table.args.get("alias")
-            alias_name = alias.this if alias is not None and alias.this else exp.to_identifier(table.name)
+            # the reference's own name, quoted as written ("T" is not t, which may be the write's target)
+            alias_name = alias.this if alias is not None and alias.this else table.this
             table.replace(
                 exp.Subquery(
                     this=body.copy(),
