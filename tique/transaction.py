@@ -50,7 +50,7 @@ from tique.settings import Settings
 from tique.snapshot_lease import SnapshotLease
 from tique.statements import ReadPlan
 from tique.write_buffer import Key, TableWrites, WriteBuffer, row_key, show, typed_key
-from tique.zero_signs import Zeros, zero_signs_kept, zeros_wrong
+from tique.zero_signs import ZeroRow, Zeros, zero_checks, zero_signs_kept, zeros_wrong
 
 if TYPE_CHECKING:
     from tique.statements import Bound, CopyPlan, WritePlan
@@ -96,7 +96,7 @@ class Transaction:
         self.buffer = WriteBuffer(self.lease.txid)
         self.known = KnownRows()  # rows of the snapshot held whole (known_rows.py)
         # the last flush's versions holding a REAL or DOUBLE zero, whose signs are still to check (zero_signs_checked)
-        self._zeros_due: list[tuple[TableInfo, str, Zeros, dict[Key, tuple[Any, int]]]] = []
+        self._zeros_due: list[tuple[TableInfo, int, list[ZeroRow], dict[Key, tuple[Any, int]]]] = []
         # which keys may have Cache rows (cache_keys.py embedded, record_keys.py over MAPI); either reads the Cache
         # tables, which only the owner may
         self.cache_keys: CacheKeys | SnapshotKeys | None = None
@@ -704,7 +704,7 @@ class Transaction:
                 for i, (entry, text) in enumerate(sql):
                     self._send([entry] if entry else [], [text], statement and i == 0)
         # with COMMIT's record: checked by the commit protocol, which settles the record if the check fails
-        self._zeros_due = [(entry.table, where, columns, dict(entry.pending)) for entry, (where, columns) in zeros]
+        self._zeros_due = [(entry.table, since, rows, dict(entry.pending)) for entry, (since, rows) in zeros]
         for entry in entries:
             self.buffer.sent(entry)
         if then is None:
@@ -714,24 +714,30 @@ class Transaction:
         """The REAL and DOUBLE zeros the last flush sent have their signs in the Cache, or the versions holding
         them are sent once more, as a later statement's, until they do (tique/zero_signs.py: MonetDB reused a slot
         whose old zero had the other sign). Appended, not updated: an UPDATE of a Cache others append to left
-        MonetDB's readers of it an update delta they failed to merge now and then. Counted in one read-only
-        statement; the copies they outrank are never read (versions rank by statement)."""
+        MonetDB's readers of it an update delta they failed to merge now and then. Counted in read-only statements
+        (one, unless a column holds both signs); the copies they outrank are never read (versions rank by
+        statement)."""
         due, self._zeros_due = self._zeros_due, []
-        for info, where, columns, pending in due:
+        for info, since, rows, pending in due:
+            checks = zero_checks(rows, by_row=False)
+            sent = f"tq_seq >= {since}"
             for _ in range(ZERO_SIGN_TRIES):
-                if not int(self.conn.execute(zeros_wrong(info.cache, where, columns)).scalar()):
+                if not any(self._zeros_wrong(info, sent, selected, columns) for selected, columns in checks):
                     break
                 seq = self.buffer.next_seq()
-                again = self.buffer.zeros_again(info, pending, seq)
                 with zero_signs_kept(self.conn, True):
-                    self._send([self.buffer.entry(info)], again, False)
-                where = f"tq_txid = {self.txid} AND tq_seq = {seq}"
+                    self._send([self.buffer.entry(info)], self.buffer.zeros_again(info, pending, seq), False)
+                sent = f"tq_seq = {seq}"
             else:
                 self.failed = f"the sign of a zero written to {info.name!r} could not be kept"
                 raise OperationalError(
                     f"MonetDB kept writing a REAL or DOUBLE zero of table {info.name!r} with the sign of the row "
                     f"whose place it reused; transaction {self.txid} was rolled back: run it again"
                 )
+
+    def _zeros_wrong(self, info: TableInfo, sent: str, selected: str | None, columns: Zeros) -> bool:
+        where = f"tq_txid = {self.txid} AND {sent}" + (f" AND ({selected})" if selected else "")
+        return bool(int(self.conn.execute(zeros_wrong(info.cache, where, columns)).scalar()))
 
     def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool) -> None:
         """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the

@@ -18,7 +18,7 @@ from tique.names import quote
 from tique.params import literal
 from tique.rewrite.reads import PointKeys
 from tique.rewrite.values import coerce, int_bound, key_value
-from tique.zero_signs import Zeros, negative_zero
+from tique.zero_signs import ZeroRow, negative_zero
 
 Key = tuple[Any, ...]
 INSERT_BATCH = 500  # rows per INSERT statement when flushing
@@ -259,33 +259,26 @@ class WriteBuffer:
             row[i] for row, _ in entry.pending.values() if row is not None for i in floats
         )
 
-    def zeros(self, entry: TableWrites) -> tuple[str, Zeros] | None:
+    def zeros(self, entry: TableWrites) -> tuple[int, list[ZeroRow]] | None:
         """The REAL and DOUBLE zeros of ``entry``'s pending versions, to check once they are in the Cache
-        (tique/zero_signs.py: a zero written into a slot a deleted row left keeps that row's sign): the condition
-        that selects those versions there, and the zeros per column. None when they hold no zero. The versions are
-        this transaction's from the first pending statement on: every version of the table sent before came from
-        an earlier statement."""
+        (tique/zero_signs.py: a zero written into a slot a deleted row left keeps that row's sign): the first
+        pending statement (every version of the table sent before came from an earlier one), and each version
+        holding a zero as a condition on its key with its zeros. None when they hold no zero."""
         info = entry.table
         floats = [(i, info.stored_names[i]) for i in info.float_positions]
         if not floats:
             return None
-        columns: Zeros = {}
+        rows: list[ZeroRow] = []
         for key, (row, _) in entry.pending.items():
-            for i, name in floats:
-                value = None if row is None else row[i]
-                if not isinstance(value, float) or value != 0.0:
-                    continue
-                negative, positive = columns.get(name, ([], False))
-                if negative_zero((value,)):
-                    match = " AND ".join(f"{quote(k)} = {literal(v)}" for k, v in zip(info.key, key))
-                    negative.append(f"({match})")
-                else:
-                    positive = True
-                columns[name] = (negative, positive)
-        if not columns:
+            if row is None:
+                continue
+            zeros = {n: negative_zero((row[i],)) for i, n in floats if isinstance(row[i], float) and row[i] == 0.0}
+            if zeros:
+                match = " AND ".join(f"{quote(k)} = {literal(v)}" for k, v in zip(info.key, key))
+                rows.append((f"({match})", zeros))
+        if not rows:
             return None
-        since = min(seq for _, seq in entry.pending.values())
-        return f"tq_txid = {self.txid} AND tq_seq >= {since}", columns
+        return min(seq for _, seq in entry.pending.values()), rows
 
     @staticmethod
     def sent(entry: TableWrites) -> None:

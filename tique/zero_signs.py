@@ -69,20 +69,47 @@ def zero_signs_kept(conn: RawConnection, needed: bool) -> Iterator[None]:
 
 # column -> (a condition for each row whose zero there is -0.0, whether some row's zero there is 0.0)
 Zeros = dict[str, tuple[list[str], bool]]
+ZeroRow = tuple[str, dict[str, bool]]  # a condition that selects a row, and its zeros: column -> negative?
+ZERO_BATCH = 200  # rows a statement names one by one: MonetDB ran out of stack on a few thousand (a review)
+
+
+def zero_checks(rows: list[ZeroRow], by_row: bool) -> list[tuple[str | None, Zeros]]:
+    """``rows``' zeros as the statements that check (or write again) them: (a condition selecting the rows, or
+    None for all the caller's; the zeros per column). A column whose zeros all have one sign needs no row's
+    condition, so the rows need none unless ``by_row`` (an UPDATE must touch no other row); else they go
+    ZERO_BATCH at a time."""
+    signs: dict[str, set[bool]] = {}
+    for _, zeros in rows:
+        for name, negative in zeros.items():
+            signs.setdefault(name, set()).add(negative)
+    if not by_row and all(len(s) == 1 for s in signs.values()):
+        return [(None, {name: ([], False) if True in s else ([], True) for name, s in signs.items()})]
+    checks: list[tuple[str | None, Zeros]] = []
+    for start in range(0, len(rows), ZERO_BATCH):
+        chunk = rows[start : start + ZERO_BATCH]
+        columns: Zeros = {}
+        for match, zeros in chunk:
+            for name, negative_here in zeros.items():
+                negative, positive = columns.get(name, ([], False))
+                if negative_here:
+                    negative.append(match)
+                columns[name] = (negative, positive or not negative_here)
+        checks.append((" OR ".join(match for match, _ in chunk), columns))
+    return checks
 
 
 def zeros_wrong(table: str, where: str, columns: Zeros) -> str:
     """A count of ``table``'s rows that ``where`` selects whose zero in one of ``columns`` has the wrong sign (the
-    engine's text of a zero is '-0' or '0'), in one read-only statement."""
+    engine's text of a zero is '-0' or '0'), in one read-only statement. A column given no row conditions and no
+    0.0 holds -0.0 in every selected zero."""
     wrong = []
     for name, (negative, positive) in columns.items():
         column = quote(name)
-        text = f"CAST({column} AS CLOB)"
         if negative and positive:
             expected = f"CASE WHEN {' OR '.join(negative)} THEN '-0' ELSE '0' END"
         else:
-            expected = "'-0'" if negative else "'0'"
-        wrong.append(f"({column} = 0 AND {text} <> {expected})")
+            expected = "'0'" if positive else "'-0'"
+        wrong.append(f"({column} = 0 AND CAST({column} AS CLOB) <> {expected})")
     return f"SELECT COUNT(*) FROM {table} WHERE ({where}) AND ({' OR '.join(wrong)})"
 
 
@@ -95,32 +122,20 @@ def zeros_set_again(table: str, where: str, columns: Zeros) -> str:
         cases = []
         if negative:
             cases.append(f"WHEN {column} = 0 AND ({' OR '.join(negative)}) THEN {NEGATIVE_ZERO}")
-        if positive:
-            cases.append(f"WHEN {column} = 0 THEN 0.0e0")
+        cases.append(f"WHEN {column} = 0 THEN {'0.0e0' if positive else NEGATIVE_ZERO}")
         sets.append(f"{column} = CASE {' '.join(cases)} ELSE {column} END")
         zeros.append(f"{column} = 0")
     return f"UPDATE {table} SET {', '.join(sets)} WHERE ({where}) AND ({' OR '.join(zeros)})"
 
 
-ZERO_BATCH = 200  # rows one statement of ``zeros_in_place`` names (a condition per row)
-
-
-def zeros_in_place(conn: RawConnection, table: str, rows: list[tuple[str, dict[str, bool]]], where: str) -> bool:
-    """Rows of ``table`` just inserted, each a condition that selects it and its REAL and DOUBLE zeros (column ->
-    negative?): those that came out with the other sign are written again in place (only the writer of ``table``
-    may: an UPDATE of a table others append to leaves their reads an update delta). ``where``: a condition every
-    statement carries (the checkpointer's fence). True when some were."""
+def zeros_in_place(conn: RawConnection, table: str, rows: list[ZeroRow], where: str) -> bool:
+    """Rows of ``table`` just inserted (see ZeroRow): those whose zero came out with the other sign are written
+    again in place (only the writer of ``table`` may: an UPDATE of a table others append to leaves their reads an
+    update delta). ``where``: a condition every statement carries (the checkpointer's fence). True when some
+    were."""
     again = False
-    for start in range(0, len(rows), ZERO_BATCH):
-        chunk = rows[start : start + ZERO_BATCH]
-        columns: Zeros = {}
-        for match, zeros in chunk:
-            for name, negative_here in zeros.items():
-                negative, positive = columns.get(name, ([], False))
-                if negative_here:
-                    negative.append(match)
-                columns[name] = (negative, positive or not negative_here)
-        selected = f"({' OR '.join(match for match, _ in chunk)}) AND {where}"
+    for selected, columns in zero_checks(rows, by_row=True):
+        selected = f"({selected}) AND {where}"
         if int(conn.execute(zeros_wrong(table, selected, columns)).scalar()):
             with zero_signs_kept(conn, True):
                 conn.execute(zeros_set_again(table, selected, columns))

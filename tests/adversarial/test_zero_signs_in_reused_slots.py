@@ -212,3 +212,22 @@ def test_a_bulk_load_into_slots_deleted_rows_left(
         assert [(k, _sign(f)) for k, f in got] == [(11, "+"), (12, "+"), (13, "-")]
     finally:
         raw.close()
+
+
+def test_a_large_flush_of_both_zeros_commits(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+) -> None:
+    """A column holding both signs needs a condition per row to check: put in one statement, 7,000 of them ran
+    MonetDB out of stack ('Query too complex'), and the transaction could never commit (found by a review)."""
+    conn = connect()
+    cur = conn.cursor()
+    t = unique_name("zg")
+    cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT, f DOUBLE)")
+    conn.commit()
+    conn.bulk_load(t, [(i, 0, -0.0 if i % 2 else 0.0) for i in range(16000)])
+    cur.execute(f"UPDATE {t} SET v = v + 1")
+    conn.commit()
+    rows = conn.execute(f"SELECT k, v, f FROM {t} WHERE k < 4 OR k > 15995 ORDER BY k").fetchall()
+    assert [(k, v, _sign(f)) for k, v, f in rows] == [
+        (k, 1, "-" if k % 2 else "+") for k in (0, 1, 2, 3, 15996, 15997, 15998, 15999)
+    ]
