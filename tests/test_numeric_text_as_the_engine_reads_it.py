@@ -12,8 +12,8 @@ import pytest
 import tique
 
 TEXTS = ["1e2", "1E2", "1e02", "10e1", "0e5", "-1e2", "+3", " 7 ", "1e+2", "1e-1", "100e-2", "1.5e1", "1e20", "1e",
-         "2.5", ".5", "5.", "1.235", "-1.235", "1.2e1", "3e9", "12abc"]  # fmt: skip
-COLUMNS = ["INT", "BIGINT", "SMALLINT", "DECIMAL(6,2)", "DECIMAL(18,3)"]
+         "2.5", ".5", "5.", "1.235", "-1.235", "1.2e1", "3e9", "12abc", "1_0", "1_000.5"]  # fmt: skip
+COLUMNS = ["INT", "BIGINT", "SMALLINT", "DECIMAL(6,2)", "DECIMAL(18,3)", "DOUBLE", "REAL"]
 
 
 @pytest.mark.parametrize("column", COLUMNS)

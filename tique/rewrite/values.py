@@ -237,9 +237,10 @@ _SPACES = " \t\n\v\f\r"  # what MonetDB skips around a number or BOOLEAN it read
 
 def _plain(text: str) -> str:
     """``text`` without the spaces MonetDB skips around a value. Python's strip, int, float and Decimal also take
-    other Unicode spaces (a no-break space, U+001C) and digits, which MonetDB refuses: refused here too."""
+    other Unicode spaces (a no-break space, U+001C) and digits, and underscores between digits ('1_0'), which
+    MonetDB refuses: refused here too."""
     stripped = text.strip(_SPACES)
-    if not stripped.isascii():
+    if not stripped.isascii() or "_" in stripped:
         raise ValueError("a character MonetDB does not read in a number or BOOLEAN")
     return stripped
 
