@@ -236,12 +236,11 @@ class WriteBuffer:
         return self._inserts(entry.table, list(entry.pending.items()))
 
     def zeros_again(
-        self, info: TableInfo, pending: dict[Key, tuple[tuple[Any, ...] | None, int]], seq: int
+        self, info: TableInfo, pending: dict[Key, tuple[tuple[Any, ...] | None, int]], keys: list[Key], seq: int
     ) -> list[str]:
-        """INSERTs of the versions of ``pending`` (a flush's) that hold a REAL or DOUBLE zero, once more as versions
-        of statement ``seq``: they outrank the first copies (see Transaction._zero_signs_checked)."""
-        again = [(key, (row, seq)) for key, (row, _) in pending.items() if row is not None and _has_zero(info, row)]
-        return list(self._inserts(info, again))
+        """INSERTs of the versions of ``keys`` in ``pending`` (a flush's), once more as versions of statement
+        ``seq``: they outrank the first copies (see Transaction.zero_signs_checked)."""
+        return list(self._inserts(info, [(key, (pending[key][0], seq)) for key in keys]))
 
     def _inserts(self, info: TableInfo, items: list[tuple[Key, tuple[tuple[Any, ...] | None, int]]]) -> Iterator[str]:
         cols = ", ".join(quote(c) for c in info.stored_names) + ", tq_txid, tq_seq, tq_deleted"
@@ -259,7 +258,7 @@ class WriteBuffer:
             row[i] for row, _ in entry.pending.values() if row is not None for i in floats
         )
 
-    def zeros(self, entry: TableWrites) -> tuple[int, list[ZeroRow]] | None:
+    def zeros(self, entry: TableWrites) -> tuple[int, list[tuple[Key, ZeroRow]]] | None:
         """The REAL and DOUBLE zeros of ``entry``'s pending versions, to check once they are in the Cache
         (tique/zero_signs.py: a zero written into a slot a deleted row left keeps that row's sign): the first
         pending statement (every version of the table sent before came from an earlier one), and each version
@@ -268,14 +267,14 @@ class WriteBuffer:
         floats = [(i, info.stored_names[i]) for i in info.float_positions]
         if not floats:
             return None
-        rows: list[ZeroRow] = []
+        rows: list[tuple[Key, ZeroRow]] = []
         for key, (row, _) in entry.pending.items():
             if row is None:
                 continue
             zeros = {n: negative_zero((row[i],)) for i, n in floats if isinstance(row[i], float) and row[i] == 0.0}
             if zeros:
                 match = " AND ".join(f"{quote(k)} = {literal(v)}" for k, v in zip(info.key, key))
-                rows.append((f"({match})", zeros))
+                rows.append((key, (f"({match})", zeros)))
         if not rows:
             return None
         return min(seq for _, seq in entry.pending.values()), rows
@@ -349,10 +348,6 @@ def _restore(state: dict[Key, Any], key: Key, value: Any) -> None:
         state.pop(key, None)
     else:
         state[key] = value
-
-
-def _has_zero(info: TableInfo, row: tuple[Any, ...]) -> bool:
-    return any(isinstance(row[i], float) and row[i] == 0.0 for i in info.float_positions)
 
 
 def typed_key(info: TableInfo, values: Sequence[Any]) -> Key:

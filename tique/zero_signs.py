@@ -113,6 +113,19 @@ def zeros_wrong(table: str, where: str, columns: Zeros) -> str:
     return f"SELECT COUNT(*) FROM {table} WHERE ({where}) AND ({' OR '.join(wrong)})"
 
 
+def zeros_wrong_by_row(table: str, where: str, rows: list[ZeroRow]) -> str:
+    """One read-only statement: for each of ``rows`` (at most ZERO_BATCH), how many of ``table``'s rows that
+    ``where`` and the row's own condition select hold one of its zeros with the wrong sign."""
+    sums = []
+    for match, zeros in rows:
+        wrong = " OR ".join(
+            f"({quote(name)} = 0 AND CAST({quote(name)} AS CLOB) <> '{'-0' if negative else '0'}')"
+            for name, negative in zeros.items()
+        )
+        sums.append(f"SUM(CASE WHEN {match} AND ({wrong}) THEN 1 ELSE 0 END)")
+    return f"SELECT {', '.join(sums)} FROM {table} WHERE {where}"
+
+
 def zeros_set_again(table: str, where: str, columns: Zeros) -> str:
     """An UPDATE of ``table``'s rows that ``where`` selects, writing each zero of ``columns`` again with its sign.
     Run it in an engine transaction after the one that inserted the rows, under ``zero_signs_kept``."""

@@ -172,7 +172,11 @@ def test_a_zero_whose_sign_cannot_be_kept_fails_commit_and_settles_its_record(
     t = unique_name("zf")
     cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, f DOUBLE)")
     conn.commit()
-    monkeypatch.setattr(transaction, "ZERO_SIGN_TRIES", 0)  # as if every send landed on a zero of the other sign
+    # as if every send landed on a zero of the other sign
+    monkeypatch.setattr(transaction, "zeros_wrong", lambda *_: "SELECT 1")
+    monkeypatch.setattr(
+        transaction, "zeros_wrong_by_row", lambda _t, _w, rows: "SELECT " + ", ".join("1" for _ in rows)
+    )
     cur.execute(f"INSERT INTO {t} VALUES (1, 0.0e0)")
     assert conn._txn is not None
     txid = conn._txn.txid
