@@ -67,7 +67,7 @@ def commit(t: Transaction) -> CommitResult:
     # lease). On a nearly full disk the C module refuses it (StorageFull): no commit is acknowledged that the
     # engine's log cannot keep. With the C module it goes in one engine transaction with the last Cache rows.
     record = seq.record_sql(t.txid, t.sts, hashes, t.written_table_ids())
-    t.flush(then=record)
+    zeros = t.flush(then=record)
     cts = None
     if record is None:
         try:
@@ -79,7 +79,7 @@ def commit(t: Transaction) -> CommitResult:
             raise full from exc
     deciding = False
     try:
-        t.zero_signs_checked()  # the rows went with the record: a failure here settles it
+        t.zero_signs_checked(zeros)  # the rows went with the record: a failure here settles it
         _step("recorded", t)
         if seq.publishes_in_certification and not t.priority and not s.unsafe_skip_certification:
             cts, ok = publish_and_certify(t)  # steps 2 and 3, in one statement unless an earlier commit is in flight

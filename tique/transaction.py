@@ -20,7 +20,7 @@ from tique.commit import CommitResult as CommitResult
 from tique.commit import step_hooks as step_hooks  # tests and tools hook the protocol's steps here
 from tique.constraints import Constraints
 from tique.database import Database
-from tique.engine.base import RawConnection, Result, retried_on_conflict
+from tique.engine.base import RawConnection, Result
 from tique.errors import (
     DatabaseError,
     DataError,
@@ -55,7 +55,7 @@ from tique.zero_signs import (
     ZeroRow,
     zero_checks,
     zero_signs_kept,
-    zeros_set_again,
+    zeros_in_place,
     zeros_wrong,
     zeros_wrong_by_row,
 )
@@ -71,6 +71,9 @@ ATOMIC_FLUSH = True
 # writing them in place (zero_signs_checked): under a stress of flipping zeros, a version kept landing with the
 # wrong sign in 20 sends running in 2 of 3 runs of 15 s (about 2,500 transactions each)
 ZERO_SIGN_TRIES = 20
+# a flush's versions holding a REAL or DOUBLE zero, still to check (Transaction.zero_signs_checked): their table,
+# first statement, each one's key and zeros, and the versions as sent
+ZerosDue = tuple[TableInfo, int, list[tuple[Key, ZeroRow]], dict[Key, tuple[Any, int]]]
 
 
 class Transaction:
@@ -104,8 +107,6 @@ class Transaction:
         self.catalog_at_begin = db.catalog.version
         self.buffer = WriteBuffer(self.lease.txid)
         self.known = KnownRows()  # rows of the snapshot held whole (known_rows.py)
-        # the last flush's versions holding a REAL or DOUBLE zero, whose signs are still to check (zero_signs_checked)
-        self._zeros_due: list[tuple[TableInfo, int, list[tuple[Key, ZeroRow]], dict[Key, tuple[Any, int]]]] = []
         # which keys may have Cache rows (cache_keys.py embedded, record_keys.py over MAPI); either reads the Cache
         # tables, which only the owner may
         self.cache_keys: CacheKeys | SnapshotKeys | None = None
@@ -677,13 +678,17 @@ class Transaction:
 
     # ---- flushing ------------------------------------------------------------------------------------------
 
-    def flush(self, tables: Iterable[str] | None = None, statement: bool = False, then: str | None = None) -> None:
+    def flush(
+        self, tables: Iterable[str] | None = None, statement: bool = False, then: str | None = None
+    ) -> list[ZerosDue]:
         """Send pending writes of the given tables (all when None) to their Cache tables; the keys they insert are
         checked first, in one query (insert_check='flush'). Several INSERTs go as one engine transaction
         (execute_atomically: one round trip over MAPI, one log commit): all of them or none.
 
         ``then``: one more statement for that transaction (COMMIT's record: the rows and the record are written
-        together, so an engine error leaves neither).
+        together, so an engine error leaves neither). Then the zeros the rows hold are left for the caller to
+        check (returned: see zero_signs_checked), inside the commit protocol, which settles the record if that
+        fails; otherwise they are checked here.
 
         ``statement``: the pending rows are the running statement's only (direct mode). Then an error raised
         before any of them reached the engine leaves the transaction usable (the statement forgets its rows);
@@ -712,14 +717,15 @@ class Transaction:
             else:
                 for i, (entry, text) in enumerate(sql):
                     self._send([entry] if entry else [], [text], statement and i == 0)
-        # with COMMIT's record: checked by the commit protocol, which settles the record if the check fails
-        self._zeros_due = [(entry.table, since, rows, dict(entry.pending)) for entry, (since, rows) in zeros]
+        due = [(entry.table, since, rows, dict(entry.pending)) for entry, (since, rows) in zeros]
         for entry in entries:
             self.buffer.sent(entry)
-        if then is None:
-            self.zero_signs_checked()
+        if then is not None:
+            return due
+        self.zero_signs_checked(due)
+        return []
 
-    def zero_signs_checked(self) -> None:
+    def zero_signs_checked(self, due: list[ZerosDue]) -> None:
         """The REAL and DOUBLE zeros the last flush sent have their signs in the Cache, or the versions whose zero
         came out with the other sign are sent once more, as a later statement's, until none does
         (tique/zero_signs.py: MonetDB reused a slot whose old zero had the other sign). Appended, not updated: an
@@ -727,11 +733,10 @@ class Transaction:
         and then; it is only the last resort, after ZERO_SIGN_TRIES sends. Checked in read-only statements: one,
         unless a column holds both signs or a zero came out wrong (then 200 versions a statement, each found
         apart, so only those are sent again); the copies they outrank are never read (versions rank by statement)."""
-        due, self._zeros_due = self._zeros_due, []
         for info, since, rows, pending in due:
             sent = f"tq_txid = {self.txid} AND tq_seq >= {since}"
             checks = zero_checks([row for _, row in rows], by_row=False)
-            if not any(self._count(zeros_wrong(info.cache, _and(sent, s), c)) for s, c in checks):
+            if not any(int(self.conn.execute(zeros_wrong(info.cache, _and(sent, s), c)).scalar()) for s, c in checks):
                 continue
             for _ in range(ZERO_SIGN_TRIES):
                 rows = self._zeros_still_wrong(info, sent, rows)
@@ -742,14 +747,8 @@ class Transaction:
                 with zero_signs_kept(self.conn, True):
                     self._send([self.buffer.entry(info)], again, False)
                 sent = f"tq_txid = {self.txid} AND tq_seq = {seq}"
-            else:
-                # the last resort: in place, the rows being this transaction's, which no other session reads
-                for selected, columns in zero_checks([r for _, r in rows], by_row=True):
-                    update = zeros_set_again(info.cache, _and(sent, selected), columns)
-                    with zero_signs_kept(self.conn, True):  # an UPDATE may lose to the checkpointer's DELETE there
-                        retried_on_conflict(
-                            lambda sql=update: self.conn.execute(sql), f"writing the zeros of {info.name!r}"
-                        )
+            else:  # the last resort: in place, the rows being this transaction's, which no other session reads
+                zeros_in_place(self.conn, info.cache, [r for _, r in rows], sent)
                 if self._zeros_still_wrong(info, sent, rows):
                     self.failed = f"the sign of a zero written to {info.name!r} could not be kept"
                     raise OperationalError(
@@ -767,9 +766,6 @@ class Transaction:
             counts = self.conn.execute(zeros_wrong_by_row(info.cache, sent, [r for _, r in chunk])).rows[0]
             wrong += [row for row, count in zip(chunk, counts) if int(count or 0)]
         return wrong
-
-    def _count(self, sql: str) -> int:
-        return int(self.conn.execute(sql).scalar())
 
     def _send(self, entries: Sequence[TableWrites], sql: Sequence[str], statement: bool) -> None:
         """Run ``sql`` (writes of ``entries``' rows, or the commit record) all or nothing; on an error mark the

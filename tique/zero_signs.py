@@ -16,7 +16,7 @@ rows, writing a value there only if it compares unequal to the slot's old one: a
 zero of the other keeps the old sign (measured: a DELETE, or a ROLLBACK, then an INSERT, each sign either way).
 tique deletes rows as a matter of course (the checkpointer's Cache clean and Storage key deletes), so a write of a
 REAL or DOUBLE zero counts the zeros that came out with the other sign (``zeros_wrong``). A flush then sends those
-versions again, as a later statement's, which outrank the first copies (Transaction._zero_signs_checked); the
+versions again, as a later statement's, which outrank the first copies (Transaction.zero_signs_checked); the
 checkpointer writes Storage's again in place (``zeros_set_again``: an UPDATE in a later engine transaction writes
 whatever it is given; inside the INSERT's own it does not, measured: that transaction writes the slot once). The
 Cache is not updated: an UPDATE there, beside other sessions appending and reading, left readers an update delta
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tique.engine.base import RawConnection
+from tique.engine.base import RawConnection, retried_on_conflict
 from tique.errors import DatabaseError
 from tique.names import quote
 
@@ -143,14 +143,16 @@ def zeros_set_again(table: str, where: str, columns: Zeros) -> str:
 
 def zeros_in_place(conn: RawConnection, table: str, rows: list[ZeroRow], where: str) -> bool:
     """Rows of ``table`` just inserted (see ZeroRow): those whose zero came out with the other sign are written
-    again in place (only the writer of ``table`` may: an UPDATE of a table others append to leaves their reads an
-    update delta). ``where``: a condition every statement carries (the checkpointer's fence). True when some
-    were."""
+    again in place (the checkpointer's Storage, which only it writes; a transaction's own Cache versions as a last
+    resort: an UPDATE of a table others append to leaves their reads an update delta, and may lose to a
+    concurrent DELETE there, so it runs again then). ``where``: a condition every statement carries. True when
+    some were."""
     again = False
     for selected, columns in zero_checks(rows, by_row=True):
         selected = f"({selected}) AND {where}"
         if int(conn.execute(zeros_wrong(table, selected, columns)).scalar()):
+            update = zeros_set_again(table, selected, columns)
             with zero_signs_kept(conn, True):
-                conn.execute(zeros_set_again(table, selected, columns))
+                retried_on_conflict(lambda sql=update: conn.execute(sql), f"writing the zeros of {table} again")
             again = True
     return again
