@@ -56,7 +56,13 @@ from tique.catalog import Catalog, TableInfo, base_type, install, still_current,
 from tique.checkpoint.opening import check_database
 from tique.checkpoint.values import INT_TYPES, column_types, from_text, text_to_sql, zero_keys
 from tique.engine.base import RawConnection, one_transaction
-from tique.errors import CheckpointLockLost, DatabaseError, OperationalError, SerializationFailure, StorageFull
+from tique.errors import (
+    CheckpointLockLost,
+    DatabaseError,
+    OperationalError,
+    StorageFull,
+    lost_to_concurrency,
+)
 from tique.names import quote
 from tique.outcomes import record_outcome, settle_if_decided
 from tique.params import literal
@@ -150,10 +156,6 @@ def _newest(info: TableInfo, horizon: int, low: int) -> str:
         f"JOIN tique.outcomes AS o ON o.txid = c.tq_txid WHERE o.ok AND o.cts <= {horizon}) AS z "
         f"WHERE tq_rk = 1 AND tq_lo < {low}"
     )
-
-
-def _conflict(exc: Exception) -> bool:
-    return isinstance(exc, SerializationFailure)  # MonetDB's own "concurrency conflicts" (40000) are mapped to it
 
 
 class Checkpointer:
@@ -641,7 +643,9 @@ class Checkpointer:
                 self.conn.execute(sql)
                 return count
             except DatabaseError as exc:
-                if not _conflict(exc):
+                # also "Delete failed due to conflict" (a ProgrammingError): a writer's in-place last resort for its
+                # zeros (tique/zero_signs.py) updates the Cache
+                if not lost_to_concurrency(exc):
                     raise
                 # MonetDB reports a log write that failed for want of space as this conflict, and then acknowledges
                 # commits it may not keep: near the minimum free space (by the DELETE's log, small) writes stop
