@@ -402,6 +402,13 @@ def engine_write_failed(exc: BaseException, opening: bool = False) -> bool:
     return words(str(exc)) is not None
 
 
+def read_beside_update(exc: BaseException) -> bool:
+    """MonetDB 11.41 failed a statement that read a table while another session's UPDATE of it (in place, as DDL
+    updates tique.tables) committed: 'BATappend_or_update: update BATs not the same size'. It changed nothing; a
+    read-only statement run again reads the table as it is now."""
+    return isinstance(exc, DatabaseError) and "update BATs not the same size" in str(exc)
+
+
 def lost_to_concurrency(exc: BaseException) -> bool:
     """Did MonetDB refuse a statement or COMMIT because another transaction changed the same table meanwhile (its
     optimistic, table-level conflicts: retrying may succeed)? It says so in several words: a 40000 COMMIT failure,
