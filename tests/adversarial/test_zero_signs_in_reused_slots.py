@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -21,6 +21,7 @@ import tique
 from tique.catalog import TableInfo
 from tique.checkpoint import Checkpointer
 from tique.engine import open_engine
+from tique.engine.base import RawConnection
 
 
 def _sign(value: float) -> str:
@@ -33,9 +34,22 @@ def _physical(conn: tique.Connection, table: str) -> TableInfo:
     return info
 
 
+@pytest.fixture
+def engine_side(url: str) -> Iterator[tuple[RawConnection, Checkpointer]]:
+    """A raw session on the test's database (to look at Storage and Cache as stored) and a checkpointer on it."""
+    raw = open_engine(url).connect()
+    try:
+        yield raw, Checkpointer(raw)
+    finally:
+        raw.close()
+
+
 @pytest.mark.parametrize("kind", ["DOUBLE", "REAL"])
 def test_an_update_of_another_column_keeps_each_rows_zero(
-    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str], kind: str
+    engine_side: tuple[RawConnection, Checkpointer],
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
+    kind: str,
 ) -> None:
     conn = connect()
     cur = conn.cursor()
@@ -45,26 +59,22 @@ def test_an_update_of_another_column_keeps_each_rows_zero(
     for k, f in want.items():
         cur.execute(f"INSERT INTO {t} VALUES (%s, 0, %s)", (k, f))
     conn.commit()
-    raw = open_engine(url).connect()
-    checkpointer = Checkpointer(raw)
-    try:
-        for round_ in range(3):
-            checkpointer.run_once()  # the rows to Storage, their Cache slots deleted
-            for k in (1, 0, 3, 2):  # each new version lands in a slot a row of the other sign left
-                cur.execute(f"UPDATE {t} SET v = v + 1 WHERE k = {k}")  # as text: parameters' PREPAREs pass time
-            conn.commit()
-            got = {k: _sign(f) for k, _, f in conn.execute(f"SELECT k, v, f FROM {t}").fetchall()}
-            assert got == {k: _sign(f) for k, f in want.items()}, f"round {round_}"
-            cache = raw.execute(f"SELECT k, CAST(f AS CLOB) FROM {_physical(conn, t).cache} WHERE tq_deleted = FALSE")
-            assert {int(k): text.startswith("-") for k, text in cache.rows} == {k: f == "-" for k, f in got.items()}
-        report = checkpointer.run_once()
-        assert not report.errors, report.errors  # Storage read back as the Cache holds it: the Cache is cleaned
-        stored = raw.execute(f"SELECT k, CAST(f AS CLOB) FROM {_physical(conn, t).storage} ORDER BY k").rows
-        assert [(int(k), text.startswith("-")) for k, text in stored] == [(k, f < 0 or _sign(f) == "-")
-                                                                         for k, f in want.items()]  # fmt: skip
-        assert raw.execute(f"SELECT COUNT(*) FROM {_physical(conn, t).cache}").scalar() == 0
-    finally:
-        raw.close()
+    raw, checkpointer = engine_side
+    for round_ in range(3):
+        checkpointer.run_once()  # the rows to Storage, their Cache slots deleted
+        for k in (1, 0, 3, 2):  # each new version lands in a slot a row of the other sign left
+            cur.execute(f"UPDATE {t} SET v = v + 1 WHERE k = {k}")  # as text: parameters' PREPAREs pass time
+        conn.commit()
+        got = {k: _sign(f) for k, _, f in conn.execute(f"SELECT k, v, f FROM {t}").fetchall()}
+        assert got == {k: _sign(f) for k, f in want.items()}, f"round {round_}"
+        cache = raw.execute(f"SELECT k, CAST(f AS CLOB) FROM {_physical(conn, t).cache} WHERE tq_deleted = FALSE")
+        assert {int(k): text.startswith("-") for k, text in cache.rows} == {k: f == "-" for k, f in got.items()}
+    report = checkpointer.run_once()
+    assert not report.errors, report.errors  # Storage read back as the Cache holds it: the Cache is cleaned
+    stored = raw.execute(f"SELECT k, CAST(f AS CLOB) FROM {_physical(conn, t).storage} ORDER BY k").rows
+    assert [(int(k), text.startswith("-")) for k, text in stored] == [(k, f < 0 or _sign(f) == "-")
+                                                                     for k, f in want.items()]  # fmt: skip
+    assert raw.execute(f"SELECT COUNT(*) FROM {_physical(conn, t).cache}").scalar() == 0
 
 
 def test_a_zero_on_a_slot_a_rolled_back_engine_transaction_left(
@@ -99,7 +109,9 @@ def test_a_zero_on_a_slot_a_rolled_back_engine_transaction_left(
 
 
 def test_random_zeros_through_updates_and_checkpoints(
-    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+    engine_side: tuple[RawConnection, Checkpointer],
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
 ) -> None:
     rng = random.Random(31)
     conn = connect()
@@ -110,29 +122,27 @@ def test_random_zeros_through_updates_and_checkpoints(
     for k, row in model.items():
         cur.execute(f"INSERT INTO {t} VALUES (%s, %s, %s, %s)", (k, *row))
     conn.commit()
-    raw = open_engine(url).connect()
-    checkpointer = Checkpointer(raw)
-    try:
-        for _ in range(8):
-            checkpointer.run_once()
-            for k in rng.sample(sorted(model), 6):
-                v, f, g = model[k]
-                if rng.random() < 0.5:  # another column: the zeros are copied into the new version
-                    model[k] = (v + 1, f, g)
-                    cur.execute(f"UPDATE {t} SET v = v + 1 WHERE k = {k}")
-                else:
-                    model[k] = (v, rng.choice((0.0, -0.0)), rng.choice((0.0, -0.0)))
-                    cur.execute(f"UPDATE {t} SET f = %s, g = %s WHERE k = %s", (*model[k][1:], k))
-            conn.commit()
-            got = {k: (v, _sign(f), _sign(g)) for k, v, f, g in conn.execute(f"SELECT * FROM {t}").fetchall()}
-            assert got == {k: (v, _sign(f), _sign(g)) for k, (v, f, g) in model.items()}
-        assert not checkpointer.run_once().errors
-    finally:
-        raw.close()
+    _raw, checkpointer = engine_side
+    for _ in range(8):
+        checkpointer.run_once()
+        for k in rng.sample(sorted(model), 6):
+            v, f, g = model[k]
+            if rng.random() < 0.5:  # another column: the zeros are copied into the new version
+                model[k] = (v + 1, f, g)
+                cur.execute(f"UPDATE {t} SET v = v + 1 WHERE k = {k}")
+            else:
+                model[k] = (v, rng.choice((0.0, -0.0)), rng.choice((0.0, -0.0)))
+                cur.execute(f"UPDATE {t} SET f = %s, g = %s WHERE k = %s", (*model[k][1:], k))
+        conn.commit()
+        got = {k: (v, _sign(f), _sign(g)) for k, v, f, g in conn.execute(f"SELECT * FROM {t}").fetchall()}
+        assert got == {k: (v, _sign(f), _sign(g)) for k, (v, f, g) in model.items()}
+    assert not checkpointer.run_once().errors
 
 
 def test_the_checkpointer_writes_a_changed_zero_into_storage(
-    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
+    engine_side: tuple[RawConnection, Checkpointer],
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
 ) -> None:
     """A key whose zero changes sign: its Storage row is deleted and written again into the slot it left, which
     kept the old sign; the read-back found the copy wrong every run and the Cache was never cleaned."""
@@ -142,22 +152,18 @@ def test_the_checkpointer_writes_a_changed_zero_into_storage(
     cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, v INT, f DOUBLE)")
     cur.execute(f"INSERT INTO {t} VALUES (0, 0, 0.0e0), (1, 0, 0.0e0)")
     conn.commit()
-    raw = open_engine(url).connect()
-    checkpointer = Checkpointer(raw)
-    try:
-        checkpointer.run_once()
-        want = {0: "0", 1: "0"}
-        for round_ in range(6):
-            k = round_ % 2
-            want[k] = "-0" if want[k] == "0" else "0"
-            cur.execute(f"UPDATE {t} SET f = {want[k]}.0e0 WHERE k = {k}")
-            conn.commit()
-            report = checkpointer.run_once()
-            assert not report.errors, (round_, report.errors)
-            stored = raw.execute(f"SELECT k, CAST(f AS CLOB) FROM {_physical(conn, t).storage}").rows
-            assert {int(key): text for key, text in stored} == want, round_
-    finally:
-        raw.close()
+    raw, checkpointer = engine_side
+    checkpointer.run_once()
+    want = {0: "0", 1: "0"}
+    for round_ in range(6):
+        k = round_ % 2
+        want[k] = "-0" if want[k] == "0" else "0"
+        cur.execute(f"UPDATE {t} SET f = {want[k]}.0e0 WHERE k = {k}")
+        conn.commit()
+        report = checkpointer.run_once()
+        assert not report.errors, (round_, report.errors)
+        stored = raw.execute(f"SELECT k, CAST(f AS CLOB) FROM {_physical(conn, t).storage}").rows
+        assert {int(key): text for key, text in stored} == want, round_
 
 
 def test_a_zero_whose_sign_cannot_be_kept_fails_commit_and_settles_its_record(
@@ -195,7 +201,10 @@ def test_a_zero_whose_sign_cannot_be_kept_fails_commit_and_settles_its_record(
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["primary key", "row ids"])
 def test_a_bulk_load_into_slots_deleted_rows_left(
-    url: str, connect: Callable[..., tique.Connection], unique_name: Callable[[str], str], keyed: bool
+    engine_side: tuple[RawConnection, Checkpointer],
+    connect: Callable[..., tique.Connection],
+    unique_name: Callable[[str], str],
+    keyed: bool,
 ) -> None:
     conn = connect()
     cur = conn.cursor()
@@ -203,19 +212,15 @@ def test_a_bulk_load_into_slots_deleted_rows_left(
     cur.execute(f"CREATE TABLE {t} (k INT{' PRIMARY KEY' if keyed else ''}, f DOUBLE)")
     cur.execute(f"INSERT INTO {t} VALUES (1, -0.0e0), (2, -0.0e0), (3, 0.0e0)")
     conn.commit()
-    raw = open_engine(url).connect()
-    checkpointer = Checkpointer(raw)
-    try:
-        checkpointer.run_once()
-        cur.execute(f"DELETE FROM {t}")
-        conn.commit()
-        checkpointer.run_once()  # their Storage rows deleted: three slots, two -0.0, one 0.0
-        raw.execute(f"SELECT COUNT(*) FROM {_physical(conn, t).storage}")
-        conn.bulk_load(t, [(11, 0.0), (12, 0.0), (13, -0.0)])
-        got = conn.execute(f"SELECT k, f FROM {t} ORDER BY k").fetchall()
-        assert [(k, _sign(f)) for k, f in got] == [(11, "+"), (12, "+"), (13, "-")]
-    finally:
-        raw.close()
+    raw, checkpointer = engine_side
+    checkpointer.run_once()
+    cur.execute(f"DELETE FROM {t}")
+    conn.commit()
+    checkpointer.run_once()  # their Storage rows deleted: three slots, two -0.0, one 0.0
+    raw.execute(f"SELECT COUNT(*) FROM {_physical(conn, t).storage}")
+    conn.bulk_load(t, [(11, 0.0), (12, 0.0), (13, -0.0)])
+    got = conn.execute(f"SELECT k, f FROM {t} ORDER BY k").fetchall()
+    assert [(k, _sign(f)) for k, f in got] == [(11, "+"), (12, "+"), (13, "-")]
 
 
 def test_a_large_flush_of_both_zeros_commits(
