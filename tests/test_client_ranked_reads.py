@@ -91,3 +91,43 @@ def test_whole_row_reads_ranked_in_the_client_answer_as_the_model(
         assert any(s.startswith(STORAGE_ROW_READ) and "__cache" not in s for s in sent), (
             "Storage-only reads not exercised"
         )
+
+
+def test_a_hot_keys_versions_come_back_as_its_newest_alone(
+    connect: Callable[..., tique.Connection], unique_name: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key updated by every transaction piles up versions in the Cache until a checkpoint (a TPC-C warehouse:
+    dozens): a read of it by its whole key ranks them in the engine and gets the newest alone (ORDER BY ... LIMIT
+    1), where every version came back to be decoded and ranked in Python. Reads of several keys (an IN list) still
+    rank in the client."""
+    conn = connect()
+    cur = conn.cursor()
+    t = unique_name("hot")
+    cur.execute(f"CREATE TABLE {t} (w INT, i INT, name VARCHAR(20), amount DECIMAL(8,2), PRIMARY KEY (w, i))")
+    cur.execute(f"INSERT INTO {t} VALUES (1, 1, 'a', 0), (1, 2, 'b', 0)")
+    conn.commit()
+    for n in range(40):  # no checkpointer: 31 versions of (1, 1), 11 of (1, 2)
+        cur.execute(f"UPDATE {t} SET amount = amount + 1 WHERE w = %s AND i = %s", (1, 1 if n < 30 else 2))
+        conn.commit()
+    counts: list[int] = []
+    raw = conn._raw
+    execute = raw.execute
+
+    def counted(sql: str) -> object:
+        result = execute(sql)
+        if VERSIONS_READ in sql and not sql.startswith("PREPARE"):  # as text (not its EXEC, once prepared)
+            counts.append(len(result.rows))
+        return result
+
+    monkeypatch.setattr(raw, "execute", counted)
+    for _ in range(2):
+        cur.execute(f"UPDATE {t} SET name = %s WHERE w = %s AND i = %s", ("x", 1, 1))
+        cur.execute(f"SELECT amount, name FROM {t} WHERE w = %s AND i = %s", (1, 1))
+        assert cur.fetchall() == [(decimal.Decimal(30), "x")]
+        conn.commit()
+    assert counts and all(n == 1 for n in counts), counts
+    counts.clear()
+    cur.execute(f"UPDATE {t} SET name = %s WHERE w = %s AND i IN (%s, %s)", ("y", 1, 1, 2))
+    cur.execute(f"SELECT i, amount, name FROM {t} WHERE w = 1 ORDER BY i")
+    assert cur.fetchall() == [(1, decimal.Decimal(30), "y"), (2, decimal.Decimal(10), "y")]
+    conn.commit()
