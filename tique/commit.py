@@ -39,7 +39,8 @@ class CommitResult:
     visible: bool = True  # False: committed, but an earlier commit still held it back when COMMIT returned
 
 
-# Called at each step of COMMIT with (step, transaction): "recorded", "published", "decided", "advanced".
+# Called at each step of COMMIT with (step, transaction): "sent" (the last rows and the record, before their zero
+# signs are checked), "recorded", "published", "decided", "advanced".
 # Tests pause or kill a committer here to force every interleaving of the protocol.
 step_hooks: list[Callable[[str, Transaction], None]] = []
 
@@ -79,6 +80,7 @@ def commit(t: Transaction) -> CommitResult:
             raise full from exc
     deciding = False
     try:
+        _step("sent", t)
         t.zero_signs_checked(zeros)  # the rows went with the record: a failure here settles it
         _step("recorded", t)
         if seq.publishes_in_certification and not t.priority and not s.unsafe_skip_certification:
