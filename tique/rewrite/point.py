@@ -297,10 +297,10 @@ def _versions(
     )
     if cached and one_key:
         # the newest alone, ranked by the engine as the client would (newest_by_key): a hot row's versions pile up
-        # between checkpoints (TPC-C's warehouse: 27 on average, one client and a checkpoint a second), each one
-        # sent, decoded and compared for nothing. Neither column is NULL here (the transaction's own versions carry
-        # the largest cts), so MonetDB's own NULL placement: its top-N with DESC NULLS FIRST picks wrong rows
-        # (rewrite/ordering.py)
+        # between checkpoints (TPC-C's warehouse: 27 on average, one warehouse at scale 0.1, one client, a checkpoint
+        # a second), each one sent, decoded and compared for nothing. Neither column is NULL here (the transaction's
+        # own versions carry the largest cts), so MonetDB's own NULL placement: its top-N with DESC NULLS FIRST
+        # picks wrong rows (rewrite/ordering.py)
         order = [exp.Ordered(this=exp.column(c), desc=True, nulls_first=False) for c in ("tq_cts", "tq_seq")]
         tree = tree.order_by(*order).limit(1)
     return tree
