@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 import tique
+from tests.adversarial.inserters import insert_until
 from tests.conftest import ServeProcess
 from tique import alter
 from tique.checkpoint import Checkpointer
@@ -395,6 +396,11 @@ def test_bulk_load_of_50k_rows_while_another_table_is_written(
 # ---- held up: writers over MAPI while another session renames, views and re-adds, then checkpoints ----------
 
 
+def _names_a_column(exc: tique.Error) -> bool:
+    """A writer's clear refusal in a rename between planning and sending."""
+    return "column" in str(exc)
+
+
 def test_ddl_cycles_under_mapi_writers_lose_no_committed_row(served: ServeProcess, tmp_path: Path) -> None:
     """Writers of t and of o (threads over MAPI) commit non-stop while one session runs RENAME COLUMN, CREATE/
     DROP VIEW, SET DEFAULT and ADD COLUMN on t, with a checkpointer looping. Every DDL either takes effect or
@@ -412,22 +418,7 @@ def test_ddl_cycles_under_mapi_writers_lose_no_committed_row(served: ServeProces
         unexpected: list[str] = []
 
         def write(i: int, table: str) -> None:
-            conn = tique.connect(url)
-            opened.append(conn)
-            c, n = conn.cursor(), 0
-            while not stop.is_set():
-                n += 1
-                key = i * 1_000_000 + n
-                try:
-                    c.execute(f"INSERT INTO {table} (k) VALUES (%s)", (key,))
-                    conn.commit()
-                    committed[table].add(key)
-                except SerializationFailure:
-                    conn.rollback()
-                except tique.Error as exc:
-                    conn.rollback()
-                    if "column" not in str(exc):  # a rename between planning and sending: a clear refusal
-                        unexpected.append(repr(exc))
+            insert_until(stop, url, table, i * 1_000_000, committed[table], opened, unexpected, _names_a_column)
 
         checkpoints: list[Any] = []
 
