@@ -53,6 +53,7 @@ from tique.write_buffer import Key, TableWrites, WriteBuffer, row_key, show, typ
 from tique.zero_signs import (
     ZERO_BATCH,
     ZeroRow,
+    narrowed,
     zero_checks,
     zero_signs_kept,
     zeros_in_place,
@@ -736,7 +737,8 @@ class Transaction:
         for info, since, rows, pending in due:
             sent = f"tq_txid = {self.txid} AND tq_seq >= {since}"
             checks = zero_checks([row for _, row in rows], by_row=False)
-            if not any(int(self.conn.execute(zeros_wrong(info.cache, _and(sent, s), c)).scalar()) for s, c in checks):
+            counts = (self.conn.execute(zeros_wrong(info.cache, narrowed(sent, s), c)).scalar() for s, c in checks)
+            if not any(int(n) for n in counts):
                 continue
             for _ in range(ZERO_SIGN_TRIES):
                 rows = self._zeros_still_wrong(info, sent, rows)
@@ -846,10 +848,6 @@ class Transaction:
 def _reads_strings(template: Template, info: TableInfo) -> bool:
     """Does the statement read a string column of ``info`` (TableInfo.names_strings)? Once per template."""
     return info.names_strings("".join(template.parts))
-
-
-def _and(where: str, selected: str | None) -> str:
-    return f"{where} AND ({selected})" if selected else where
 
 
 @contextmanager

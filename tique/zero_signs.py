@@ -98,19 +98,28 @@ def zero_checks(rows: list[ZeroRow], by_row: bool) -> list[tuple[str | None, Zer
     return checks
 
 
+def narrowed(where: str, selected: str | None) -> str:
+    """``where`` and a check's row conditions (zero_checks: None selects every row ``where`` does)."""
+    return f"{where} AND ({selected})" if selected else where
+
+
 def zeros_wrong(table: str, where: str, columns: Zeros) -> str:
     """A count of ``table``'s rows that ``where`` selects whose zero in one of ``columns`` has the wrong sign (the
     engine's text of a zero is '-0' or '0'), in one read-only statement. A column given no row conditions and no
     0.0 holds -0.0 in every selected zero."""
     wrong = []
     for name, (negative, positive) in columns.items():
-        column = quote(name)
         if negative and positive:
             expected = f"CASE WHEN {' OR '.join(negative)} THEN '-0' ELSE '0' END"
         else:
             expected = "'0'" if positive else "'-0'"
-        wrong.append(f"({column} = 0 AND CAST({column} AS CLOB) <> {expected})")
+        wrong.append(_other_sign(name, expected))
     return f"SELECT COUNT(*) FROM {table} WHERE ({where}) AND ({' OR '.join(wrong)})"
+
+
+def _other_sign(name: str, expected: str) -> str:
+    """Column ``name`` holds a zero whose engine text is not ``expected`` (SQL: '-0' or '0', or a CASE of them)."""
+    return f"({quote(name)} = 0 AND CAST({quote(name)} AS CLOB) <> {expected})"
 
 
 def zeros_wrong_by_row(table: str, where: str, rows: list[ZeroRow]) -> str:
@@ -118,10 +127,7 @@ def zeros_wrong_by_row(table: str, where: str, rows: list[ZeroRow]) -> str:
     ``where`` and the row's own condition select hold one of its zeros with the wrong sign."""
     sums = []
     for match, zeros in rows:
-        wrong = " OR ".join(
-            f"({quote(name)} = 0 AND CAST({quote(name)} AS CLOB) <> '{'-0' if negative else '0'}')"
-            for name, negative in zeros.items()
-        )
+        wrong = " OR ".join(_other_sign(name, "'-0'" if negative else "'0'") for name, negative in zeros.items())
         sums.append(f"SUM(CASE WHEN {match} AND ({wrong}) THEN 1 ELSE 0 END)")
     return f"SELECT {', '.join(sums)} FROM {table} WHERE {where}"
 
@@ -149,7 +155,7 @@ def zeros_in_place(conn: RawConnection, table: str, rows: list[ZeroRow], where: 
     some were."""
     again = False
     for selected, columns in zero_checks(rows, by_row=True):
-        selected = f"({selected}) AND {where}"
+        selected = narrowed(where, selected)
         if int(conn.execute(zeros_wrong(table, selected, columns)).scalar()):
             update = zeros_set_again(table, selected, columns)
             with zero_signs_kept(conn, True):
