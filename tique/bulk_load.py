@@ -8,7 +8,11 @@ go to a temporary table of the session (the long part), then one engine transact
 has a live Cache version and moves the rows into Storage. That second part runs as a committed change of the
 table (``publish``: Connection._load, tique/versioned.py), after every earlier commit is published, so their
 rows are in reach of the check; a transaction that used the table and commits later fails its certification.
-Tables without a key (hidden row ids) and plain tables cannot be hidden: loaded straight, all or nothing."""
+Tables without a key (hidden row ids) and plain tables cannot be hidden: loaded straight, all or nothing.
+
+Storage's rows land in slots that deleted rows left, where MonetDB may keep the old row's REAL or DOUBLE zero
+(tique/zero_signs.py): rows of a transactional table with such columns are appended from a staging table, and
+checked against it, in the engine transaction that appends them (``_into_storage``)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from typing import Any
 
 from tique import errors
 from tique.append_guard import cache_of, reading_part, storage_of
-from tique.catalog import TableInfo, still_current
+from tique.catalog import ROWID, TableInfo, still_current
 from tique.engine.base import RawConnection, one_transaction, retried_on_conflict
 from tique.names import qualified, quote
 from tique.params import literal
@@ -28,7 +32,7 @@ from tique.rewrite.exact import read_value, text_sql
 from tique.rewrite.values import coerce, key_value
 from tique.storage import refusal_judge
 from tique.write_buffer import show
-from tique.zero_signs import negative_zero, zero_signs_kept
+from tique.zero_signs import negative_zero, zero_signs_kept, zeros_copied
 
 # rows of these transactions are never visible: they do not hide a loaded row
 _ABORTED = "SELECT txid FROM tique.outcomes WHERE NOT ok"
@@ -48,6 +52,14 @@ def keyed(info: TableInfo) -> bool:
     return info.kind == "tx" and bool(info.key) and not info.has_rowid
 
 
+def _signed_zeros(info: TableInfo) -> list[str]:
+    """The REAL and DOUBLE columns of a transactional table whose zeros a load must check (a key's zeros are
+    always 0.0: values.key_value)."""
+    if info.kind != "tx":
+        return []
+    return [n for i, n in enumerate(info.stored_names) if i in info.float_positions and n not in info.key]
+
+
 def load_rows(
     raw: RawConnection,
     info: TableInfo,
@@ -63,8 +75,10 @@ def load_rows(
     runs before each batch (a full disk: StorageFull before the engine's log breaks)."""
     stored = target(info)
     keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
-    staging = f"tmp.tq_load_{info.table_id}" if keyed(info) else None
-    rowid = _lowest_rowid(raw, stored) if info.has_rowid and info.kind == "tx" else 0
+    rowids = info.has_rowid and info.kind == "tx"
+    staged_here = rowids and bool(_signed_zeros(info))  # staged, then appended in the load's transaction
+    staging = f"tmp.tq_load_{info.table_id}" if keyed(info) or staged_here else None
+    rowid = _lowest_rowid(raw, stored) if rowids else 0
     total = staged = 0  # rows, and their literals' bytes (about what the move writes)
     chunk: list[str] = []
     negative = False  # a -0.0 in the chunk, whose sign a statement may merge (tique/zero_signs.py)
@@ -78,9 +92,9 @@ def load_rows(
             chunk.clear()
             negative = False
 
-    with _staged(raw, info, staging):
+    with _staged(raw, info, staging, rowids):
         with refusals(table, info), one_transaction(raw):
-            if staging is None and info.kind == "tx":  # rows straight into Storage, by its name
+            if not keyed(info) and info.kind == "tx":  # rows into Storage, by its name, in this transaction
                 still_current(raw, info, f"bulk_load into {table!r}")
             for row in rows:
                 if len(row) != len(info.columns):
@@ -92,7 +106,7 @@ def load_rows(
                     coerced[i] = key_value(coerced[i])
                 negative = negative or negative_zero(coerced)
                 values = [literal(v) for v in coerced]
-                if info.has_rowid and info.kind == "tx":
+                if rowids:
                     rowid -= 1
                     values.append(str(rowid))
                 chunk.append("(" + ", ".join(values) + ")")
@@ -101,7 +115,9 @@ def load_rows(
                 if len(chunk) >= batch:
                     send()
             send()
-        if staging and total:  # an empty load changes nothing: no committed change to fail others with
+            if staged_here and staging:
+                _into_storage(raw, info, staging)
+        if keyed(info) and staging and total:  # an empty load changes nothing: no commit to fail others with
             publish(lambda: _move(raw, info, staging, table, staged))
     return total
 
@@ -129,12 +145,12 @@ def load_csv(
             if loaded:  # an empty load changes nothing: no committed change to fail others with
                 publish(lambda: _move(raw, info, staging, table, _file_size(source)))
             return loaded
-        with refusals(table, info), one_transaction(raw):
+        numbered = f"tmp.tq_loadn_{info.table_id}"
+        with refusals(table, info), _staged(raw, info, numbered, rowids=True), one_transaction(raw):
             still_current(raw, info, f"bulk_load_csv into {table!r}")
             low = _lowest_rowid(raw, stored)
-            with _appending(raw, info):
-                numbered = f"{cols}, {low} - ROW_NUMBER() OVER ()"
-                raw.execute(f"INSERT INTO {stored} ({cols}, tq_rowid) SELECT {numbered} FROM {staging}")
+            raw.execute(f"INSERT INTO {numbered} SELECT {cols}, {low} - ROW_NUMBER() OVER () FROM {staging}")
+            _into_storage(raw, info, numbered)
         return loaded
 
 
@@ -156,11 +172,15 @@ def _cache_may_hide(raw: RawConnection, info: TableInfo) -> bool:
 
 
 @contextlib.contextmanager
-def _staged(raw: RawConnection, info: TableInfo, staging: str | None) -> Iterator[None]:
+def _staged(raw: RawConnection, info: TableInfo, staging: str | None, rowids: bool = False) -> Iterator[None]:
+    """A temporary table ``staging`` of the session for the load's rows (with their hidden row ids when
+    ``rowids``), dropped after the block; none when ``staging`` is None."""
     if staging is None:
         yield
         return
-    columns = ", ".join(f"{quote(c.name)} {c.sql_type}" for c in info.columns)
+    columns = ", ".join(
+        [f"{quote(c.name)} {c.sql_type}" for c in info.columns] + ([f"{ROWID} BIGINT"] if rowids else [])
+    )
     name = staging.removeprefix("tmp.")
     raw.execute(f"CREATE LOCAL TEMPORARY TABLE {name} ({columns}) ON COMMIT PRESERVE ROWS")
     try:
@@ -194,12 +214,19 @@ def _move(raw: RawConnection, info: TableInfo, staging: str, table: str, size: i
             raw.execute(f"DELETE FROM {info.cache} WHERE tq_txid = -1")  # no transaction has that id
             if _cache_may_hide(raw, info):
                 _refuse_hidden(raw, info, staging, table)
-            cols = ", ".join(quote(c) for c in info.column_names)
-            with _appending(raw, info):
-                raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
+            _into_storage(raw, info, staging)
 
     judge = refusal_judge(raw, 2 * size + (1 << 20))
     retried_on_conflict(attempt, f"bulk_load into {table!r}", judge=judge)
+
+
+def _into_storage(raw: RawConnection, info: TableInfo, staging: str) -> None:
+    """The staged rows appended to Storage, inside the caller's engine transaction, and their REAL and DOUBLE
+    zeros checked against the staged ones (zero_signs.zeros_copied)."""
+    cols = ", ".join(quote(c) for c in info.stored_names)
+    with _appending(raw, info):
+        raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
+    zeros_copied(raw, info.storage, staging, info.key, _signed_zeros(info))
 
 
 def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
