@@ -68,17 +68,18 @@ def load_rows(
     batch: int,
     publish: Publish,
     check_space: Callable[[], None],
+    fresh_id: Callable[[], int],
 ) -> int:
     """bulk_load's rows into ``info``, all or nothing (a refusal or a kill leaves nothing loaded); the number
     loaded. A keyed table's rows are staged in a temporary table first, so the part run by ``publish`` (which
-    holds later commits back until it ends) is one INSERT ... SELECT, not the rows' parsing. ``check_space``
-    runs before each batch (a full disk: StorageFull before the engine's log breaks)."""
+    holds later commits back until it ends) is one INSERT ... SELECT, not the rows' parsing; so are a keyless
+    table's with REAL or DOUBLE columns (``_into_storage``). ``check_space`` runs before each batch (a full disk:
+    StorageFull before the engine's log breaks); ``fresh_id`` gives a new transaction id (``_rowids``)."""
     stored = target(info)
     keys = [info.column_names.index(k) for k in info.key if k in info.column_names]
-    rowids = info.has_rowid and info.kind == "tx"
-    staged_here = rowids and bool(_signed_zeros(info))  # staged, then appended in the load's transaction
-    staging = f"tmp.tq_load_{info.table_id}" if keyed(info) or staged_here else None
-    rowid = _lowest_rowid(raw, stored) if rowids else 0
+    rowids = _rowids(fresh_id) if info.has_rowid and info.kind == "tx" else None
+    staged_rowids = rowids is not None and bool(_signed_zeros(info))
+    staging = f"tmp.tq_load_{info.table_id}" if keyed(info) or staged_rowids else None
     total = staged = 0  # rows, and their literals' bytes (about what the move writes)
     chunk: list[str] = []
     negative = False  # a -0.0 in the chunk, whose sign a statement may merge (tique/zero_signs.py)
@@ -92,9 +93,9 @@ def load_rows(
             chunk.clear()
             negative = False
 
-    with _staged(raw, info, staging, rowids):
+    with _staged(raw, info, staging, rowids=staged_rowids):
         with refusals(table, info), one_transaction(raw):
-            if not keyed(info) and info.kind == "tx":  # rows into Storage, by its name, in this transaction
+            if staging is None and info.kind == "tx":  # rows straight into Storage, by its name
                 still_current(raw, info, f"bulk_load into {table!r}")
             for row in rows:
                 if len(row) != len(info.columns):
@@ -106,27 +107,33 @@ def load_rows(
                     coerced[i] = key_value(coerced[i])
                 negative = negative or negative_zero(coerced)
                 values = [literal(v) for v in coerced]
-                if rowids:
-                    rowid -= 1
-                    values.append(str(rowid))
+                if rowids is not None:
+                    values.append(str(next(rowids)))
                 chunk.append("(" + ", ".join(values) + ")")
                 total += 1
                 staged += len(chunk[-1])
                 if len(chunk) >= batch:
                     send()
             send()
-            if staged_here and staging:
-                _into_storage(raw, info, staging)
-        if keyed(info) and staging and total:  # an empty load changes nothing: no commit to fail others with
+        if staged_rowids and staging:
+            _append_staged(raw, info, staging, table, staged)
+        elif staging and total:  # an empty load changes nothing: no committed change to fail others with
             publish(lambda: _move(raw, info, staging, table, staged))
     return total
 
 
 def load_csv(
-    raw: RawConnection, info: TableInfo, table: str, source: str, delimiter: str, null: str, publish: Publish
+    raw: RawConnection,
+    info: TableInfo,
+    table: str,
+    source: str,
+    delimiter: str,
+    null: str,
+    publish: Publish,
+    fresh_id: Callable[[], int],
 ) -> int:
     """bulk_load_csv's file into ``info`` with MonetDB's COPY INTO, all or nothing; the number loaded. Staged as
-    load_rows' rows are, and for a table with hidden row ids (given in the move)."""
+    load_rows' rows are, and for a table with hidden row ids (numbered in a second staging table)."""
     stored = target(info)
     options = f"USING DELIMITERS {literal(delimiter)}, E'\n', '\"' NULL AS {literal(null)}"
     cols = ", ".join(quote(c) for c in info.column_names)
@@ -146,11 +153,9 @@ def load_csv(
                 publish(lambda: _move(raw, info, staging, table, _file_size(source)))
             return loaded
         numbered = f"tmp.tq_loadn_{info.table_id}"
-        with refusals(table, info), _staged(raw, info, numbered, rowids=True), one_transaction(raw):
-            still_current(raw, info, f"bulk_load_csv into {table!r}")
-            low = _lowest_rowid(raw, stored)
-            raw.execute(f"INSERT INTO {numbered} SELECT {cols}, {low} - ROW_NUMBER() OVER () FROM {staging}")
-            _into_storage(raw, info, numbered)
+        with _staged(raw, info, numbered, rowids=True):
+            raw.execute(f"INSERT INTO {numbered} {_numbered(cols, staging, loaded, fresh_id)}")
+            _append_staged(raw, info, numbered, table, _file_size(source))
         return loaded
 
 
@@ -224,9 +229,28 @@ def _into_storage(raw: RawConnection, info: TableInfo, staging: str) -> None:
     """The staged rows appended to Storage, inside the caller's engine transaction, and their REAL and DOUBLE
     zeros checked against the staged ones (zero_signs.zeros_copied)."""
     cols = ", ".join(quote(c) for c in info.stored_names)
+    floats = {info.stored_names[i] for i in info.float_positions}
+    # a key's -0.0 as 0.0, as bulk_load and the Cache store it (a CSV's reaches the staging table as written)
+    values = ", ".join(
+        f"CASE WHEN {quote(c)} = 0 THEN 0e0 ELSE {quote(c)} END" if c in floats and c in info.key else quote(c)
+        for c in info.stored_names
+    )
     with _appending(raw, info):
-        raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {cols} FROM {staging}")
+        raw.execute(f"INSERT INTO {info.storage} ({cols}) SELECT {values} FROM {staging}")
     zeros_copied(raw, info.storage, staging, info.key, _signed_zeros(info))
+
+
+def _append_staged(raw: RawConnection, info: TableInfo, staging: str, table: str, size: int) -> None:
+    """The staged rows of a table without a key (their row ids given) into Storage, in one engine transaction,
+    run again when MonetDB refuses it for a concurrent change (``zeros_copied``'s UPDATEs can meet the
+    checkpointer's writes); refusals judged as in ``_move``."""
+
+    def attempt() -> None:
+        with refusals(table, info), one_transaction(raw):
+            still_current(raw, info, f"bulk_load into {table!r}")
+            _into_storage(raw, info, staging)
+
+    retried_on_conflict(attempt, f"bulk_load into {table!r}", judge=refusal_judge(raw, 2 * size + (1 << 20)))
 
 
 def _refuse_hidden(raw: RawConnection, info: TableInfo, staging: str, table: str) -> None:
@@ -277,10 +301,29 @@ def refusals(table: str, info: TableInfo) -> Iterator[None]:
         ) from None
 
 
-def _lowest_rowid(raw: RawConnection, stored: str) -> int:
-    """Hidden row ids of bulk-loaded rows count down from below any stored one: transactions use positive
-    ones. The next loaded row takes this value minus one."""
-    return min(0, int(raw.execute(f"SELECT COALESCE(MIN(tq_rowid), 0) FROM {stored}").scalar()))
+ROWS_PER_ID = 1 << 24  # a transaction's rows get hidden row ids (txid << 24) | n (rows.py)
+
+
+def _rowids(fresh_id: Callable[[], int]) -> Iterator[int]:
+    """Hidden row ids for a load's rows: -((id << 24) | n), for fresh transaction ids (unique across processes,
+    never reused), another every 2**24 rows. No transaction's (positive) and no other load's, even one running
+    at the same time: loads that counted down from the lowest stored id, read before their engine transaction,
+    gave two concurrent loads the same ids (found by a review), and an UPDATE of one such row, once checkpointed,
+    deleted the other. Older loads' ids (-1, -2, ...) stay above them until 2**24 rows were loaded so."""
+    while True:
+        base = fresh_id() << 24
+        for n in range(ROWS_PER_ID):
+            yield -(base | n)
+
+
+def _numbered(cols: str, staging: str, rows: int, fresh_id: Callable[[], int]) -> str:
+    """A SELECT of ``staging``'s ``rows`` rows (columns ``cols``) with ``_rowids``' ids, by row number."""
+    bases = [fresh_id() << 24 for _ in range(max(1, -(-rows // ROWS_PER_ID)))]
+    blocks = " ".join(f"WHEN {i} THEN {b}" for i, b in enumerate(bases))
+    return (
+        f"SELECT {cols}, -(CASE tq_n / {ROWS_PER_ID} {blocks} END + tq_n % {ROWS_PER_ID}) "
+        f"FROM (SELECT {cols}, ROW_NUMBER() OVER () - 1 AS tq_n FROM {staging}) AS tq_numbered"
+    )
 
 
 def _count(raw: RawConnection, table: str) -> int:

@@ -893,7 +893,10 @@ class Connection:
             self.db.storage.check(self._raw, ask=True)
 
         total = self._load(
-            info, lambda publish: bulk_load.load_rows(self._raw, info, table, rows, batch, publish, check_space)
+            info,
+            lambda publish: bulk_load.load_rows(
+                self._raw, info, table, rows, batch, publish, check_space, self._fresh_id
+            ),
         )
         self._after_load(info)
         return total
@@ -908,10 +911,17 @@ class Connection:
             raise errors.ProgrammingError(f"bulk_load_csv: no file {source}")
         self.db.storage.check(self._raw, ask=True)  # a full disk: StorageFull before the engine's log breaks
         total = self._load(
-            info, lambda publish: bulk_load.load_csv(self._raw, info, table, source, delimiter, null, publish)
+            info,
+            lambda publish: bulk_load.load_csv(
+                self._raw, info, table, source, delimiter, null, publish, self._fresh_id
+            ),
         )
         self._after_load(info)
         return total
+
+    def _fresh_id(self) -> int:
+        """A new transaction id (bulk loads number a keyless table's rows with them)."""
+        return self.db.sequencer.next_txid(self._raw)
 
     def _load(self, info: TableInfo, load: Callable[[bulk_load.Publish], int]) -> int:
         """Run a bulk load (tique/bulk_load.py), its move into Storage as a committed catalog change of its table
