@@ -85,6 +85,37 @@ def test_types_round_trip(raw: RawConnection) -> None:
     )
 
 
+@pytest.mark.parametrize("extra", [0, 1])
+def test_results_on_either_side_of_the_held_fetch_read_alike(
+    raw: RawConnection, unique_name: Names, extra: int
+) -> None:
+    """Embedded results of at most HELD_FETCH_ROWS rows are fetched and cleaned up keeping the GIL, larger ones
+    letting it go: both read every type, NULLs and strings the same."""
+    from tique.engine.monetdbe_values import HELD_FETCH_ROWS
+
+    n = HELD_FETCH_ROWS + extra
+    t = unique_name("held")
+    raw.execute(f"CREATE TABLE {t} (i INT, s VARCHAR(12), d DOUBLE, ts TIMESTAMP, b BOOLEAN)")
+    raw.execute(
+        f"INSERT INTO {t} VALUES "
+        + ", ".join(
+            f"({v}, {'NULL' if v % 7 == 0 else repr(f'r{v}')}, {v / 4.0!r}, "
+            f"TIMESTAMP '2024-01-01 00:00:00' + INTERVAL '{v}' SECOND, {str(v % 2 == 0).upper()})"
+            for v in range(n)
+        )
+    )
+    got = raw.execute(f"SELECT i, s, d, ts, b FROM {t} ORDER BY i").rows
+    start = datetime.datetime(2024, 1, 1)
+    want = [
+        (v, None if v % 7 == 0 else f"r{v}", v / 4.0, start + datetime.timedelta(seconds=v), v % 2 == 0)
+        for v in range(n)
+    ]
+    assert got == want
+    with pytest.raises(ProgrammingError):  # an error after a held fetch still says what failed
+        raw.execute(f"SELECT nosuch FROM {t}")
+    assert raw.execute(f"SELECT COUNT(*) FROM {t}").scalar() == n
+
+
 @pytest.mark.parametrize("limit", [None, 10])
 def test_execute_atomically_is_all_or_nothing(
     raw: RawConnection, unique_name: Names, monkeypatch: pytest.MonkeyPatch, limit: int | None

@@ -29,7 +29,7 @@ from tique.append_guard import AppendGuard
 from tique.cache_keys import CacheKeys
 from tique.engine.base import Result, in_one_transaction
 from tique.engine.heap_repair import missing_files, repair, short_heaps
-from tique.engine.monetdbe_values import read_result
+from tique.engine.monetdbe_values import HELD_FETCH_ROWS, read_result
 from tique.engine.session_stack import KernelCalls, as_int32, kernel_calls, lowlevel
 from tique.engine.url import EngineURL
 from tique.errors import DataError, InterfaceError, OperationalError, StorageFull, from_monetdb
@@ -422,8 +422,8 @@ class EmbeddedConnection:
             return read_result(ffi, lib, res)
         except (ValueError, OverflowError) as exc:  # a year past 9999, a TIME of 24:00...
             raise DataError(f"a value of the result cannot be read in Python: {exc}", "22008") from None
-        finally:
-            self._kernel.c("monetdbe_cleanup_result", self._handle, res)
+        finally:  # a small result's cleanup returns at once: the GIL is kept (session_stack.OnSessionStack.c)
+            self._kernel.c("monetdbe_cleanup_result", self._handle, res, held=res.nrows <= HELD_FETCH_ROWS)
 
     def close(self) -> None:
         with self._lock:

@@ -40,7 +40,9 @@ class LocalCalls:
         self._finish = module.tique_finish_local
         self._finish.restype = ctypes.c_int
         self._finish.argtypes = [_I64, ctypes.c_int, _I64, ctypes.POINTER(_I64), ctypes.c_char_p, ctypes.c_size_t]
-        self.catalog_version = module.tique_catalog_version_local
+        # a mutex-guarded read of a counter: called with the GIL held (PyDLL), which another thread would
+        # otherwise take at every statement's two reads, this one then waiting to take it back
+        self.catalog_version = ctypes.PyDLL(module._name).tique_catalog_version_local
         self.catalog_version.restype = _I64  # the catalog version (the statement catalog_version's), a C read
         self.catalog_version.argtypes = []
 

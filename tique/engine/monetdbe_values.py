@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tique.engine.base import Column, Result
+from tique.engine.udf import held_fetch
 from tique.errors import OperationalError, from_monetdb
 
 # monetdbe_types in the C API; 5 (int128, HUGEINT) is missing from the wheel's cffi enum.
@@ -28,6 +29,7 @@ _C_TYPES: dict[int, tuple[str, str | None]] = {
     13: ("timestamp", "timestamp"),
 }
 _HUGE_NIL = -(2**127)
+HELD_FETCH_ROWS = 1000  # results of at most this many rows are fetched with the GIL held
 _WIDE = decimal.Context(prec=100)  # 38-digit decimals: the default context keeps 28
 
 
@@ -36,7 +38,15 @@ def read_result(ffi: Any, lib: Any, res: Any) -> Result:
     columns: list[Column] = []
     values: list[list[Any]] = []
     col_p = ffi.new("monetdbe_column **")
-    fetch, string, pointers = lib.monetdbe_result_fetch, ffi.string, _pointer_types(ffi)
+    string, pointers = ffi.string, _pointer_types(ffi)
+    if nrows <= HELD_FETCH_ROWS:  # held: see udf.held_fetch
+        held, at, into = held_fetch(), int(ffi.cast("uintptr_t", res)), int(ffi.cast("uintptr_t", col_p))
+
+        def fetch(_res: Any, _into: Any, c: int) -> Any:
+            message = held(at, into, c)
+            return ffi.cast("char *", message) if message else None
+    else:  # a large column may take a while to hand over: other threads run meanwhile
+        fetch = lib.monetdbe_result_fetch
     for c in range(res.ncols):
         err = fetch(res, col_p, c)
         if err:

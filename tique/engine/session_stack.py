@@ -33,7 +33,7 @@ class KernelCalls(Protocol):
 
     def around(self, fn: Callable[[], Any]) -> Any: ...
 
-    def c(self, name: str, *args: Any) -> int: ...
+    def c(self, name: str, *args: Any, held: bool = False) -> int: ...
 
     def close(self) -> None: ...
 
@@ -72,6 +72,7 @@ class OnSessionStack:
 
     def __init__(self, module: ctypes.CDLL) -> None:
         self._module = module
+        self._held = _held_call(module)
         self._stack = module.tq_session_stack_new(STACK_BYTES)
         if not self._stack:
             raise MemoryError("cannot map a stack for an embedded session")
@@ -79,11 +80,14 @@ class OnSessionStack:
     def around(self, fn: Callable[[], Any]) -> Any:
         return fn()
 
-    def c(self, name: str, *args: Any) -> int:
+    def c(self, name: str, *args: Any, held: bool = False) -> int:
+        """The call; ``held``: keeping the GIL, for one that returns at once (another client thread would take the
+        GIL meanwhile, and this one wait to take it back)."""
         ffi, _ = lowlevel()
         raw = [a if a is None or isinstance(a, (int, bytes)) else int(ffi.cast("uintptr_t", a)) for a in args]
         raw += [None] * (4 - len(raw))
-        return int(self._module.tq_session_stack_call(self._stack, _address(name), *raw))
+        call = self._held if held else self._module.tq_session_stack_call
+        return int(call(self._stack, _address(name), *raw))
 
     def close(self) -> None:
         stack, self._stack = self._stack, None
@@ -101,7 +105,7 @@ class OnWorker:
         assert self._worker is not None
         return self._worker.call(fn)
 
-    def c(self, name: str, *args: Any) -> int:
+    def c(self, name: str, *args: Any, held: bool = False) -> int:
         ffi, lib = lowlevel()
         result = getattr(lib, name)(*args)
         return result if isinstance(result, int) else int(ffi.cast("intptr_t", result))
@@ -110,6 +114,15 @@ class OnWorker:
         worker, self._worker = self._worker, None
         if worker is not None:
             give_back(worker)
+
+
+@functools.cache
+def _held_call(module: ctypes.CDLL) -> Any:
+    """tq_session_stack_call through ctypes.PyDLL, which keeps the GIL for the call."""
+    call = ctypes.PyDLL(module._name).tq_session_stack_call
+    call.restype = ctypes.c_ssize_t
+    call.argtypes = [ctypes.c_void_p] * 6
+    return call
 
 
 _addresses: dict[str, int] = {}
