@@ -9,6 +9,7 @@ now number their rows from fresh transaction ids (tique/bulk_load.py, ``_rowids`
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -115,3 +116,47 @@ def test_a_csv_keys_negative_zero_is_stored_as_zero(
     assert conn.bulk_load_csv(t, path) == 2
     got = conn.execute(f"SELECT k, v FROM {t} ORDER BY v").fetchall()
     assert [(math.copysign(1, k), k, v) for k, v in got] == [(1.0, 0.0, 1), (1.0, 2.5, 2)]
+
+
+@pytest.mark.parametrize("column", ["INT", "DOUBLE"], ids=["straight", "staged"])
+def test_loads_in_processes_one_after_another_never_share_an_id(tmp_path: Path, column: str) -> None:
+    """Found by a second review: a load's transaction id was recorded nowhere, so the counter a restart restores
+    (recovery) went back below it, and the next process's load numbered its rows with the same ids. Recovery now
+    counts the ids keyless Storage tables hold. Each load runs in a fresh process, whose C module starts from
+    what recovery restores."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    url = f"monetdbe://{tmp_path / 'db'}"
+    for first in (0, 100):
+        load = (
+            "import tique\n"
+            f"c = tique.connect({url!r})\n"
+            f"c.execute('CREATE TABLE IF NOT EXISTS k (a INT, f {column})')\n"
+            "c.commit()\n"
+            f"c.bulk_load('k', [({first} + i, 1) for i in range(3)])\n"
+        )
+        ran = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert ran.returncode == 0, ran.stderr
+    check = (
+        "import json, tique\n"
+        "from tique.checkpoint import Checkpointer\n"
+        "from tique.engine import open_engine\n"
+        f"c = tique.connect({url!r})\n"
+        "raw = open_engine(" + repr(url) + ").connect()\n"
+        "info = c.db.catalog.get(c.db.default_schema, 'k')\n"
+        "ids = [int(r[0]) for r in raw.execute(f'SELECT tq_rowid FROM {info.storage}').rows]\n"
+        "c.execute('UPDATE k SET f = 2 WHERE a = 0')\n"  # then checkpointed: its old row deleted, no other
+        "c.commit()\n"
+        "errors = Checkpointer(raw).run_once().errors\n"
+        "rows = sorted(c.execute('SELECT a, f FROM k').fetchall())\n"
+        "print(json.dumps({'ids': ids, 'errors': errors, 'rows': rows}))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    got = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert len(got["ids"]) == len(set(got["ids"])) == 6, got["ids"]
+    assert not got["errors"]
+    assert got["rows"] == [[0, 2], [1, 1], [2, 1], [100, 1], [101, 1], [102, 1]]
