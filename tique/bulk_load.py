@@ -24,7 +24,7 @@ from typing import Any
 
 from tique import errors
 from tique.append_guard import cache_of, reading_part, storage_of
-from tique.catalog import ROWID, TableInfo, still_current
+from tique.catalog import ROWID, ROWID_BITS, TableInfo, still_current
 from tique.engine.base import RawConnection, one_transaction, retried_on_conflict
 from tique.names import qualified, quote
 from tique.params import literal
@@ -301,7 +301,7 @@ def refusals(table: str, info: TableInfo) -> Iterator[None]:
         ) from None
 
 
-ROWS_PER_ID = 1 << 24  # a transaction's rows get hidden row ids (txid << 24) | n (rows.py)
+ROWS_PER_ID = 1 << ROWID_BITS  # row ids a transaction id numbers (catalog.ROWID_BITS)
 
 
 def _rowids(fresh_id: Callable[[], int]) -> Iterator[int]:
@@ -311,14 +311,14 @@ def _rowids(fresh_id: Callable[[], int]) -> Iterator[int]:
     gave two concurrent loads the same ids (found by a review), and an UPDATE of one such row, once checkpointed,
     deleted the other. Older loads' ids (-1, -2, ...) stay above them until 2**24 rows were loaded so."""
     while True:
-        base = fresh_id() << 24
+        base = fresh_id() << ROWID_BITS
         for n in range(ROWS_PER_ID):
             yield -(base | n)
 
 
 def _numbered(cols: str, staging: str, rows: int, fresh_id: Callable[[], int]) -> str:
     """A SELECT of ``staging``'s ``rows`` rows (columns ``cols``) with ``_rowids``' ids, by row number."""
-    bases = [fresh_id() << 24 for _ in range(max(1, -(-rows // ROWS_PER_ID)))]
+    bases = [fresh_id() << ROWID_BITS for _ in range(max(1, -(-rows // ROWS_PER_ID)))]
     blocks = " ".join(f"WHEN {i} THEN {b}" for i, b in enumerate(bases))
     return (
         f"SELECT {cols}, -(CASE tq_n / {ROWS_PER_ID} {blocks} END + tq_n % {ROWS_PER_ID}) "

@@ -54,6 +54,8 @@ from tique.params import literal
 from tique.sequencer import ensure_schema
 
 ROWID = "tq_rowid"
+# a hidden row id is (txid << ROWID_BITS) | n: a transaction's rows (rows.py); a bulk load's are its negatives
+ROWID_BITS = 24
 FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DOUBLE PRECISION"})
 STRING_TYPES = frozenset({"VARCHAR", "CHAR", "CHARACTER", "CHARACTER VARYING", "TEXT", "CLOB", "STRING"})
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tique.catalog import read_tables
+from tique.catalog import ROWID_BITS, read_tables
 from tique.engine.base import RawConnection
 from tique.sequencer import Sequencer
 
@@ -49,7 +49,7 @@ def recover(conn: RawConnection, sequencer: Sequencer) -> RecoveryReport:
     txid_sources += [f"SELECT MAX(tq_txid) AS m FROM {c}" for c in caches]
     # a keyless table's hidden row ids carry the txid that numbered them: (txid << 24) | n for a transaction's
     # rows, the negative of it for a bulk load's, whose txid is recorded nowhere else (bulk_load._rowids)
-    txid_sources += [f"SELECT MAX(ABS(tq_rowid)) / {1 << 24} AS m FROM {t}" for t in keyless]
+    txid_sources += [f"SELECT MAX(ABS(tq_rowid)) / {1 << ROWID_BITS} AS m FROM {t}" for t in keyless]
     row = conn.execute(
         f"SELECT (SELECT MAX(m) FROM ({' UNION ALL '.join(txid_sources)}) AS x), "
         "(SELECT MAX(m) FROM (SELECT MAX(cts) AS m FROM tique.commits "

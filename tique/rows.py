@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tique.catalog import SequenceDefault, TableInfo
+from tique.catalog import ROWID_BITS, SequenceDefault, TableInfo
 from tique.database import Database
 from tique.engine.base import RawConnection
 from tique.errors import NotNullViolation, ProgrammingError
@@ -46,7 +46,7 @@ def inserted_rows(
                 raise NotNullViolation(f"NULL in column {col.name!r} of {info.name!r}, which is NOT NULL")
             full.append(value)
         if info.has_rowid:
-            full.append((txid << 24) | next(_rowids) & 0xFFFFFF)
+            full.append((txid << ROWID_BITS) | next(_rowids) & ((1 << ROWID_BITS) - 1))
         row = _stored_key(info, tuple(full))
         rows.append((row_key(info, row), row))
     return rows, first_id
