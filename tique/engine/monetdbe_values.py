@@ -44,13 +44,16 @@ def read_result(ffi: Any, lib: Any, res: Any) -> Result:
     if nrows <= HELD_FETCH_ROWS:  # held: see udf.held_fetch
         held, at, into = held_fetch(), int(ffi.cast("uintptr_t", res)), int(ffi.cast("uintptr_t", col_p))
 
-        def fetch(_res: Any, _into: Any, c: int) -> Any:
+        def fetch(c: int) -> Any:
             message = held(at, into, c)
             return ffi.cast("char *", message) if message else None
     else:  # a large column may take a while to hand over: other threads run meanwhile
-        fetch = lib.monetdbe_result_fetch
+
+        def fetch(c: int) -> Any:
+            return lib.monetdbe_result_fetch(res, col_p, c)
+
     for c in range(res.ncols):
-        err = fetch(res, col_p, c)
+        err = fetch(c)
         if err:
             raise from_monetdb(string(err).decode(), "reading a result column")
         col = col_p[0]
