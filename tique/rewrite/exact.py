@@ -5,8 +5,12 @@ finer field) and a DECIMAL(p,0) as a plain integer. tique writes back what it re
 and compares keys it reads, so such values would silently change. Where tique knows an output's column type, the
 output is rewritten to ``CAST(... AS VARCHAR)`` - MonetDB's own text of the value, exact to the microsecond - and
 read back here as ``datetime``/``time``; a DECIMAL(p,0) integer becomes a Decimal. Outputs are typed from the
-catalog: bare columns of tique tables (``*`` and ``t.*`` included), MIN/MAX of one and CAST to a temporal type.
-Other temporal expressions keep the adapter's precision (milliseconds on the embedded engine).
+catalog: bare columns of tique tables (``*`` and ``t.*`` included), of subqueries and CTEs over them (typed the
+same way, in turn), MIN/MAX of one (OVER a window too), NULLIF, a CASE or COALESCE whose branches agree, a TIME or
+TIMESTAMP plus or minus an interval, and CAST to a temporal type; a UNION's (EXCEPT's, INTERSECT's) output when
+every branch types it alike. An ORDER BY naming such an output (by name or position) sorts by its value, not the
+text (year 999 would sort after 2000). Other temporal expressions, and a set operation's output its ORDER BY names,
+keep the adapter's precision (milliseconds on the embedded engine).
 """
 
 from __future__ import annotations
@@ -116,23 +120,106 @@ def decode(result: Result, plan: Decode) -> Result:
 # ---- typing a SELECT's outputs from the catalog ------------------------------------------------------------
 
 
-def _sources(select: exp.Select, lookup: Lookup) -> dict[str, TableInfo | None]:
-    """The FROM and JOIN items of a SELECT by alias: a tique table's info, or None (a subquery, a CTE...)."""
+# A source's columns by name, in order, with their SQL types (None: not typed); None for a source not known at all.
+Columns = dict[str, "str | None"]
+Sources = dict[str, "Columns | None"]
+_NULL = "NULL"  # a bare NULL output: typed as whatever the other branches of a UNION, CASE or COALESCE are
+
+
+def _table_columns(info: TableInfo) -> Columns:
+    return {name: info.column(name).sql_type for name in info.column_names}
+
+
+def _ctes(query: exp.Expression, lookup: Lookup, outer: dict[str, Columns | None]) -> dict[str, Columns | None]:
+    """The columns of the CTEs ``query`` defines (each may read the ones before it), with ``outer``'s."""
+    found = dict(outer)
+    with_ = query.args.get("with") or query.args.get("with_")
+    for cte in with_.expressions if with_ is not None else ():
+        alias = cte.args.get("alias")
+        if alias is not None:
+            found[ident(alias.this)] = _renamed(_outputs(cte.this, lookup, found), alias)
+    return found
+
+
+def _renamed(outputs: list[tuple[str, str | None]] | None, alias: exp.Expression | None) -> Columns | None:
+    """A derived table's or CTE's columns: its query's outputs, named by the alias's column list if it has one.
+    None when two have one name (a ``*`` over it could not be spelled out by name)."""
+    if outputs is None:
+        return None
+    names = [ident(c) for c in alias.args.get("columns") or []] if alias is not None else []
+    if names:
+        if len(names) != len(outputs):
+            return None
+        outputs = [(name, kind) for name, (_, kind) in zip(names, outputs)]
+    columns = dict(outputs)
+    return columns if len(columns) == len(outputs) else None  # a name twice: a reference to it is ambiguous
+
+
+def _sources(select: exp.Select, lookup: Lookup, ctes: dict[str, Columns | None] | None = None) -> Sources:
+    """The FROM and JOIN items of a SELECT by alias, with their columns: a tique table's, a subquery's or a CTE's
+    outputs typed in turn; None for another item (a plain table, VALUES, a table function...)."""
+    ctes = _ctes(select, lookup, ctes or {})
     items: list[exp.Expression] = []
     from_ = select.args.get("from") or select.args.get("from_")
     if from_ is not None:
         items.append(from_.this)
     items += [j.this for j in select.args.get("joins") or []]
-    ctes = cte_names(select)
-    out: dict[str, TableInfo | None] = {}
+    names = cte_names(select) | frozenset(ctes)
+    out: Sources = {}
     for item in items:
         alias_node = item.args.get("alias")
         alias = ident(alias_node.this if alias_node is not None else item.this)
-        if isinstance(item, exp.Table) and item.name and not names_cte(item, ctes):
-            out[alias] = lookup(ident(item.args.get("db")) or None, ident(item))
+        if isinstance(item, exp.Table) and item.name and names_cte(item, names):
+            out[alias] = _renamed(list(ctes[ident(item)].items()), alias_node) if ctes.get(ident(item)) else None
+        elif isinstance(item, exp.Table) and item.name:
+            info = lookup(ident(item.args.get("db")) or None, ident(item))
+            out[alias] = None if info is None else _table_columns(info)
+        elif isinstance(item, exp.Subquery):
+            out[alias] = _renamed(_outputs(item.this, lookup, ctes), alias_node)
         else:
             out[alias] = None
     return out
+
+
+def _outputs(
+    query: exp.Expression, lookup: Lookup, ctes: dict[str, Columns | None]
+) -> list[tuple[str, str | None]] | None:
+    """A query's outputs in order, (name, SQL type or None), without changing it; None when they cannot be listed
+    (a ``*`` over an unknown source)."""
+    if isinstance(query, exp.Subquery):
+        return _outputs(query.this, lookup, ctes)
+    ctes = _ctes(query, lookup, ctes)
+    if isinstance(query, exp.SetOperation):
+        left, right = _outputs(query.this, lookup, ctes), _outputs(query.expression, lookup, ctes)
+        if left is None or right is None or len(left) != len(right):
+            return None
+        return [(name, _common([a, b])) for (name, a), (_, b) in zip(left, right)]
+    if not isinstance(query, exp.Select):
+        return None
+    sources = _sources(query, lookup, ctes)
+    outputs: list[tuple[str, str | None]] = []
+    for node in query.expressions:
+        stars = _star_sources(node, query, sources)
+        if stars is None:
+            outputs.append((_output_name(node), _type_of(node, sources)))
+            continue
+        for alias in stars:
+            columns = sources.get(alias)
+            if columns is None:
+                return None
+            outputs += list(columns.items())
+    return outputs
+
+
+def _star_sources(node: exp.Expression, select: exp.Select, sources: Sources) -> list[str] | None:
+    """The sources a ``*`` or ``t.*`` output spells out (every one for ``*``); None for another output."""
+    if isinstance(node, exp.Star):
+        if any(j.args.get("using") or j.args.get("method") for j in select.args.get("joins") or []):
+            return [""]  # USING and NATURAL merge columns: an unknown source
+        return list(sources)
+    if isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+        return [_qualifier(node)]
+    return None
 
 
 def _qualifier(column: exp.Column) -> str:
@@ -141,104 +228,182 @@ def _qualifier(column: exp.Column) -> str:
     return ident(table) if table is not None else ""
 
 
-def _column_type(column: exp.Column, sources: dict[str, TableInfo | None]) -> str | None:
+def _owners(name: str, sources: Sources) -> list[str] | None:
+    """The sources holding a column ``name``; None when an unknown source might hold it too."""
+    if any(columns is None for columns in sources.values()):
+        return None
+    return [alias for alias, columns in sources.items() if columns is not None and name in columns]
+
+
+def _column_type(column: exp.Column, sources: Sources) -> str | None:
     name = ident(column)
     if column.table:
-        infos = [sources.get(_qualifier(column))]
-    else:
-        if any(info is None for info in sources.values()):
-            return None  # a subquery's column of the same name could be meant
-        infos = [info for info in sources.values() if info is not None and name in info.column_names]
-        if len(infos) != 1:
-            return None
-    info = infos[0]
-    if info is None or name not in info.column_names:
+        columns = sources.get(_qualifier(column))
+        return None if columns is None else columns.get(name)
+    owners = _owners(name, sources)
+    if owners is None or len(owners) != 1:
         return None
-    return info.column(name).sql_type
+    return sources[owners[0]].get(name)  # type: ignore[union-attr]
 
 
-def _type_of(node: exp.Expression, sources: dict[str, TableInfo | None]) -> str | None:
-    if isinstance(node, exp.Alias):
+def _common(types: Sequence[str | None]) -> str | None:
+    """The type of a value that is one of several (a CASE's branches, a COALESCE's arguments, a UNION's
+    branches): theirs when all that are not a bare NULL have the same type, else not typed."""
+    kinds = {t for t in types if t != _NULL}
+    if len(kinds) != 1:
+        return _NULL if not kinds else None
+    return kinds.pop()
+
+
+def _type_of(node: exp.Expression, sources: Sources) -> str | None:
+    """An output's SQL type where it follows from the catalog; None when not known."""
+    if isinstance(node, (exp.Alias, exp.Paren)):
         return _type_of(node.this, sources)
-    if isinstance(node, exp.Paren):
-        return _type_of(node.this, sources)
+    if isinstance(node, exp.Null):
+        return _NULL
     if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
         return _column_type(node, sources)
-    if isinstance(node, (exp.Max, exp.Min)):
+    if isinstance(node, (exp.Max, exp.Min, exp.Nullif)) or (
+        isinstance(node, exp.Window) and isinstance(node.this, (exp.Max, exp.Min))
+    ):
         return _type_of(node.this, sources)
+    if isinstance(node, exp.Coalesce):
+        return _common([_type_of(n, sources) for n in [node.this, *node.expressions]])
+    if isinstance(node, exp.Case):
+        branches = [i.args["true"] for i in node.args.get("ifs") or []]
+        default = node.args.get("default")
+        return _common([_type_of(n, sources) for n in [*branches, default if default is not None else exp.Null()]])
+    if isinstance(node, (exp.Add, exp.Sub)):  # a TIME or TIMESTAMP moved by an interval keeps its type
+        moved, by = (
+            (node.expression, node.this) if isinstance(node.this, exp.Interval) else (node.this, node.expression)
+        )
+        kind = _type_of(moved, sources) if isinstance(by, exp.Interval) else None
+        return kind if needs_text(kind) else None
     if isinstance(node, exp.Cast):
         text = node.to.sql(dialect=MonetDB)
         return text if needs_text(text) else None
     return None
 
 
-def _expand_stars(select: exp.Select, sources: dict[str, TableInfo | None]) -> bool:
-    """Spell out ``*`` / ``t.*`` over tique tables (so each output can be typed); False if one cannot be."""
+def _expand_stars(select: exp.Select, sources: Sources) -> bool:
+    """Spell out ``*`` / ``t.*`` (so each output can be typed); False if one cannot be."""
     outputs: list[exp.Expression] = []
     for node in select.expressions:
-        if isinstance(node, exp.Star):
-            if any(j.args.get("using") or j.args.get("method") for j in select.args.get("joins") or []):
-                return False  # USING and NATURAL merge columns
-            of = list(sources)
-        elif isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
-            of = [_qualifier(node)]
-        else:
+        of = _star_sources(node, select, sources)
+        if of is None:
             outputs.append(node)
             continue
         for alias in of:
-            info = sources.get(alias)
-            if info is None:
+            columns = sources.get(alias)
+            if columns is None or "" in columns:
                 return False
-            outputs += [exp.column(c, table=alias, quoted=True) for c in info.column_names]
+            outputs += [exp.column(c, table=alias, quoted=True) for c in columns]
     select.set("expressions", outputs)
     return True
 
 
+def _has_star(select: exp.Select) -> bool:
+    return any(
+        isinstance(n, exp.Star) or (isinstance(n, exp.Column) and isinstance(n.this, exp.Star))
+        for n in select.expressions
+    )
+
+
 def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
-    """Rewrite a user SELECT (in place, before its tables become snapshots) so that every output typed as TIME or
+    """Rewrite a user query (in place, before its tables become snapshots) so that every output typed as TIME or
     TIMESTAMP comes as the engine's text; the Decode that reads them back."""
+    if isinstance(tree, exp.SetOperation):
+        return _exact_set_operation(tree, lookup)
     if not isinstance(tree, exp.Select):
         return Decode()
     sources = _sources(tree, lookup)
-    types = [_type_of(node, sources) for node in tree.expressions]
-    if any(
-        isinstance(n, exp.Star) or (isinstance(n, exp.Column) and isinstance(n.this, exp.Star))
-        for n in tree.expressions
-    ):
-        if not any(
-            info is not None and any(_needs_decode(c.sql_type) for c in info.columns) for info in sources.values()
-        ):
+    if _has_star(tree):
+        if not any(columns is None or any(map(_needs_decode, columns.values())) for columns in sources.values()):
             return Decode()
         if not _expand_stars(tree, sources):
             return Decode()
-        types = [_type_of(node, sources) for node in tree.expressions]
+    types = [_type_of(node, sources) for node in tree.expressions]
     originals = {
-        _output_name(node): _qualified(node.this if isinstance(node, exp.Alias) else node, sources).copy()
-        for node, type_text in zip(tree.expressions, types)
-        if needs_text(type_text) and _output_name(node)
+        position: _qualified(node.this if isinstance(node, exp.Alias) else node, sources).copy()
+        for position, (node, type_text) in enumerate(zip(tree.expressions, types))
+        if needs_text(type_text)
     }
+    names = {_output_name(tree.expressions[p]): p for p in originals if _output_name(tree.expressions[p])}
     decode = wrap_outputs(tree, types)
-    _order_by_values(tree, originals)
+    _order_by_values(tree, originals, names)
     return decode
 
 
-def _qualified(node: exp.Expression, sources: dict[str, TableInfo | None]) -> exp.Expression:
+def _exact_set_operation(tree: exp.SetOperation, lookup: Lookup) -> Decode:
+    """exact_read of a UNION, EXCEPT or INTERSECT: an output is read as text when every branch types it alike (or
+    as a bare NULL), cast in each branch. Not one the set operation's ORDER BY names: it would sort the text."""
+    branches = _branches(tree)
+    if branches is None:
+        return Decode()
+    ctes = _ctes(tree, lookup, {})
+    typed: list[list[str | None]] = []
+    for select in branches:
+        sources = _sources(select, lookup, ctes)
+        if _has_star(select) and not _expand_stars(select, sources):
+            return Decode()
+        typed.append([_type_of(node, sources) for node in select.expressions])
+    if len({len(t) for t in typed}) != 1:
+        return Decode()
+    common = [_common(column) for column in zip(*typed)]
+    order = tree.args.get("order")
+    named = {_output_name(n): p for p, n in enumerate(branches[0].expressions) if _output_name(n)}
+    for item in order.expressions if order is not None else ():
+        position = _position(item.this if isinstance(item, exp.Ordered) else item, named)
+        if position is not None and position < len(common):
+            common[position] = None
+    wanted = [t if needs_text(t) else None for t in common]
+    if not any(wanted):
+        return Decode()
+    decodes = [wrap_outputs(select, wanted) for select in branches]
+    return decodes[0]
+
+
+def _branches(tree: exp.Expression) -> list[exp.Select] | None:
+    """The SELECTs a set operation combines, left to right; None when one is something else."""
+    if isinstance(tree, exp.Subquery) and not tree.args.get("alias"):
+        return _branches(tree.this)
+    if isinstance(tree, exp.SetOperation):
+        left, right = _branches(tree.this), _branches(tree.expression)
+        return None if left is None or right is None else left + right
+    if not isinstance(tree, exp.Select) or any(tree.args.get(a) for a in ("with", "with_", "order", "limit", "offset")):
+        return None  # a branch's own WITH, or its ORDER BY (which could name a cast output): left as it is
+    return [tree]
+
+
+def _position(key: exp.Expression, named: dict[str, int]) -> int | None:
+    """The output an ORDER BY item names: by position (``ORDER BY 2``) or by name; None for an expression."""
+    if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
+        return int(key.this) - 1
+    if isinstance(key, exp.Column) and not key.table:
+        return named.get(ident(key))
+    return None
+
+
+def _qualified(node: exp.Expression, sources: Sources) -> exp.Expression:
     """A bare column qualified with its table, so that it cannot mean the output of the same name."""
     if not isinstance(node, exp.Column) or node.table:
         return node
-    owners = [a for a, info in sources.items() if info is not None and ident(node) in info.column_names]
-    return exp.column(node.this.copy(), table=exp.to_identifier(owners[0], quoted=True)) if len(owners) == 1 else node
+    owners = _owners(ident(node), sources)
+    if owners is None or len(owners) != 1:
+        return node
+    return exp.column(node.this.copy(), table=exp.to_identifier(owners[0], quoted=True))
 
 
-def _order_by_values(select: exp.Select, originals: dict[str, exp.Expression]) -> None:
-    """ORDER BY an output name would sort the text the output became: sort by the original value instead."""
+def _order_by_values(select: exp.Select, originals: dict[int, exp.Expression], names: dict[str, int]) -> None:
+    """ORDER BY an output (by name or position) would sort the text the output became: sort by its value."""
     order = select.args.get("order")
     if order is None or not originals:
         return
     for item in order.expressions:
         key = item.this if isinstance(item, exp.Ordered) else item
-        if isinstance(key, exp.Column) and not key.table and ident(key) in originals:
-            key.replace(originals[ident(key)].copy())
+        position = _position(key, names)
+        if position is not None and position in originals:
+            key.replace(originals[position].copy())
 
 
 def _output_name(node: exp.Expression) -> str:
