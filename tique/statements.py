@@ -318,7 +318,7 @@ def _plan_export(
             "MonetDB exports with COPY SELECT ... INTO 'file' [USING DELIMITERS ...]",
             "42000",
         )
-    inner = _plan(db, conn, sql[start:into], with_params, options)
+    inner = _plan(db, conn, sql[start:into], with_params, replace(options, exact_outputs=False))
     if isinstance(inner, PassThrough) and not with_params and not inner.sets_schema:
         return PassThrough(Template((sql,), ()))
     return _wrapped(inner, sql[:start], " " + sql[into:], "COPY ... INTO")
@@ -487,7 +487,7 @@ def _plan(db: Database, conn: RawConnection, sql: str, with_params: bool, option
     if isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With)) or tree.find(exp.Select):
         held = key_read(tree, lookup, options)  # before the tree changes below
         names = names_read(tree, lookup)
-        decode = exact_read(tree, lookup)  # typed from the catalog before tables become snapshots
+        decode = exact_read(tree, lookup) if options.exact_outputs else NOTHING  # before tables become snapshots
         if tree.find(exp.Lateral) and any(_managed(lookup, t) for t in tree.find_all(exp.Table)):
             raise NotSupportedError(
                 "LATERAL over a tique table is not supported by tique: MonetDB 11.41 answers a LATERAL subquery over "

@@ -317,12 +317,12 @@ def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
     if not isinstance(tree, exp.Select):
         return Decode()
     sources = _sources(tree, lookup)
-    if _has_star(tree):
-        if not any(columns is None or any(map(_needs_decode, columns.values())) for columns in sources.values()):
-            return Decode()
-        if not _expand_stars(tree, sources):
-            return Decode()
-    types = [_type_of(node, sources) for node in tree.expressions]
+    if _has_star(tree) and not (_may_decode(sources) and _expand_stars(tree, sources)):
+        return Decode()
+    left = _left_as_they_are(tree)
+    if left is None:
+        return Decode()
+    types = [None if p in left else _type_of(node, sources) for p, node in enumerate(tree.expressions)]
     originals = {
         position: _qualified(node.this if isinstance(node, exp.Alias) else node, sources).copy()
         for position, (node, type_text) in enumerate(zip(tree.expressions, types))
@@ -334,26 +334,68 @@ def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
     return decode
 
 
+def _may_decode(sources: Sources) -> bool:
+    """Could a ``*`` over these sources spell out an output to decode?"""
+    return any(columns is None or any(map(_needs_decode, columns.values())) for columns in sources.values())
+
+
+def _left_as_they_are(select: exp.Select) -> set[int] | None:
+    """The outputs of a SELECT with an ORDER BY that must not become text: None for all of them (it sorts by a
+    parameter, which may be a position). Also those whose name another output has: MonetDB 11.41 gives every
+    output of a name given twice by AS, under an ORDER BY, the last one's values (the cast keeps its name by AS).
+    And those its ORDER BY names whose value cannot be sorted by in their place: one GROUP BY names by its alias or
+    position (the value is no grouping key), a window function (its own ORDER BY cannot be repeated there)."""
+    order = select.args.get("order")
+    if order is None:
+        return set()
+    if order.find(exp.Placeholder):
+        return None
+    outputs = select.expressions
+    names = [_output_name(node) for node in outputs]
+    left = {p for p, name in enumerate(names) if name and names.count(name) > 1}
+    aliases = {ident(node.args["alias"]): p for p, node in enumerate(outputs) if isinstance(node, exp.Alias)}
+    group = select.args.get("group")
+    grouped = {_position(_key(g), aliases) for g in group.expressions} if group is not None else set()
+    named = {name: p for p, name in enumerate(names) if name}
+    for item in order.expressions:
+        position = _position(_key(item), named)
+        if position is None or position >= len(outputs):
+            continue
+        if position in grouped or outputs[position].find(exp.Window):
+            left.add(position)
+    return left
+
+
 def _exact_set_operation(tree: exp.SetOperation, lookup: Lookup) -> Decode:
     """exact_read of a UNION, EXCEPT or INTERSECT: an output is read as text when every branch types it alike (or
-    as a bare NULL), cast in each branch. Not one the set operation's ORDER BY names: it would sort the text."""
+    as a bare NULL), cast in each branch. Not one the set operation's ORDER BY names (it would sort the text), nor
+    any when the ORDER BY sorts by something else than an output's name or position."""
     branches = _branches(tree)
     if branches is None:
+        return Decode()
+    order = tree.args.get("order")
+    keys = [_key(item) for item in order.expressions] if order is not None else []
+    if not all(_names_an_output(k) for k in keys):
         return Decode()
     ctes = _ctes(tree, lookup, {})
     typed: list[list[str | None]] = []
     for select in branches:
         sources = _sources(select, lookup, ctes)
-        if _has_star(select) and not _expand_stars(select, sources):
+        if _has_star(select) and not (_may_decode(sources) and _expand_stars(select, sources)):
             return Decode()
-        typed.append([_type_of(node, sources) for node in select.expressions])
+        names = [_output_name(node) for node in select.expressions]
+        typed.append(
+            [
+                None if keys and name and names.count(name) > 1 else _type_of(node, sources)
+                for node, name in zip(select.expressions, names)
+            ]
+        )
     if len({len(t) for t in typed}) != 1:
         return Decode()
     common = [_common(column) for column in zip(*typed)]
-    order = tree.args.get("order")
     named = {_output_name(n): p for p, n in enumerate(branches[0].expressions) if _output_name(n)}
-    for item in order.expressions if order is not None else ():
-        position = _position(item.this if isinstance(item, exp.Ordered) else item, named)
+    for key in keys:
+        position = _position(key, named)
         if position is not None and position < len(common):
             common[position] = None
     wanted = [t if needs_text(t) else None for t in common]
@@ -375,13 +417,26 @@ def _branches(tree: exp.Expression) -> list[exp.Select] | None:
     return [tree]
 
 
+def _key(item: exp.Expression) -> exp.Expression:
+    """What an ORDER BY or GROUP BY item sorts or groups by, outside its parentheses."""
+    key = item.this if isinstance(item, exp.Ordered) else item
+    while isinstance(key, exp.Paren):
+        key = key.this
+    return key
+
+
+def _names_an_output(key: exp.Expression) -> bool:
+    """Is an ORDER BY item a position or a bare name (not an expression, a parameter or a qualified column)?"""
+    if isinstance(key, exp.Literal):
+        return not key.is_string and key.this.isdigit()
+    return isinstance(key, exp.Column) and not key.table and not isinstance(key.this, exp.Star)
+
+
 def _position(key: exp.Expression, named: dict[str, int]) -> int | None:
     """The output an ORDER BY item names: by position (``ORDER BY 2``) or by name; None for an expression."""
-    if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
-        return int(key.this) - 1
-    if isinstance(key, exp.Column) and not key.table:
-        return named.get(ident(key))
-    return None
+    if not _names_an_output(key):
+        return None
+    return int(key.this) - 1 if isinstance(key, exp.Literal) else named.get(ident(key))
 
 
 def _qualified(node: exp.Expression, sources: Sources) -> exp.Expression:
@@ -400,7 +455,7 @@ def _order_by_values(select: exp.Select, originals: dict[int, exp.Expression], n
     if order is None or not originals:
         return
     for item in order.expressions:
-        key = item.this if isinstance(item, exp.Ordered) else item
+        key = _key(item)
         position = _position(key, names)
         if position is not None and position in originals:
             key.replace(originals[position].copy())

@@ -43,6 +43,8 @@ class ReadOptions:
     # snapshot's rows alone; by default they also filter Storage rows before the anti-join removes overridden
     # ones, which is faster but evaluates them on rows no longer in the snapshot (a CAST may fail on those)
     exact_filters: bool = False
+    # False: outputs are left as the engine types them (an export: the engine writes them, nothing reads them back)
+    exact_outputs: bool = True
 
     def owns(self, table: str) -> bool:
         """Does a snapshot of ``table`` (schema.name) include the transaction's own Cache versions?"""
