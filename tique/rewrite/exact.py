@@ -126,8 +126,14 @@ Sources = dict[str, "Columns | None"]
 _NULL = "NULL"  # a bare NULL output: typed as whatever the other branches of a UNION, CASE or COALESCE are
 
 
+class _Unlisted(dict):  # type: ignore[type-arg]
+    """A plain table's columns: MonetDB's own table, which a session outside tique may alter without tique
+    knowing, so a ``*`` over it is left for the engine to spell out (a column added that way must not go missing)."""
+
+
 def _table_columns(info: TableInfo) -> Columns:
-    return {name: info.column(name).sql_type for name in info.column_names}
+    columns = {name: info.column(name).sql_type for name in info.column_names}
+    return _Unlisted(columns) if info.kind == "plain" else columns
 
 
 def _ctes(query: exp.Expression, lookup: Lookup, outer: dict[str, Columns | None]) -> dict[str, Columns | None]:
@@ -205,7 +211,7 @@ def _outputs(
             continue
         for alias in stars:
             columns = sources.get(alias)
-            if columns is None:
+            if columns is None or isinstance(columns, _Unlisted):
                 return None
             outputs += list(columns.items())
     return outputs
@@ -295,7 +301,7 @@ def _expand_stars(select: exp.Select, sources: Sources) -> bool:
             continue
         for alias in of:
             columns = sources.get(alias)
-            if columns is None or "" in columns:
+            if columns is None or isinstance(columns, _Unlisted) or "" in columns:
                 return False
             outputs += [exp.column(c, table=alias, quoted=True) for c in columns]
     select.set("expressions", outputs)
