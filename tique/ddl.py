@@ -72,10 +72,6 @@ def run_ddl(
         info = db.catalog.get(ident(table.args.get("db")) or db.default_schema, ident(table))
         if info is not None and info.kind == "tx":
             return alter.alter_table(db, conn, tree, info)
-        if info is not None and info.kind == "plain":
-            result = conn.execute(sql)
-            ddl_views.plain_columns_again(db, conn, info)
-            return result
     if isinstance(tree, (exp.Alter, exp.TruncateTable)):
         # a RENAME TO's new name is no table the statement touches: MonetDB says the name is taken, or the renamed
         # table missing

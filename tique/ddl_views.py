@@ -209,48 +209,7 @@ def _exists(conn: RawConnection, schema: str, name: str) -> bool:
 _DIGITS = {"varchar", "char", "clob", "blob"}
 
 
-def plain_columns_again(db: Database, conn: RawConnection, info: TableInfo) -> None:
-    """After MonetDB ran an ALTER TABLE of a plain table: its columns in tique's catalog as the engine now has them.
-    Reads typed from the catalog spell out a ``*`` by them (tique/rewrite/exact.py): a column added, dropped or
-    renamed must not go missing from, or linger in, the answer. A column whose name and type stayed keeps its entry
-    (its precision, NOT NULL and default); nothing changes when the table is no longer there by that name."""
-    found = _engine_columns(conn, info.schema, info.name)
-    if not found:
-        return
-    kept = {c.name: c for c in info.columns}
-    columns = tuple(kept[c.name] if c.name in kept and _same_type(kept[c.name], c) else c for c in found)
-    if columns == info.columns:
-        return
-    names = {c.name for c in columns}
-    new = replace(info, columns=columns, generated=tuple(g for g in info.generated if g in names))
-    conn.execute(
-        f"UPDATE tique.tables SET spec = {literal(new.spec_json())} WHERE table_id = {info.table_id} "
-        f"AND schema_name = {literal(info.schema)} AND name = {literal(info.name)}"
-    )
-    _changed(db, conn)
-
-
-def _same_type(known: ColumnSpec, engine: ColumnSpec) -> bool:
-    """The catalog's type of a column and the engine's (which _engine_columns reads without every precision) name
-    the same type: the same base type, and for a DECIMAL the same scale (DECIMAL(p,0) values are read otherwise)."""
-    base = catalog.base_type(known.sql_type)
-    if base != catalog.base_type(engine.sql_type):
-        return False
-    return base != "DECIMAL" or known.sql_type.replace(" ", "").split(",")[-1] == engine.sql_type.split(",")[-1]
-
-
 def _columns(conn: RawConnection, schema: str, table: str) -> tuple[ColumnSpec, ...]:
-    found = _engine_columns(conn, schema, table)
-    for column in found:
-        if column.name.lower() in (catalog.ROWID, *catalog.META_COLUMNS):
-            raise ProgrammingError(
-                f"CREATE TABLE AS: column name {column.name!r} is reserved by tique; rename it with AS"
-            )
-    return found
-
-
-def _engine_columns(conn: RawConnection, schema: str, table: str) -> tuple[ColumnSpec, ...]:
-    """A table's columns as MonetDB's catalog has them, in order (a DECIMAL at most 18 digits wide)."""
     rows = conn.execute(
         "SELECT c.name, c.type, c.type_digits, c.type_scale FROM sys.columns c JOIN sys.tables t ON c.table_id = t.id "
         f"JOIN sys.schemas s ON t.schema_id = s.id WHERE s.name = {literal(schema)} AND t.name = {literal(table)} "
@@ -271,6 +230,8 @@ def _engine_columns(conn: RawConnection, schema: str, table: str) -> tuple[Colum
             sql_type = {"int": "INT", "sec_interval": "INTERVAL SECOND", "month_interval": "INTERVAL MONTH"}.get(
                 kind, kind.upper()
             )
+        if str(col).lower() in (catalog.ROWID, *catalog.META_COLUMNS):
+            raise ProgrammingError(f"CREATE TABLE AS: column name {col!r} is reserved by tique; rename it with AS")
         out.append(ColumnSpec(str(col), sql_type))
     return tuple(out)
 

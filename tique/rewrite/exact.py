@@ -328,6 +328,7 @@ def exact_read(tree: exp.Expression, lookup: Lookup) -> Decode:
     left = _left_as_they_are(tree)
     if left is None:
         return Decode()
+    left |= _grouped_by_output(tree)
     types = [None if p in left else _type_of(node, sources) for p, node in enumerate(tree.expressions)]
     originals = {
         position: _qualified(node.this if isinstance(node, exp.Alias) else node, sources).copy()
@@ -349,8 +350,7 @@ def _left_as_they_are(select: exp.Select) -> set[int] | None:
     """The outputs of a SELECT with an ORDER BY that must not become text: None for all of them (it sorts by a
     parameter, which may be a position). Also those whose name another output has: MonetDB 11.41 gives every
     output of a name given twice by AS, under an ORDER BY, the last one's values (the cast keeps its name by AS).
-    And those its ORDER BY names whose value cannot be sorted by in their place: one GROUP BY names by its alias or
-    position (the value is no grouping key), a window function (its own ORDER BY cannot be repeated there)."""
+    And a window function's its ORDER BY names (the window's own ORDER BY cannot be repeated there)."""
     order = select.args.get("order")
     if order is None:
         return set()
@@ -359,22 +359,30 @@ def _left_as_they_are(select: exp.Select) -> set[int] | None:
     outputs = select.expressions
     names = [_output_name(node) for node in outputs]
     left = {p for p, name in enumerate(names) if name and names.count(name) > 1}
-    aliases = {ident(node.args["alias"]): p for p, node in enumerate(outputs) if isinstance(node, exp.Alias)}
-    group = select.args.get("group")
-    grouped = {_position(_key(g), aliases) for g in group.expressions} if group is not None else set()
     named = {name: p for p, name in enumerate(names) if name}
     for item in order.expressions:
         position = _position(_key(item), named)
-        if position is None or position >= len(outputs):
-            continue
-        if position in grouped or outputs[position].find(exp.Window):
+        if position is not None and position < len(outputs) and outputs[position].find(exp.Window):
             left.add(position)
     return left
 
 
+def _grouped_by_output(select: exp.Select) -> set[int]:
+    """The outputs GROUP BY names by their alias (anywhere in it: GROUPING SETS, ROLLUP, CUBE) or position. The
+    engine groups by the output, so it would group the text, and HAVING and ORDER BY would compare that."""
+    group = select.args.get("group")
+    if group is None:
+        return set()
+    aliases = {ident(node.args["alias"]): p for p, node in enumerate(select.expressions) if isinstance(node, exp.Alias)}
+    grouped = {aliases[ident(c)] for c in group.find_all(exp.Column) if not c.table and ident(c) in aliases}
+    positions = (_key(g) for g in group.expressions)
+    grouped |= {int(k.this) - 1 for k in positions if isinstance(k, exp.Literal) and _names_an_output(k)}
+    return grouped
+
+
 def _exact_set_operation(tree: exp.SetOperation, lookup: Lookup) -> Decode:
-    """exact_read of a UNION, EXCEPT or INTERSECT: an output is read as text when every branch types it alike (or
-    as a bare NULL), cast in each branch. Not one the set operation's ORDER BY names (it would sort the text), nor
+    """exact_read of a UNION ALL: an output is read as text when every branch types it alike (or as a bare NULL),
+    cast in each branch. Not one the set operation's ORDER BY names (it would sort the text), nor
     any when the ORDER BY sorts by something else than an output's name or position."""
     branches = _branches(tree)
     if branches is None:
@@ -412,10 +420,13 @@ def _exact_set_operation(tree: exp.SetOperation, lookup: Lookup) -> Decode:
 
 
 def _branches(tree: exp.Expression) -> list[exp.Select] | None:
-    """The SELECTs a set operation combines, left to right; None when one is something else."""
+    """The SELECTs a UNION ALL combines, left to right; None when one is something else, or a set operation
+    compares rows (UNION, EXCEPT, INTERSECT): equal values of two precisions are two texts."""
     if isinstance(tree, exp.Subquery) and not tree.args.get("alias"):
         return _branches(tree.this)
     if isinstance(tree, exp.SetOperation):
+        if not isinstance(tree, exp.Union) or tree.args.get("distinct") is not False:
+            return None
         left, right = _branches(tree.this), _branches(tree.expression)
         return None if left is None or right is None else left + right
     if not isinstance(tree, exp.Select) or any(tree.args.get(a) for a in ("with", "with_", "order", "limit", "offset")):
