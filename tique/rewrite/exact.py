@@ -7,10 +7,11 @@ output is rewritten to ``CAST(... AS VARCHAR)`` - MonetDB's own text of the valu
 read back here as ``datetime``/``time``; a DECIMAL(p,0) integer becomes a Decimal. Outputs are typed from the
 catalog: bare columns of tique tables (``*`` and ``t.*`` included), of subqueries and CTEs over them (typed the
 same way, in turn), MIN/MAX of one (OVER a window too), NULLIF, a CASE or COALESCE whose branches agree, a TIME or
-TIMESTAMP plus or minus an interval, and CAST to a temporal type; a UNION's (EXCEPT's, INTERSECT's) output when
-every branch types it alike. An ORDER BY naming such an output (by name or position) sorts by its value, not the
-text (year 999 would sort after 2000). Other temporal expressions, and a set operation's output its ORDER BY names,
-keep the adapter's precision (milliseconds on the embedded engine).
+TIMESTAMP plus or minus an interval, and CAST to a temporal type; a UNION ALL's output when every branch types it
+alike. An ORDER BY naming such an output (by name or position) sorts by its value, not the text (year 999 would
+sort after 2000). Outputs whose cast could change the answer are left as they are (_left_as_they_are,
+_grouped_by_output, _branches), as are other temporal expressions and a ``*`` over a plain table: they keep the
+adapter's precision (milliseconds on the embedded engine).
 """
 
 from __future__ import annotations
@@ -210,11 +211,18 @@ def _outputs(
             outputs.append((_output_name(node), _type_of(node, sources)))
             continue
         for alias in stars:
-            columns = sources.get(alias)
-            if columns is None or isinstance(columns, _Unlisted):
+            columns = _spelled_out(alias, sources)
+            if columns is None:
                 return None
             outputs += list(columns.items())
     return outputs
+
+
+def _spelled_out(alias: str, sources: Sources) -> Columns | None:
+    """The columns a ``*`` over source ``alias`` spells out; None when tique cannot list them (an unknown source,
+    a plain table)."""
+    columns = sources.get(alias)
+    return None if columns is None or isinstance(columns, _Unlisted) else columns
 
 
 def _star_sources(node: exp.Expression, select: exp.Select, sources: Sources) -> list[str] | None:
@@ -300,8 +308,8 @@ def _expand_stars(select: exp.Select, sources: Sources) -> bool:
             outputs.append(node)
             continue
         for alias in of:
-            columns = sources.get(alias)
-            if columns is None or isinstance(columns, _Unlisted) or "" in columns:
+            columns = _spelled_out(alias, sources)
+            if columns is None or "" in columns:
                 return False
             outputs += [exp.column(c, table=alias, quoted=True) for c in columns]
     select.set("expressions", outputs)
@@ -348,23 +356,28 @@ def _may_decode(sources: Sources) -> bool:
 
 def _left_as_they_are(select: exp.Select) -> set[int] | None:
     """The outputs of a SELECT with an ORDER BY that must not become text: None for all of them (it sorts by a
-    parameter, which may be a position). Also those whose name another output has: MonetDB 11.41 gives every
-    output of a name given twice by AS, under an ORDER BY, the last one's values (the cast keeps its name by AS).
-    And a window function's its ORDER BY names (the window's own ORDER BY cannot be repeated there)."""
+    parameter, which may be a position). Also those whose name another output has (_named_twice), and a window
+    function's its ORDER BY names (the window's own ORDER BY cannot be repeated there)."""
     order = select.args.get("order")
     if order is None:
         return set()
     if order.find(exp.Placeholder):
         return None
     outputs = select.expressions
-    names = [_output_name(node) for node in outputs]
-    left = {p for p, name in enumerate(names) if name and names.count(name) > 1}
-    named = {name: p for p, name in enumerate(names) if name}
+    left = _named_twice(select)
+    named = {_output_name(node): p for p, node in enumerate(outputs) if _output_name(node)}
     for item in order.expressions:
         position = _position(_key(item), named)
         if position is not None and position < len(outputs) and outputs[position].find(exp.Window):
             left.add(position)
     return left
+
+
+def _named_twice(select: exp.Select) -> set[int]:
+    """The outputs whose name another output has: under an ORDER BY, MonetDB 11.41 gives every output of a name
+    given twice by AS the last one's values, and a cast output keeps its name by AS."""
+    names = [_output_name(node) for node in select.expressions]
+    return {p for p, name in enumerate(names) if name and names.count(name) > 1}
 
 
 def _grouped_by_output(select: exp.Select) -> set[int]:
@@ -397,13 +410,8 @@ def _exact_set_operation(tree: exp.SetOperation, lookup: Lookup) -> Decode:
         sources = _sources(select, lookup, ctes)
         if _has_star(select) and not (_may_decode(sources) and _expand_stars(select, sources)):
             return Decode()
-        names = [_output_name(node) for node in select.expressions]
-        typed.append(
-            [
-                None if keys and name and names.count(name) > 1 else _type_of(node, sources)
-                for node, name in zip(select.expressions, names)
-            ]
-        )
+        twice = _named_twice(select) if keys else set()
+        typed.append([None if p in twice else _type_of(node, sources) for p, node in enumerate(select.expressions)])
     if len({len(t) for t in typed}) != 1:
         return Decode()
     common = [_common(column) for column in zip(*typed)]
