@@ -212,8 +212,8 @@ def _add_column(conn: RawConnection, info: TableInfo, node: exp.ColumnDef) -> tu
         )
     column = ColumnSpec(name, ddl_parse.type_sql(node.args["kind"]), not_null, default)
     new = replace(info, columns=(*info.columns, column))
-    typed = f"{quote(name)} {column.sql_type}"
-    filled = f" DEFAULT {catalog.default_sql(default)}" if default is not None else ""
+    typed = f"{quote(name)} {new.physical_type(name)}"
+    filled = f" DEFAULT {catalog.physical_default(new, column)}" if default is not None else ""
 
     def apply() -> None:
         # The new physical columns first, each in a short statement of its own: a long transaction around them lost
@@ -293,7 +293,7 @@ def _alter_column(conn: RawConnection, info: TableInfo, node: exp.AlterColumn) -
             else None
         )
         changed = ColumnSpec(name, column.sql_type, column.not_null, default)
-        new_sql = f"SET DEFAULT {catalog.default_sql(default)}" if default is not None else "DROP DEFAULT"
+        new_sql = f"SET DEFAULT {catalog.physical_default(info, changed)}" if default is not None else "DROP DEFAULT"
         tables = (info.storage, info.cache)
     elif node.args.get("allow_null") is True and not node.args.get("dtype"):
         if name in info.key:

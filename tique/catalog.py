@@ -48,7 +48,7 @@ from typing import Any
 
 from tique import sqlfiles
 from tique.engine.base import RawConnection, retried_on_conflict
-from tique.errors import DatabaseError, OperationalError, ProgrammingError, read_beside_update
+from tique.errors import DatabaseError, DataError, OperationalError, ProgrammingError, read_beside_update
 from tique.names import qualified, quote, table_key
 from tique.params import literal
 from tique.sequencer import ensure_schema
@@ -90,6 +90,18 @@ class SequenceDefault(SqlDefault):
 def default_sql(value: Any) -> str:
     """A default as SQL, for DDL."""
     return str(value) if isinstance(value, SqlDefault) else literal(value)
+
+
+def physical_default(info: TableInfo, column: ColumnSpec) -> str:
+    """A column's default as SQL for its Storage and Cache columns: a ``hex_columns`` one as the hex text of its
+    value, upper case (a BLOB's default is kept as the hex text written in ``X'...'``)."""
+    value = column.default
+    if column.name not in info.hex_columns or not isinstance(value, str) or isinstance(value, SqlDefault):
+        return default_sql(value)
+    try:
+        return literal(bytes.fromhex(value).hex().upper())
+    except ValueError:
+        raise DataError(f"DEFAULT of BLOB column {column.name!r}: {value!r} is not hexadecimal", "22018") from None
 
 
 def _spec_default(value: Any) -> Any:
@@ -143,6 +155,9 @@ class TableInfo:
     data_base: str = ""  # their name without the __storage / __cache suffix
     uniques: tuple[tuple[str, ...], ...] = ()  # UNIQUE column sets, enforced by tique (tique/constraints.py)
     foreign_keys: tuple[ForeignKey, ...] = ()
+    # BLOB columns of Storage and Cache hold their values as hex text (``hex_columns``); False for a table made by
+    # an older tique, whose BLOB columns stay BLOB
+    blob_hex: bool = True
 
     # the key column a point read selects Storage by first (Catalog.probed); not part of the spec
     probe: str = field(default="", compare=False)
@@ -174,6 +189,21 @@ class TableInfo:
         return "BIGINT" if name == ROWID else self.column(name).sql_type
 
     @cached_property
+    def hex_columns(self) -> frozenset[str]:
+        """The BLOB columns whose Storage and Cache columns are CLOB, holding each value as the engine's hex text
+        of it (upper case, what ``CAST(b AS CLOB)`` gives, so equal values are equal texts). MonetDB 11.41's BLOB
+        heaps reuse freed space through a free list kept inside the heap file; a kill during the kernel's flush
+        can leave that file newer than the catalog, and committed values then read back with other bytes. String
+        heaps are append-only. Reads see them as BLOB again (rewrite/snapshot.py, views.py)."""
+        if self.kind != "tx" or not self.blob_hex:
+            return frozenset()
+        return frozenset(c.name for c in self.columns if base_type(c.sql_type) == "BLOB")
+
+    def physical_type(self, name: str) -> str:
+        """The SQL type of a column of the Storage and Cache tables (``hex_columns`` are CLOB)."""
+        return "CLOB" if name in self.hex_columns else self.stored_type(name)
+
+    @cached_property
     def float_positions(self) -> tuple[int, ...]:
         """Where the REAL and DOUBLE columns sit in a stored row (their zeros have a sign: tique/zero_signs.py)."""
         return tuple(i for i, c in enumerate(self.stored_names) if base_type(self.stored_type(c)) in FLOAT_TYPES)
@@ -200,7 +230,11 @@ class TableInfo:
     @cached_property
     def quoted_strings(self) -> tuple[str, ...]:
         """The quoted names of the string columns."""
-        return tuple(quote(c.name) for c in self.columns if base_type(c.sql_type) in STRING_TYPES)
+        return tuple(
+            quote(c.name)
+            for c in self.columns
+            if base_type(c.sql_type) in STRING_TYPES or c.name in self.hex_columns  # hex text is a string too
+        )
 
     def names_strings(self, sql: str) -> bool:
         """Does ``sql`` name one of the table's string columns? tique's statements name every column they read,
@@ -256,6 +290,7 @@ class TableInfo:
                 **({"generated": list(self.generated)} if self.generated else {}),
                 **({"sql": self.storage_ddl} if self.kind == "view" else {}),  # a view's SELECT (ddl_views.py)
                 **({"data": [self.data_schema, self.data_base]} if self.data_schema else {}),
+                **({"hex": True} if self.blob_hex and self.kind == "tx" else {}),
                 **({"unique": [list(u) for u in self.uniques]} if self.uniques else {}),
                 **(
                     {"fks": [[list(f.columns), f.schema, f.table] for f in self.foreign_keys]}
@@ -283,6 +318,7 @@ class TableInfo:
             data_base=str(data.get("data", ["", ""])[1]),
             uniques=tuple(tuple(u) for u in data.get("unique", ())),
             foreign_keys=tuple(ForeignKey(tuple(c), str(s), str(t)) for c, s, t in data.get("fks", ())),
+            blob_hex=bool(data.get("hex", False)),
         )
 
 
@@ -525,7 +561,7 @@ def create_ddl(info: TableInfo) -> list[str]:
     """The statements that create a table's physical tables (one per ``physical_tables`` entry)."""
     if info.kind == "plain":
         return [_storage_create(info, qualified(info.schema, info.name))]
-    cache_cols = [f"{quote(c.name)} {c.sql_type}" for c in info.columns]
+    cache_cols = [f"{quote(c.name)} {info.physical_type(c.name)}" for c in info.columns]
     if info.has_rowid:
         cache_cols.append(f"{ROWID} BIGINT")
     cache_cols += ["tq_txid BIGINT", "tq_seq INT", "tq_deleted BOOLEAN"]
@@ -535,13 +571,13 @@ def create_ddl(info: TableInfo) -> list[str]:
 def _storage_create(info: TableInfo, physical: str) -> str:
     cols = []
     for c in info.columns:
-        col = f"{quote(c.name)} {c.sql_type}"
+        col = f"{quote(c.name)} {info.physical_type(c.name)}"
         if info.kind == "plain" and c.name in info.generated:  # MonetDB generates a plain table's values itself
             col += " AUTO_INCREMENT"
         if c.not_null:
             col += " NOT NULL"
         if c.default is not None:
-            col += f" DEFAULT {default_sql(c.default)}"
+            col += f" DEFAULT {physical_default(info, c)}"
         cols.append(col)
     if info.has_rowid and info.kind != "plain":
         cols.append(f"{ROWID} BIGINT")

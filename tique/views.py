@@ -62,7 +62,10 @@ def view_sql(info: TableInfo) -> str:
         f"{', '.join(quote(k) for k in info.key)} ORDER BY tq_cts DESC, tq_seq DESC) AS tq_rk "
         f"FROM ({committed}) AS tq_u) AS tq_r WHERE tq_rk = 1 AND NOT tq_deleted"
     )
-    shown = ", ".join(quote(c) for c in info.column_names)  # the hidden row id stays hidden
+    # the hidden row id stays hidden; BLOB columns held as hex text are read as BLOB (TableInfo.hex_columns)
+    shown = ", ".join(
+        f"CAST({quote(c)} AS BLOB) AS {quote(c)}" if c in info.hex_columns else quote(c) for c in info.column_names
+    )
     return f"SELECT {shown} FROM ({stable} UNION ALL {recent}) AS tq_b"
 
 

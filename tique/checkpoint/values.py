@@ -25,8 +25,9 @@ def zero_keys(row: Sequence[Any], key_pos: Sequence[int]) -> Sequence[Any]:
 
 
 def column_types(info: TableInfo) -> dict[str, str]:
-    """Each stored column's SQL type (the hidden row id is a BIGINT)."""
-    return {c: info.stored_type(c) for c in info.stored_names}
+    """Each stored column's SQL type in Storage and Cache (the hidden row id is a BIGINT, a BLOB's hex text a
+    CLOB): what the checkpointer copies and compares."""
+    return {c: info.physical_type(c) for c in info.stored_names}
 
 
 def from_text(text: Any, sql_type: str) -> str:

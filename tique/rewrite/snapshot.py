@@ -28,7 +28,7 @@ from functools import lru_cache, reduce
 
 from sqlglot import exp
 
-from tique.catalog import ROWID, TableInfo
+from tique.catalog import META_COLUMNS, ROWID, TableInfo
 from tique.names import column_ref, identifier
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.template import NONCE, STS, TXID, slot
@@ -65,6 +65,31 @@ def _as(node: exp.Expression, name: str) -> exp.Alias:
 def _table(schema: str, name: str, alias: str, quoted: bool = True) -> exp.Table:
     ids = (identifier(schema), identifier(name)) if quoted else (_own(schema), _own(name))
     return exp.Table(this=ids[1], db=ids[0], alias=exp.TableAlias(this=_own(alias)))
+
+
+def _physical(info: TableInfo, cache: bool, alias: str | None) -> exp.Expression:
+    """Storage or Cache to select from, under ``alias``: the table itself, or, when BLOB columns hold hex text
+    (TableInfo.hex_columns), a projection of it that reads them as BLOB, so that everything above (the query's
+    predicates and expressions, the result) sees the column's own type."""
+    name = info.cache_name if cache else info.storage_name
+    table = exp.Table(this=identifier(name), db=identifier(info.physical_schema))
+    if not info.hex_columns:
+        if alias:
+            table.set("alias", exp.TableAlias(this=_own(alias)))
+        return table
+    names = [*info.stored_names, *(META_COLUMNS if cache else ())]
+    outputs = [
+        _as_column(exp.Cast(this=column_ref(c), to=exp.DataType.build("BLOB")), c)
+        if c in info.hex_columns
+        else (_col(c) if c in META_COLUMNS else column_ref(c))
+        for c in names
+    ]
+    return _from(_select(outputs, table), alias or f"tq_x{'c' if cache else 's'}")
+
+
+def _as_column(node: exp.Expression, name: str) -> exp.Alias:
+    """``node AS "name"``: an output under a column's own (quoted) name."""
+    return exp.Alias(this=node, alias=identifier(name))
 
 
 def _from(source: exp.Expression, alias: str) -> exp.Subquery:
@@ -127,7 +152,7 @@ def _visible_cache(
     committed: list[exp.Expression] = [_col("ok", o)]
     if not latest:
         committed.append(exp.LTE(this=_col("cts", o), expression=slot(STS)))
-    joined = _table(info.physical_schema, info.cache_name, c)
+    joined = _physical(info, True, c)
     outcomes = exp.Join(
         this=_table("tique", "outcomes", o, quoted=False),
         on=exp.EQ(this=_col("txid", o), expression=_col("tq_txid", c)),
@@ -142,7 +167,7 @@ def _visible_cache(
         return [visible]
     mine = _select(
         [*_user_cols(cols, w), _col("tq_deleted", w), _as(_MAX_CTS.copy(), "tq_cts"), _col("tq_seq", w)],
-        _table(info.physical_schema, info.cache_name, w),
+        _physical(info, True, w),
         _where(preds, w, [exp.EQ(this=_col("tq_txid", w), expression=slot(TXID))]),
     )
     return [visible, mine]
@@ -158,11 +183,8 @@ def _pinned_column(pred: exp.Expression) -> str | None:
     return None
 
 
-def _storage(info: TableInfo, alias: str | None = None) -> exp.Table:
-    table = exp.Table(this=identifier(info.storage_name), db=identifier(info.physical_schema))
-    if alias:
-        table.set("alias", exp.TableAlias(this=_own(alias)))
-    return table
+def _storage(info: TableInfo, alias: str | None = None) -> exp.Expression:
+    return _physical(info, False, alias)
 
 
 def _stable_rows(

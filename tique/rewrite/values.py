@@ -42,7 +42,8 @@ def python_value(node: exp.Expression) -> Any:
             return -inner
     if isinstance(node, exp.Paren):
         return python_value(node.this)
-    raise NotSupportedError(f"not a literal: {node.sql()}")
+    # printed as PostgreSQL does (MonetDB's dialect derives from it): the default dialect fails on X''
+    raise NotSupportedError(f"not a literal: {node.sql(dialect='postgres')}")
 
 
 _ESCAPED = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([uU])|(.))", re.S)
