@@ -60,7 +60,7 @@ for _name in ("time", "timetz"):
         monetdb_types.MONETDB_TYPE_MAP[_name] = _Time
 
 import tique  # noqa: E402
-from tique.catalog import DATA_SCHEMA, TableInfo  # noqa: E402
+from tique.catalog import DATA_SCHEMA, TableInfo, default_sql  # noqa: E402
 
 # tique's settings take these types; URL query values arrive as strings
 _INT_SETTINGS = {"retries", "lease_ms", "worker_limit", "analytical_slots"}
@@ -336,6 +336,16 @@ class TiqueDialect(MonetDialect):
                     for v in value:
                         if isinstance(v, dict) and "autoincrement" in v and v.get("name") in generated:
                             v["autoincrement"] = True
+                        if (
+                            isinstance(v, dict)
+                            and "type" in v
+                            and info is not None
+                            and v.get("name") in info.hex_columns
+                        ):
+                            # a BLOB its Storage keeps as hex text (TableInfo.hex_columns): the column's own type
+                            column = info.column(str(v["name"]))
+                            v["type"] = monetdb_types.MONETDB_TYPE_MAP["blob"]()
+                            v["default"] = None if column.default is None else default_sql(column.default)
                         if (
                             isinstance(v, dict)
                             and prefix

@@ -11,7 +11,11 @@ checks its precondition is gone (no tique table has a BLOB heap) and that nothin
   TABLE AS;
 - what Storage and Cache hold is the engine's own hex text (upper case), so that equal values are equal texts
   (keys, UNIQUE, the checkpointer's matching) - also for a value written in lower case or given as a string;
-- a string that is not hexadecimal is refused as plain MonetDB refuses it, and nothing is stored;
+- a string that is not hexadecimal is refused as plain MonetDB refuses it, and nothing is stored (a DEFAULT that
+  is not hexadecimal is refused at CREATE TABLE, where MonetDB accepts it and fails each INSERT that takes it);
+- a key or UNIQUE lookup of a BLOB column selects on the hex text inside the projection (by the column's hash,
+  not a cast of every row), and finds a value given as a lower-case string as the engine does;
+- SQLAlchemy's reflection sees BLOB, with the default as written;
 - a table made by an older tique (its BLOB columns BLOB) keeps working.
 """
 
@@ -22,13 +26,18 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 import tique
+import tique.sqla
+from tests.test_sqlalchemy import sqlalchemy_url
 from tique import catalog
-from tique.catalog import table_info
+from tique.catalog import ColumnSpec, TableInfo, table_info
 from tique.checkpoint import Checkpointer
 from tique.database import Database
 from tique.engine.base import RawConnection
+from tique.rewrite.dialect import MonetDB
+from tique.rewrite.snapshot import snapshot_sql
 
 EVERY_BYTE = bytes(range(256))
 VALUES = [b"", b"\x00", EVERY_BYTE, b"\xff" * 1000, None, b"abc'\\"]
@@ -270,3 +279,87 @@ def test_a_table_an_older_tique_made_keeps_its_blob_columns(
     ocur.execute(f"SELECT k, b FROM {name} ORDER BY k")
     assert [(k, bytes(b)) for k, b in ocur.fetchall()] == [(1, b""), (2, EVERY_BYTE)]
     other.commit()
+
+
+def test_lookups_by_a_blob_value_find_it_in_any_spelling(
+    connect: Callable[..., tique.Connection], raw_of: Callable[[], RawConnection], unique_name: Callable[[str], str]
+) -> None:
+    name = unique_name("hexs")
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {name} (b BLOB PRIMARY KEY, u BLOB UNIQUE, n INT)")
+    conn.commit()
+    cur.execute(f"INSERT INTO {name} VALUES (X'ABCD', X'0A', 1), (X'00', X'0B', 2)")
+    conn.commit()
+    for phase in ("in the Cache", "in Storage"):
+        for sql, params in (
+            (f"SELECT n FROM {name} WHERE b = %s", ("abcd",)),  # a string parameter, lower case
+            (f"SELECT n FROM {name} WHERE b = 'abcd'", None),
+            (f"SELECT n FROM {name} WHERE b IN ('abcd', X'ff')", None),
+            (f"SELECT n FROM {name} WHERE b = %s", (b"\xab\xcd",)),
+            (f"SELECT n FROM {name} WHERE u = '0a' OR u = X'77'", None),
+            (f"SELECT n FROM {name} WHERE b = X'abcd' AND u = '0a'", None),
+        ):
+            for _ in range(2):  # the second run of a text is an EXEC of a prepared statement
+                cur.execute(sql, params)
+                assert cur.fetchall() == [(1,)], (phase, sql, params)
+                conn.commit()
+        with pytest.raises(tique.IntegrityError):  # the UNIQUE value again, as a lower-case string
+            cur.execute(f"INSERT INTO {name} VALUES (X'01', '0a', 3)")
+            conn.commit()
+        conn.rollback()
+        cur.execute(f"UPDATE {name} SET n = n WHERE b = 'abcd'")
+        assert cur.rowcount == 1
+        conn.commit()
+        Checkpointer(raw_of()).run_once()  # then again, the rows in Storage
+
+
+def test_key_and_unique_lookups_select_the_hex_text_inside() -> None:
+    """The statement tique sends: the physical column compared with the value cast to BLOB, inside the projection
+    that casts the column back (so the engine probes the column's hash); a range stays on the cast column."""
+    info = TableInfo(
+        1,
+        "sys",
+        "t",
+        "tx",
+        (ColumnSpec("b", "BLOB"), ColumnSpec("u", "BLOB"), ColumnSpec("n", "INT")),
+        ("b",),
+        data_schema="tique_data",
+        data_base="sys__t",
+    )
+    key = sqlglot_parse('"b" = %s')
+    point = snapshot_sql(info, "point", [key], alone=True)
+    assert point.count('FROM "tique_data"."sys__t__storage" WHERE ("b" = CAST(') == 1
+    assert point.count('FROM "tique_data"."sys__t__cache" WHERE ("b" = CAST(') == 2  # committed, own
+    listed = snapshot_sql(info, "point", ["{t}\"b\" IN (BLOB 'ab', BLOB 'cd')"])
+    assert listed.count("sys__t__storage\" WHERE (\"b\" IN (BLOB 'ab', BLOB 'cd'))") == 1
+    assert listed.count("sys__t__cache\" WHERE (\"b\" IN (BLOB 'ab', BLOB 'cd'))") == 2
+    unique = snapshot_sql(info, "analytical", row_preds=[sqlglot_parse("(\"u\" = X'0a') OR (\"u\" = X'0b')")])
+    storage = unique.split('FROM "tique_data"."sys__t__storage"')[1].split(" AS tq_")[0]
+    # (the last parenthesis closes the projection's subquery)
+    assert storage == ''' WHERE (("u" = CAST(X'0a' AS BLOB)) OR ("u" = CAST(X'0b' AS BLOB))))''', storage
+    ranged = snapshot_sql(info, "analytical", row_preds=[sqlglot_parse("\"b\" > X'00'")])
+    assert 'sys__t__storage" WHERE (TRUE)' in ranged  # no filter on the text for a range: the cast decides
+
+
+def sqlglot_parse(sql: str) -> object:
+    import sqlglot
+
+    return sqlglot.parse_one(sql.replace("%s", "?"), read=MonetDB)
+
+
+def test_sqlalchemy_reflects_blob_columns_as_blob(url: str, unique_name: Callable[[str], str]) -> None:
+    name = unique_name("hexsa")
+    conn = tique.connect(url)
+    try:
+        conn.cursor().execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, b BLOB DEFAULT X'beef', c BLOB)")
+        conn.commit()
+    finally:
+        conn.close()
+    engine = sa.create_engine(sqlalchemy_url(url))
+    try:
+        columns = {c["name"]: c for c in sa.inspect(engine).get_columns(name)}
+    finally:
+        engine.dispose()
+    assert isinstance(columns["b"]["type"], sa.types.BLOB) and isinstance(columns["c"]["type"], sa.types.BLOB)
+    assert columns["b"]["default"] == "'beef'" and columns["c"]["default"] is None

@@ -67,10 +67,12 @@ def _table(schema: str, name: str, alias: str, quoted: bool = True) -> exp.Table
     return exp.Table(this=ids[1], db=ids[0], alias=exp.TableAlias(this=_own(alias)))
 
 
-def _physical(info: TableInfo, cache: bool, alias: str | None) -> exp.Expression:
+def _physical(info: TableInfo, cache: bool, alias: str | None, preds: Sequence[exp.Expression] = ()) -> exp.Expression:
     """Storage or Cache to select from, under ``alias``: the table itself, or, when BLOB columns hold hex text
     (TableInfo.hex_columns), a projection of it that reads them as BLOB, so that everything above (the query's
-    predicates and expressions, the result) sees the column's own type."""
+    predicates and expressions, the result) sees the column's own type. ``preds`` are predicates the caller
+    applies above it that may filter this table's rows: what they imply of the hex text (``_on_hex_text``) also
+    selects inside, where the engine looks values up by the column's hash instead of casting every row first."""
     name = info.cache_name if cache else info.storage_name
     table = exp.Table(this=identifier(name), db=identifier(info.physical_schema))
     if not info.hex_columns:
@@ -84,7 +86,43 @@ def _physical(info: TableInfo, cache: bool, alias: str | None) -> exp.Expression
         else (_col(c) if c in META_COLUMNS else column_ref(c))
         for c in names
     ]
-    return _from(_select(outputs, table), alias or f"tq_x{'c' if cache else 's'}")
+    inner = [found for found in (_on_hex_text(info, p) for p in preds) if found is not None]
+    # a row filter printed later (snapshot_sql's shapes): a marker its hex-text filter is printed at
+    inner += [_col(f"tq{NONCE}_hexrows_{m[1]}") for p in preds if (m := _ROW_MARKER.fullmatch(_marker_name(p)))]
+    return _from(_select(outputs, table, _where(inner, None)), alias or f"tq_x{'c' if cache else 's'}")
+
+
+def _marker_name(pred: exp.Expression) -> str:
+    return pred.name if isinstance(pred, exp.Column) else ""
+
+
+def _on_hex_text(info: TableInfo, pred: exp.Expression) -> exp.Expression | None:
+    """A filter of the hex text that ``pred`` implies, else None: ``pred``'s comparisons ``b = v`` and
+    ``b IN (v, ...)`` of hex columns, kept under its ANDs (one is enough) and ORs (all are needed). Each value is
+    cast to BLOB (a string is read as hexadecimal, as the BLOB column reads it); MonetDB then compares a BLOB with
+    a CLOB as the BLOB's upper-case hex text, the form stored, so equal values are equal texts. A list tique wrote
+    (``_KEY_LIST``: literals of key values, BLOB ones for a BLOB key) is compared as it is."""
+    node = pred.unnest()
+    if isinstance(node, (exp.And, exp.Or)):
+        kept = [p for p in (_on_hex_text(info, side) for side in (node.this, node.expression)) if p is not None]
+        if not kept or (isinstance(node, exp.Or) and len(kept) < 2):
+            return None
+        return reduce(lambda a, b: type(node)(this=a, expression=b), [exp.Paren(this=p) for p in kept])
+    if _pinned_column(node) not in info.hex_columns:
+        return None
+    copy = _requalify(node, None)
+    if isinstance(copy, exp.EQ):
+        values = [copy.expression] if isinstance(copy.this, exp.Column) else [copy.this]
+    elif isinstance(copy, exp.In) and not copy.args.get("query") and not copy.args.get("unnest"):
+        values = list(copy.expressions)
+    else:
+        return None
+    if any(isinstance(v, (exp.Column, exp.Query)) or v.find(exp.Column, exp.Query) for v in values):
+        return None  # another column or a subquery: the projection's cast answers it
+    for v in values:
+        if not isinstance(v, exp.Var):
+            v.replace(exp.Cast(this=v.copy(), to=exp.DataType.build("BLOB")))
+    return copy
 
 
 def _as_column(node: exp.Expression, name: str) -> exp.Alias:
@@ -152,7 +190,7 @@ def _visible_cache(
     committed: list[exp.Expression] = [_col("ok", o)]
     if not latest:
         committed.append(exp.LTE(this=_col("cts", o), expression=slot(STS)))
-    joined = _physical(info, True, c)
+    joined = _physical(info, True, c, preds)
     outcomes = exp.Join(
         this=_table("tique", "outcomes", o, quoted=False),
         on=exp.EQ(this=_col("txid", o), expression=_col("tq_txid", c)),
@@ -167,7 +205,7 @@ def _visible_cache(
         return [visible]
     mine = _select(
         [*_user_cols(cols, w), _col("tq_deleted", w), _as(_MAX_CTS.copy(), "tq_cts"), _col("tq_seq", w)],
-        _physical(info, True, w),
+        _physical(info, True, w, preds),
         _where(preds, w, [exp.EQ(this=_col("tq_txid", w), expression=slot(TXID))]),
     )
     return [visible, mine]
@@ -183,8 +221,8 @@ def _pinned_column(pred: exp.Expression) -> str | None:
     return None
 
 
-def _storage(info: TableInfo, alias: str | None = None) -> exp.Expression:
-    return _physical(info, False, alias)
+def _storage(info: TableInfo, alias: str | None = None, preds: Sequence[exp.Expression] = ()) -> exp.Expression:
+    return _physical(info, False, alias, preds)
 
 
 def _stable_rows(
@@ -205,14 +243,14 @@ def _stable_rows(
     """
     probe = {_pinned_column(p): p for p in preds}.get(info.probe) if info.probe else None
     if probe is None:
-        return _storage(info), _where(preds, None)
+        return _storage(info, None, preds), _where(preds, None)
     if alone:
         parts: list[exp.Expression] = [exp.Paren(this=_requalify(probe, None))]
         parts += [
             exp.EQ(this=exp.Paren(this=_requalify(p, None)), expression=exp.true()) for p in preds if p is not probe
         ]
-        return _storage(info), reduce(lambda left, right: exp.And(this=left, expression=right), parts)
-    probed = _select(_user_cols(cols), _storage(info), _where([probe], None))
+        return _storage(info, None, preds), reduce(lambda left, right: exp.And(this=left, expression=right), parts)
+    probed = _select(_user_cols(cols), _storage(info, None, [probe]), _where([probe], None))
     probed.set("limit", exp.Limit(expression=exp.Literal.number(NO_LIMIT)))
     return _from(probed, f"tq_p{tag}"), _where(preds, None)
 
@@ -255,13 +293,13 @@ def _analytical(
     overriding = _union(*_visible_cache(info, cols, preds, latest, own, f"{tag}a"))
     if left_anti_join:
         hits = _select([*_user_cols(info.key), _as(exp.true(), "tq_hit")], _from(overriding, f"tq_h{tag}"))
-        stable = _select(_user_cols(cols, st), _storage(info, st))
+        stable = _select(_user_cols(cols, st), _storage(info, st, [*preds, *row_preds]))
         stable.set("joins", [exp.Join(this=_from(hits, v), side="LEFT", on=match)])
         absent: exp.Expression = exp.Is(this=_col("tq_hit", v), expression=exp.Null())
     else:
         overriders = _select([exp.Literal.number(1)], _from(overriding, v), match)
         absent = exp.Not(this=exp.Exists(this=overriders))
-        stable = _select(_user_cols(cols, st), _storage(info, st))
+        stable = _select(_user_cols(cols, st), _storage(info, st, [*preds, *row_preds]))
     stable.set("where", exp.Where(this=_where([*preds, *row_preds, *semi], st, [absent])))
     recent = _newest(cols, info.key, _union(*_visible_cache(info, cols, preds, latest, own, tag)), tag, row_preds)
     # the LIMIT (never reached) keeps MonetDB from pushing the query's joins into the union, which made plans
@@ -351,7 +389,8 @@ def snapshot_tree(
         st = f"tq_s{tag}"
         # the query's filters go in as in the analytical form: beside another table's snapshot (behind its
         # LIMIT), MonetDB 11.41 joined the bare table before filtering it (CH's Q20 0.14 -> 0.70 s without them)
-        tree = _select(_user_cols(cols, st), _storage(info, st), _where([*pushed, *row_preds, *semi], st))
+        stored_rows = _storage(info, st, [*pushed, *row_preds])
+        tree = _select(_user_cols(cols, st), stored_rows, _where([*pushed, *row_preds, *semi], st))
     else:
         assert ranked, "only a point read leaves the ranking to the client"
         tree = _analytical(info, cols, pushed, row_preds, latest, own, tag, left_anti_join, barrier, semi)
@@ -382,13 +421,17 @@ def snapshot_sql(
     shape = _shape_sql(info, info.probe, formulation, columns, len(row_preds), options)
 
     def fill(kind: str, i: int, qualifier: str | None) -> str:
+        if kind == "hexrows":
+            found = _on_hex_text(info, row_preds[i])
+            return "TRUE" if found is None else found.sql(dialect=MonetDB)
         return values[i] if kind == "values" else _requalify(row_preds[i], qualifier).sql(dialect=MonetDB)
 
     return "".join(p if isinstance(p, str) else fill(*p) for p in shape)
 
 
 # the nonce: no name or value tique puts in a snapshot can look like a marker
-_MARKER = re.compile(rf"(?:(\w+)\.)?tq{NONCE}_(values|rows)_(\d+)")
+_MARKER = re.compile(rf"(?:(\w+)\.)?tq{NONCE}_(values|rows|hexrows)_(\d+)")
+_ROW_MARKER = re.compile(rf"tq{NONCE}_rows_(\d+)")
 
 
 @lru_cache(maxsize=1024)
