@@ -283,3 +283,37 @@ def test_an_output_grouped_by_its_alias_is_compared_as_a_value(table: tuple[Any,
     cur.execute(f"SELECT ts + INTERVAL '1' DAY AS k, COUNT(*) FROM {t} GROUP BY GROUPING SETS ((k), ()) ORDER BY k")
     got = [_millis(r[0]) for r in cur.fetchall()]
     assert got == sorted(got, key=_sorted_key) and year_999 in got
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2024-01-01 00:00:07.123457",
+        "2024-01-01 00:00:07",
+        "2024-01-01 00:00:07.123",
+        "2024-01-01 00:00:07.1",
+        "0999-01-01 00:00:00",
+        "999-01-01 00:00:00",
+        "10000-01-01 00:00:00",
+        "-1-01-01 00:00:00",
+        "2024-02-29 23:59:59.999999",
+        "2024-01-01 24:00:00",
+        "0001-01-01 00:00:00.000001",
+        "9999-12-31 23:59:59.999999",
+    ],
+)
+def test_a_column_of_timestamp_texts_reads_as_each_value_does(text: str) -> None:
+    """exact._timestamps (a result column in one loop) gives what parse_temporal gives each value, or the same
+    error: texts the engine prints, and the ones fromisoformat refuses or could read otherwise."""
+    from tique.errors import DataError
+    from tique.rewrite.exact import _timestamps
+    from tique.rewrite.values import parse_temporal
+
+    try:
+        expected: object = parse_temporal(text, "TIMESTAMP")
+    except DataError as exc:
+        with pytest.raises(DataError) as got:
+            _timestamps([text])
+        assert str(got.value) == str(exc)
+        return
+    assert _timestamps([None, text, expected]) == [None, expected, expected]
