@@ -146,3 +146,34 @@ def test_serve_prints_few_lines_for_failures_that_alternate_or_differ_in_numbers
         failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"tique_data.t: out of memory ({i % 2})"]))
         failed(CheckpointReport(time.time(), 0.0, 0, 0, 0, 0, errors=[f"commit {1000 + i} (state deciding)"]))
     assert out.getvalue().count("\n") <= 10, out.getvalue()[:2000]
+
+
+def test_it_runs_when_writers_go_quiet_not_before(served: ServeProcess, unique_name: Callable[[str], str]) -> None:
+    """With an interval far away, a run comes within a poll or two after the last commit of a burst (versions
+    left in the Cache slow every analytical read of the table), and none while commits keep coming."""
+    engine = open_engine(served.url)
+    table = unique_name("quiet")
+    conn = tique.connect(served.url)
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {table} (k INT PRIMARY KEY, v INT)")
+    conn.commit()
+    worker = BackgroundCheckpointer(engine.connect, 3600).start()
+    try:
+        assert wait_for(lambda: worker.totals["runs"] >= 1)  # the first run, at start
+        runs = worker.totals["runs"]
+        ends = time.monotonic() + 3
+        k = 0
+        while time.monotonic() < ends:  # a steady writer: a commit every 50 ms
+            k += 1
+            cur.execute(f"INSERT INTO {table} VALUES (%s, %s)", (k, k))
+            conn.commit()
+            time.sleep(0.05)
+        during = worker.totals["runs"] - runs
+        assert during == 0, f"{during} runs while commits kept coming"
+        assert wait_for(lambda: worker.totals["moved"] >= k, 10), worker.totals  # quiet now: moved within seconds
+        runs = worker.totals["runs"]
+        time.sleep(2)  # and idle: no more runs
+        assert worker.totals["runs"] == runs
+    finally:
+        worker.stop()
+        conn.close()

@@ -110,6 +110,11 @@ def _over_limit(conn: RawConnection, catalog: Catalog, limit: int) -> bool:
     )
 
 
+def _last_cts(conn: RawConnection) -> int:
+    """The last commit timestamp handed out (the C module's counter): one read-only statement."""
+    return int(conn.execute("SELECT tique.last_cts()").scalar() or 0)
+
+
 def run_loop(
     ckpt: Checkpointer,
     interval_s: float,
@@ -117,19 +122,33 @@ def run_loop(
     stop: threading.Event,
     on_report: Callable[[CheckpointReport], None],
 ) -> None:
-    """Checkpoint every ``interval_s`` (sooner when a Cache table outgrows ``max_cache_rows``) until ``stop``.
-    A failed run is reported and retried at the next tick; a lost connection, or another checkpointer holding the
-    lock (CheckpointerBusy: the CLI then exits 2, or waits with --wait), ends the loop."""
+    """Checkpoint every ``interval_s`` (sooner when a Cache table outgrows ``max_cache_rows``, or when writers
+    went quiet: see below) until ``stop``. A failed run is reported and retried at the next tick; a lost
+    connection, or another checkpointer holding the lock (CheckpointerBusy: the CLI then exits 2, or waits with
+    --wait), ends the loop.
+
+    Writers quiet: when commits came after the last run began but none in the last poll, the run starts then
+    rather than at the next interval. Versions left in the Cache make every analytical read of their tables pay
+    for the union with the Cache (CH-benCHmark's Q5 after a burst of TPC-C: 490 ms with 12k versions left, 100 ms
+    once moved); under a steady write load commits come every poll and the interval decides, as before. An idle
+    database sees no run (no commit since the last one)."""
     last = 0.0
     poll = min(interval_s, 0.5)
+    seen: int | None = None  # the last commit timestamp at the previous poll
+    ran_after: int | None = None  # ... when the last run began
     while not stop.is_set():
         try:
             ckpt.acquire()  # held (renewed) for as long as the loop runs: a second checkpointer is told so
             due = time.monotonic() - last >= interval_s
             if not due and max_cache_rows is not None:
                 due = _over_limit(ckpt.conn, ckpt.catalog, max_cache_rows)
+            now = _last_cts(ckpt.conn)
+            if not due:
+                due = now == seen and ran_after is not None and now != ran_after
+            seen = now
             if due:
                 last = time.monotonic()
+                ran_after = now
                 on_report(ckpt.run_once(release=False))
         except CheckpointerBusy:
             raise
