@@ -337,7 +337,7 @@ def test_key_and_unique_lookups_select_the_hex_text_inside() -> None:
     unique = snapshot_sql(info, "analytical", row_preds=[sqlglot_parse("(\"u\" = X'0a') OR (\"u\" = X'0b')")])
     storage = unique.split('FROM "tique_data"."sys__t__storage"')[1].split(" AS tq_")[0]
     # (the last parenthesis closes the projection's subquery)
-    assert storage == ''' WHERE (("u" = CAST(X'0a' AS BLOB)) OR ("u" = CAST(X'0b' AS BLOB))))''', storage
+    assert storage == """ WHERE (("u" = CAST(X'0a' AS BLOB)) OR ("u" = CAST(X'0b' AS BLOB))))""", storage
     ranged = snapshot_sql(info, "analytical", row_preds=[sqlglot_parse("\"b\" > X'00'")])
     assert 'sys__t__storage" WHERE (TRUE)' in ranged  # no filter on the text for a range: the cast decides
 
