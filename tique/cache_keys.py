@@ -242,5 +242,5 @@ def cache_keys_of(conn: Any) -> CacheKeys | None:
 
 def key_select(info: TableInfo, limit: int) -> str:
     """The statement a rebuild reads keys with: every Cache row's key (any transaction's, any outcome)."""
-    cols = ", ".join(f'CAST("{k}" AS BLOB)' if k in info.hex_columns else f'"{k}"' for k in info.key)
+    cols = ", ".join(info.typed_sql(k) for k in info.key)
     return f"SELECT {cols} FROM {info.cache} LIMIT {limit}"

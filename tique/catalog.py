@@ -203,6 +203,10 @@ class TableInfo:
         """The SQL type of a column of the Storage and Cache tables (``hex_columns`` are CLOB)."""
         return "CLOB" if name in self.hex_columns else self.stored_type(name)
 
+    def typed_sql(self, name: str) -> str:
+        """SQL text reading a column of Storage or Cache as its own type (a ``hex_columns`` one cast to BLOB)."""
+        return f"CAST({quote(name)} AS BLOB)" if name in self.hex_columns else quote(name)
+
     @cached_property
     def float_positions(self) -> tuple[int, ...]:
         """Where the REAL and DOUBLE columns sit in a stored row (their zeros have a sign: tique/zero_signs.py)."""

@@ -64,7 +64,7 @@ def view_sql(info: TableInfo) -> str:
     )
     # the hidden row id stays hidden; BLOB columns held as hex text are read as BLOB (TableInfo.hex_columns)
     shown = ", ".join(
-        f"CAST({quote(c)} AS BLOB) AS {quote(c)}" if c in info.hex_columns else quote(c) for c in info.column_names
+        f"{info.typed_sql(c)} AS {quote(c)}" if c in info.hex_columns else quote(c) for c in info.column_names
     )
     return f"SELECT {shown} FROM ({stable} UNION ALL {recent}) AS tq_b"
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -68,6 +69,15 @@ def _texts(raw: RawConnection, schema: str, name: str, column: str) -> list[str 
     ]
 
 
+def _created(connect: Callable[..., tique.Connection], name: str, columns: str) -> tuple[tique.Connection, Any]:
+    """A connection, its cursor, and table ``name`` of ``columns`` created and committed through them."""
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE {name} ({columns})")
+    conn.commit()
+    return conn, cur
+
+
 @pytest.fixture
 def raw_of(url: str) -> Iterator[Callable[[], RawConnection]]:
     opened: list[RawConnection] = []
@@ -85,10 +95,7 @@ def test_blob_values_round_trip_exactly_and_are_stored_as_upper_case_hex(
     connect: Callable[..., tique.Connection], raw_of: Callable[[], RawConnection], unique_name: Callable[[str], str]
 ) -> None:
     name = unique_name("hexv")
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, b BLOB, d BLOB DEFAULT X'0aff')")
-    conn.commit()
+    conn, cur = _created(connect, name, "k INT PRIMARY KEY, b BLOB, d BLOB DEFAULT X'0aff'")
     cur.executemany(f"INSERT INTO {name} (k, b) VALUES (%s, %s)", list(enumerate(VALUES)))
     cur.execute(f"INSERT INTO {name} VALUES (100, X'abcdef', X'')")  # the engine computes these rows
     cur.execute(f"INSERT INTO {name} (k, b) VALUES (101, '00ff')")  # a string is read as hexadecimal
@@ -136,10 +143,7 @@ def test_blob_keys_compare_as_the_engine_compares_them(
     connect: Callable[..., tique.Connection], raw_of: Callable[[], RawConnection], unique_name: Callable[[str], str]
 ) -> None:
     name = unique_name("hexk")
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {name} (b BLOB PRIMARY KEY, u BLOB UNIQUE, n INT)")
-    conn.commit()
+    conn, cur = _created(connect, name, "b BLOB PRIMARY KEY, u BLOB UNIQUE, n INT")
     cur.execute(f"INSERT INTO {name} VALUES (X'abcd', X'01', 1), (X'', X'02', 2)")
     conn.commit()
     with pytest.raises(tique.IntegrityError):  # the same key written in the other case
@@ -170,10 +174,7 @@ def test_a_string_that_is_not_hexadecimal_is_refused_and_nothing_is_stored(
     connect: Callable[..., tique.Connection], unique_name: Callable[[str], str]
 ) -> None:
     name = unique_name("hexbad")
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, b BLOB)")
-    conn.commit()
+    conn, cur = _created(connect, name, "k INT PRIMARY KEY, b BLOB")
     for bad in (
         "INSERT INTO {t} VALUES (1, 'zz')",
         "INSERT INTO {t} SELECT 2, 'abc'",
@@ -205,9 +206,7 @@ def test_bulk_loads_alter_and_create_table_as_keep_hex(
     tmp_path: Path,
 ) -> None:
     name = unique_name("hexl")
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, b BLOB)")
+    conn, cur = _created(connect, name, "k INT PRIMARY KEY, b BLOB")
     cur.execute(f"CREATE TABLE {name}_n (b BLOB)")  # no key: hidden row ids
     conn.commit()
     csv = tmp_path / "b.csv"
@@ -261,10 +260,7 @@ def test_a_table_an_older_tique_made_keeps_its_blob_columns(
     monkeypatch.setattr(
         catalog, "placed", lambda conn, info, base=None: replace(placed(conn, info, base), blob_hex=False)
     )
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {name} (k INT PRIMARY KEY, b BLOB)")
-    conn.commit()
+    conn, cur = _created(connect, name, "k INT PRIMARY KEY, b BLOB")
     monkeypatch.undo()
     raw = raw_of()
     assert _physical(raw, "sys", name)["b"] == {"blob"}
@@ -285,10 +281,7 @@ def test_lookups_by_a_blob_value_find_it_in_any_spelling(
     connect: Callable[..., tique.Connection], raw_of: Callable[[], RawConnection], unique_name: Callable[[str], str]
 ) -> None:
     name = unique_name("hexs")
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE {name} (b BLOB PRIMARY KEY, u BLOB UNIQUE, n INT)")
-    conn.commit()
+    conn, cur = _created(connect, name, "b BLOB PRIMARY KEY, u BLOB UNIQUE, n INT")
     cur.execute(f"INSERT INTO {name} VALUES (X'ABCD', X'0A', 1), (X'00', X'0B', 2)")
     conn.commit()
     for phase in ("in the Cache", "in Storage"):

@@ -88,12 +88,9 @@ def _physical(info: TableInfo, cache: bool, alias: str | None, preds: Sequence[e
     ]
     inner = [found for found in (_on_hex_text(info, p) for p in preds) if found is not None]
     # a row filter printed later (snapshot_sql's shapes): a marker its hex-text filter is printed at
-    inner += [_col(f"tq{NONCE}_hexrows_{m[1]}") for p in preds if (m := _ROW_MARKER.fullmatch(_marker_name(p)))]
+    markers = (_ROW_MARKER.fullmatch(p.name) for p in preds if isinstance(p, exp.Column))
+    inner += [_col(f"tq{NONCE}_hexrows_{m[1]}") for m in markers if m]
     return _from(_select(outputs, table, _where(inner, None)), alias or f"tq_x{'c' if cache else 's'}")
-
-
-def _marker_name(pred: exp.Expression) -> str:
-    return pred.name if isinstance(pred, exp.Column) else ""
 
 
 def _on_hex_text(info: TableInfo, pred: exp.Expression) -> exp.Expression | None:
