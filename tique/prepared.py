@@ -201,7 +201,7 @@ class PreparingConnection:
     def run(self, template: Template, values: dict[str, str]) -> Result:
         """Run a rewritten statement, prepared once it is seen again with parameters of the same types."""
         if not self.enabled or not template.slots:
-            return self._as_text(template, values)
+            return self.as_text(template, values)
         if self.catalog_version is not None and self._prepared_under != (now := self.catalog_version()):
             self._forget_all()
             self._null_answered.clear()
@@ -209,23 +209,23 @@ class PreparingConnection:
         types = tuple(parameter_type(values[s]) for s in template.slots)
         key = (template, types)
         if UNPREPARABLE in types or key in self._unpreparable:
-            return self._as_text(template, values)
+            return self.as_text(template, values)
         if NULL_ARGUMENT in types and key not in self._null_answered:
-            result = self._as_text(template, values)  # an error here: as text it fails every time
+            result = self.as_text(template, values)  # an error here: as text it fails every time
             self._null_answered.add(key)
             return result
         sid = self._ids.get(key)
         if sid is None:
             self._uses[key] += 1
             if self._uses[key] < PREPARE_AFTER:
-                return self._as_text(template, values)
+                return self.as_text(template, values)
             sid = self._prepare(key)
             if sid is None:
-                return self._as_text(template, values)
+                return self.as_text(template, values)
         kinds = self._kinds.get(key, ())
         for i, slot in enumerate(template.slots):
             if values[slot][:1] == "'" and (i >= len(kinds) or kinds[i] not in _TEXT_PARAMETERS):
-                return self._as_text(template, values)  # a string an EXEC would convert (_TEXT_PARAMETERS)
+                return self.as_text(template, values)  # a string an EXEC would convert (_TEXT_PARAMETERS)
         args = ", ".join(values[s] for s in template.slots)
         try:
             return self.execute(f"EXEC {sid}({args})")  # its arguments keep their zeros' signs
@@ -236,7 +236,7 @@ class PreparingConnection:
                 raise
             # a value the context's type cannot hold (a string or integer too large for the column it is compared
             # with): as text the statement answers rather than fails
-            return self._as_text(template, values)
+            return self.as_text(template, values)
 
     def _forget_all(self) -> None:
         """Drop the session's prepared statements, here and in MonetDB: they come back at their next uses."""
@@ -248,7 +248,7 @@ class PreparingConnection:
             if connection_lost(exc):
                 raise
 
-    def _as_text(self, template: Template, values: dict[str, str]) -> Result:
+    def as_text(self, template: Template, values: dict[str, str]) -> Result:
         """The statement with its parameters' literals in its text; with a -0.0 among them, on a pipeline that
         keeps it (an UPDATE's new values are computed by such a statement: tique/zero_signs.py)."""
         with zero_signs_kept(self, NEGATIVE_ZERO in values.values()):

@@ -10,6 +10,7 @@ from typing import Any
 from tique.engine.base import Column, Result
 from tique.engine.udf import held_fetch
 from tique.errors import OperationalError, from_monetdb
+from tique.gc_paused import paused
 
 # monetdbe_types in the C API; 5 (int128, HUGEINT) is missing from the wheel's cffi enum.
 _C_TYPES: dict[int, tuple[str, str | None]] = {
@@ -36,6 +37,11 @@ _WIDE = decimal.Context(prec=100)  # 38-digit decimals: the default context keep
 
 
 def read_result(ffi: Any, lib: Any, res: Any) -> Result:
+    with paused(int(res.nrows)):
+        return _read_result(ffi, lib, res)
+
+
+def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
     nrows = int(res.nrows)
     columns: list[Column] = []
     values: list[list[Any]] = []

@@ -20,6 +20,7 @@ from tique.errors import (
     from_monetdb,
     login_refused,
 )
+from tique.gc_paused import paused
 from tique.turns import TURN_END_ALIAS, EngineTurns, folded, new_owner, turn_end_sql
 
 _ASCII_RUNS = re.compile("([\x00-\x7f]+)")
@@ -150,7 +151,8 @@ class ServerConnection:
             prepared = cur.lastrowid if preparing else None
             if cur.description is None:
                 return Result(rowcount=cur.rowcount, prepared_id=prepared)
-            rows = cur.fetchall()
+            with paused(cur.rowcount):
+                rows = cur.fetchall()
         except pymonetdb.DatabaseError as exc:
             if turn is not None:
                 self._end_turn(cur)
@@ -168,8 +170,9 @@ class ServerConnection:
             self._abandon("a statement was interrupted mid-exchange")
             raise
         columns = [Column(d.name, d.type_code, d.precision, d.scale) for d in cur.description]
-        rows = _reals(columns, rows)
-        return Result(columns=columns, rows=[tuple(r) for r in rows], rowcount=len(rows), prepared_id=prepared)
+        with paused(len(rows)):
+            rows = [tuple(r) for r in _reals(columns, rows)]
+        return Result(columns=columns, rows=rows, rowcount=len(rows), prepared_id=prepared)
 
     def _execute_in_turn(self, cur: Any, sql: str, appends: bool, mask: int) -> None:
         """Run ``sql`` in one request with its turn (tique/turns.py); the cursor is left on its result, or with no

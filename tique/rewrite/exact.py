@@ -28,6 +28,7 @@ from sqlglot import exp
 from tique.catalog import Lookup, TableInfo
 from tique.engine.base import Column, Result
 from tique.errors import DataError, NotSupportedError
+from tique.gc_paused import paused
 from tique.names import cte_names, ident, names_cte
 from tique.rewrite.dialect import MonetDB
 from tique.rewrite.values import parse_temporal, sql_type
@@ -120,6 +121,11 @@ def decode(result: Result, plan: Decode) -> Result:
     """Bring a result's rewritten outputs back to their types (values, and the names cursor.description shows)."""
     if not plan or not result.columns:
         return result
+    with paused(len(result.rows)):
+        return _decoded(result, plan)
+
+
+def _decoded(result: Result, plan: Decode) -> Result:
     values = list(zip(*result.rows))  # by column: only the decoded ones are touched, in C for the rest
     columns = list(result.columns)
     for position, type_text in plan.columns:
