@@ -9,6 +9,8 @@ import signal
 import time
 from collections.abc import Callable
 
+import pytest
+
 import tique
 from tests.conftest import ServeProcess, start_serve
 from tique.checkpoint import BackgroundCheckpointer, Checkpointer, CheckpointReport
@@ -177,3 +179,18 @@ def test_it_runs_when_writers_go_quiet_not_before(served: ServeProcess, unique_n
     finally:
         worker.stop()
         conn.close()
+
+
+def test_the_first_run_comes_at_once_on_a_machine_just_booted(
+    served: ServeProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Monotonic time counts from boot: the loop took its last run to be at 0.0, so a machine up for less than
+    the interval waited that long for its first run (a fresh CI machine, 28 minutes up, with a 1-hour interval)."""
+    real = time.monotonic
+    booted = real() - 5.0  # as if the machine had been up for 5 s
+    monkeypatch.setattr(time, "monotonic", lambda: real() - booted)
+    worker = BackgroundCheckpointer(open_engine(served.url).connect, 3600).start()
+    try:
+        assert wait_for(lambda: worker.totals["runs"] >= 1, 10), (worker.errors, worker.reports)
+    finally:
+        worker.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import os
 import random
 import threading
@@ -132,7 +133,7 @@ def run_loop(
     for the union with the Cache (CH-benCHmark's Q5 after a burst of TPC-C: 490 ms with 12k versions left, 100 ms
     once moved); under a steady write load commits come every poll and the interval decides, as before. An idle
     database sees no run (no commit since the last one)."""
-    last = 0.0
+    last = -math.inf  # the first run at once (monotonic time starts near 0 at boot: 0.0 was "a run at boot")
     poll = min(interval_s, 0.5)
     seen: int | None = None  # the last commit timestamp at the previous poll
     ran_after: int | None = None  # ... when the last run began
@@ -150,6 +151,9 @@ def run_loop(
                 last = time.monotonic()
                 ran_after = now
                 on_report(ckpt.run_once(release=False))
+                # the next poll compares with the counter as the run ended, not as it began: a run takes a second
+                # or more at scale, and commits during it would otherwise hide a burst's end for one more poll
+                seen = _last_cts(ckpt.conn)
         except CheckpointerBusy:
             raise
         except DatabaseError as exc:
