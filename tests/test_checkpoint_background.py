@@ -13,9 +13,10 @@ import pytest
 
 import tique
 from tests.conftest import ServeProcess, start_serve
-from tique.checkpoint import BackgroundCheckpointer, Checkpointer, CheckpointReport
+from tique.checkpoint import BackgroundCheckpointer, Checkpointer, CheckpointReport, run_loop
 from tique.engine import open_engine
-from tique.engine.base import RawConnection
+from tique.engine.base import Column, RawConnection, Result
+from tique.errors import DatabaseError
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 20) -> bool:
@@ -194,3 +195,75 @@ def test_the_first_run_comes_at_once_on_a_machine_just_booted(
         assert wait_for(lambda: worker.totals["runs"] >= 1, 10), (worker.errors, worker.reports)
     finally:
         worker.stop()
+
+
+class _Counter:
+    """A checkpointer's connection that answers only the loop's reads of the last commit timestamp."""
+
+    def __init__(self, owner: _ScriptedCheckpointer) -> None:
+        self.owner = owner
+
+    def execute(self, sql: str) -> Result:
+        assert "last_cts" in sql, sql
+        return self.owner.counter()
+
+
+class _ScriptedCheckpointer:
+    """What run_loop asks of a Checkpointer, scripted: ``script(kind, n)`` runs at the n-th run or counter read."""
+
+    def __init__(self, script: Callable[[str, int], None]) -> None:
+        self.script, self.cts, self.reads, self.runs = script, 10, 0, 0
+        self.conn, self.catalog = _Counter(self), None
+
+    def acquire(self) -> None:
+        pass
+
+    def counter(self) -> Result:
+        self.reads += 1
+        self.script("read", self.reads)
+        return Result(columns=[Column("c", "bigint")], rows=[(self.cts,)])
+
+    def run_once(self, release: bool = True) -> CheckpointReport:
+        self.runs += 1
+        self.script("run", self.runs)
+        return CheckpointReport(time.time(), 0.0, 0, 0, 0, self.cts)
+
+
+def _polls(ckpt: _ScriptedCheckpointer, polls: int) -> list[CheckpointReport]:
+    """run_loop for ``polls`` polls (its waits return at once), with an interval of an hour."""
+    waits = [0]
+
+    class Polls:
+        def is_set(self) -> bool:
+            return waits[0] >= polls
+
+        def wait(self, _seconds: float) -> bool:
+            waits[0] += 1
+            return False
+
+    reports: list[CheckpointReport] = []
+    run_loop(ckpt, 3600, None, Polls(), reports.append)  # type: ignore[arg-type]
+    return reports
+
+
+def test_a_burst_that_ends_during_a_run_is_seen_at_the_next_poll() -> None:
+    def script(kind: str, n: int) -> None:
+        if kind == "run" and n == 1:
+            ckpt.cts += 5  # commits while the first run moves versions, none after
+
+    ckpt = _ScriptedCheckpointer(script)
+    _polls(ckpt, 2)
+    assert ckpt.runs == 2  # the first at once, the quiet one at the next poll (not one poll later)
+    _polls(ckpt, 4)
+    assert ckpt.runs == 3  # (a new loop's first run) then none while idle
+
+
+def test_a_failed_counter_read_after_a_run_is_not_a_failed_run() -> None:
+    def script(kind: str, n: int) -> None:
+        if kind == "read" and n == 2:  # the read right after the first run
+            raise DatabaseError("a transient failure")
+
+    ckpt = _ScriptedCheckpointer(script)
+    reports = _polls(ckpt, 3)
+    assert ckpt.runs == 1
+    assert [r.errors for r in reports] == [[]]

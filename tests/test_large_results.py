@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+import os
 import threading
 from collections.abc import Callable, Iterator
 
@@ -109,3 +110,57 @@ def test_the_pause_is_lifted_by_the_last_thread_out() -> None:
     assert gc.isenabled()
     with gc_paused.paused(gc_paused.LARGE_RESULT_ROWS - 1):
         assert gc.isenabled()  # a small result: nothing paused
+
+
+def test_a_child_forked_during_a_pause_starts_with_the_collector_running() -> None:
+    """The thread holding the pause is not in a forked child: nothing there would lift it."""
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with gc_paused.paused(gc_paused.LARGE_RESULT_ROWS):
+            inside.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(10)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            with gc_paused.paused(gc_paused.LARGE_RESULT_ROWS):
+                pass
+            os.write(write, b"1" if gc.isenabled() else b"0")
+            os._exit(0)
+        os.close(write)
+        answer = os.read(read, 1)
+        os.close(read)
+        os.waitpid(pid, 0)
+    finally:
+        release.set()
+        holder.join(10)
+    assert answer == b"1"
+    assert gc.isenabled()
+
+
+def test_only_building_rows_is_paused_not_the_engines_hand_over(
+    connect: Connect, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large column's hand-over lets other threads run (and make garbage): the collector runs meanwhile."""
+    from tique.engine import monetdbe_values
+
+    fetched: list[bool] = []
+    fetch = monetdbe_values.fetch_column
+
+    def watched(*args: object) -> object:
+        fetched.append(gc.isenabled())
+        return fetch(*args)
+
+    monkeypatch.setattr(monetdbe_values, "fetch_column", watched)
+    conn = connect()
+    if conn.db.url.kind != "embedded":
+        pytest.skip("the embedded kernel's hand-over")
+    cur = conn.cursor()
+    cur.execute(f"SELECT k, ts FROM {table} ORDER BY k")
+    assert len(cur.fetchall()) == ROWS
+    assert fetched and all(fetched)

@@ -116,6 +116,18 @@ def _last_cts(conn: RawConnection) -> int:
     return int(conn.execute("SELECT tique.last_cts()").scalar() or 0)
 
 
+def _counter_after_run(conn: RawConnection, before: int) -> int:
+    """The counter the next poll compares with: as the run ended, not as it began (a run takes a second or more at
+    scale, and commits during it would hide a burst's end for one more poll). A failed read is not the run's
+    failure: ``before`` then, as it was."""
+    try:
+        return _last_cts(conn)
+    except DatabaseError as exc:
+        if connection_lost(exc):
+            raise
+        return before
+
+
 def run_loop(
     ckpt: Checkpointer,
     interval_s: float,
@@ -151,9 +163,7 @@ def run_loop(
                 last = time.monotonic()
                 ran_after = now
                 on_report(ckpt.run_once(release=False))
-                # the next poll compares with the counter as the run ended, not as it began: a run takes a second
-                # or more at scale, and commits during it would otherwise hide a burst's end for one more poll
-                seen = _last_cts(ckpt.conn)
+                seen = _counter_after_run(ckpt.conn, now)
         except CheckpointerBusy:
             raise
         except DatabaseError as exc:

@@ -37,11 +37,6 @@ _WIDE = decimal.Context(prec=100)  # 38-digit decimals: the default context keep
 
 
 def read_result(ffi: Any, lib: Any, res: Any) -> Result:
-    with paused(int(res.nrows)):
-        return _read_result(ffi, lib, res)
-
-
-def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
     nrows = int(res.nrows)
     columns: list[Column] = []
     values: list[list[Any]] = []
@@ -56,7 +51,7 @@ def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
     else:  # a large column may take a while to hand over: other threads run meanwhile
 
         def fetch(c: int) -> Any:
-            return lib.monetdbe_result_fetch(res, col_p, c)
+            return fetch_column(lib, res, col_p, c)
 
     for c in range(res.ncols):
         err = fetch(c)
@@ -68,7 +63,8 @@ def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
         if ctype == 5:
             scale = _hugeint_scale(ffi, col)
             columns.append(_column(name, "decimal" if scale else "hugeint", scale if scale else None))
-            values.append(_read_hugeint(ffi, col, nrows, scale))
+            with paused(nrows):
+                values.append(_read_hugeint(ffi, col, nrows, scale))
             continue
         pointer = pointers.get(ctype)
         if pointer is None:
@@ -80,8 +76,16 @@ def _read_result(ffi: Any, lib: Any, res: Any) -> Result:
             if factor and factor > 1:
                 type_name, scale = "decimal", len(str(int(factor))) - 1
         columns.append(_column(name, type_name, scale if type_name == "decimal" else None))
-        values.append(_read_column(ffi, ctype, typed, nrows, scale))
-    return Result(columns=columns, rows=list(zip(*values)) if values else [], rowcount=nrows)
+        with paused(nrows):  # the values and rows built; not the hand-over above (see gc_paused)
+            values.append(_read_column(ffi, ctype, typed, nrows, scale))
+    with paused(nrows):
+        rows = list(zip(*values)) if values else []
+    return Result(columns=columns, rows=rows, rowcount=nrows)
+
+
+def fetch_column(lib: Any, res: Any, col_p: Any, c: int) -> Any:
+    """A column of a large result handed over by the kernel, the GIL let go: other threads run meanwhile."""
+    return lib.monetdbe_result_fetch(res, col_p, c)
 
 
 _COLUMNS: dict[tuple[str, str, int | None], Column] = {}

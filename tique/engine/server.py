@@ -151,8 +151,7 @@ class ServerConnection:
             prepared = cur.lastrowid if preparing else None
             if cur.description is None:
                 return Result(rowcount=cur.rowcount, prepared_id=prepared)
-            with paused(cur.rowcount):
-                rows = cur.fetchall()
+            rows = cur.fetchall()  # (not paused: replies arrive meanwhile, and other threads run)
         except pymonetdb.DatabaseError as exc:
             if turn is not None:
                 self._end_turn(cur)
