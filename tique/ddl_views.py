@@ -224,6 +224,10 @@ def _columns(conn: RawConnection, schema: str, table: str) -> tuple[ColumnSpec, 
             sql_type = f"DECIMAL({min(int(digits), 18)},{int(scale)})"
         elif kind in ("varchar", "char") and int(digits) > 0:
             sql_type = f"{kind.upper()}({int(digits)})"
+        elif kind in ("time", "timestamp") and int(digits) > 0:
+            # the catalog holds the precision plus one; a bare TIME is TIME(0): TIME(6) recorded as TIME cut
+            # every value's fractions
+            sql_type = f"{kind.upper()}({int(digits) - 1})"
         elif kind == "varchar":
             sql_type = "CLOB"
         else:
