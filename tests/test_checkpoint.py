@@ -121,6 +121,35 @@ def test_moves_stable_versions_and_keeps_every_answer(served: ServeProcess, raw:
     again.close()
 
 
+def test_moved_keys_replace_only_their_own_rows_where_others_share_their_probe_value(
+    served: ServeProcess, raw: tique.engine.RawConnection
+) -> None:
+    """The Storage DELETE of moved composite keys first selects by one key column's values (the probe: an IN list
+    answered from a hash), which other stored keys share; only the whole key may decide what goes."""
+    conn = tique.connect(served.url)
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE probe_share (a INT, b INT, c INT, v INT, PRIMARY KEY (a, b, c))")
+    conn.commit()
+    conn.bulk_load("probe_share", [(a, b, c, 0) for a in range(4) for b in range(5) for c in range(3)])
+    cur.execute("UPDATE probe_share SET v = 1 WHERE a = 1 AND b = 2 AND c = 0")
+    cur.execute("UPDATE probe_share SET v = 2 WHERE a = 3 AND c = 2")
+    cur.execute("DELETE FROM probe_share WHERE a = 0 AND b = 4 AND c = 1")
+    conn.commit()
+    conn.close()
+    report = Checkpointer(raw).run_once()
+    assert not report.errors, report.errors
+    stored = sorted(raw.execute(f"SELECT a, b, c, v FROM {storage(raw, 'probe_share')}").rows)
+    expected = sorted(
+        (a, b, c, 1 if (a, b, c) == (1, 2, 0) else 2 if (a, c) == (3, 2) else 0)
+        for a in range(4)
+        for b in range(5)
+        for c in range(3)
+        if (a, b, c) != (0, 4, 1)
+    )
+    assert stored == expected
+    assert int(raw.execute(f"SELECT COUNT(*) FROM {cache(raw, 'probe_share')}").scalar()) == 0
+
+
 def test_running_snapshot_keeps_its_versions(served: ServeProcess, raw: tique.engine.RawConnection) -> None:
     setup = tique.connect(served.url)
     tables(setup, "b")

@@ -585,8 +585,16 @@ class Checkpointer:
         self.conn.execute(f"INSERT INTO {scratch} VALUES {rows}")  # a plain INSERT's VALUES are read right
         # MonetDB resolves at most table.column here, not schema.table.column
         match = " AND ".join(f"v.k{i} = {quote(info.storage_name)}.{quote(k)}" for i, k in enumerate(info.key))
+        # first the rows whose probe column (the key column with the most distinct values in Storage, as point
+        # reads select by: Catalog.probed) has one of these keys' values: an IN list on one column is a hash lookup,
+        # where the join alone passed over the whole table (1000 order_line keys, 593 of them stored, at scale 1.0:
+        # 3.8 ms against 22.9 ms); the join still decides
+        probe_column = self.catalog.probed(self.conn, info).probe
+        at = info.key.index(probe_column) if probe_column in info.key else len(info.key) - 1
+        probe = ", ".join(sorted({from_text(row[at], types[info.key[at]]) for row in keys}))
         sql = (
-            f"DELETE FROM {info.storage} WHERE EXISTS (SELECT 1 FROM {scratch} AS v WHERE {match}) "
+            f"DELETE FROM {info.storage} WHERE {quote(info.key[at])} IN ({probe}) "
+            f"AND EXISTS (SELECT 1 FROM {scratch} AS v WHERE {match}) "
             f"AND {still_current_sql(info)} AND {self._fence()}"
         )
         reading_part(self.conn, info, storage_of, sql)
