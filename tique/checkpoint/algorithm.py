@@ -529,6 +529,12 @@ class Checkpointer:
             ).scalar()
         )
 
+    def _probe_at(self, info: TableInfo) -> int:
+        """Where the probe column (Catalog.probed: the key column with the most distinct values in Storage) sits in
+        the key."""
+        probe = self.catalog.probed(self.conn, info).probe
+        return info.key.index(probe) if probe in info.key else 0
+
     def _stored_keys(self, info: TableInfo, keys: Sequence[tuple[Any, ...]]) -> set[tuple[Any, ...]] | None:
         """Which of ``keys`` (engine text) Storage holds, so that only those are deleted: a DELETE on Storage
         matches its keys by a join over the whole table (35 ms at 1.2M rows, each run), and leaves the key
@@ -543,8 +549,7 @@ class Checkpointer:
             parsed = {k: tuple(int(v) for v in k) for k in keys}
         except (TypeError, ValueError):
             return None
-        probe = self.catalog.probed(self.conn, info).probe
-        at = info.key.index(probe) if probe in info.key else 0
+        at = self._probe_at(info)
         probe = info.key[at]
         probed = sorted({p[at] for p in parsed.values()})
         if len(probed) > PROBE_VALUES:
@@ -589,8 +594,7 @@ class Checkpointer:
         # reads select by: Catalog.probed) has one of these keys' values: an IN list on one column is a hash lookup,
         # where the join alone passed over the whole table (1000 order_line keys, 593 of them stored, at scale 1.0:
         # 3.8 ms against 22.9 ms); the join still decides
-        probe_column = self.catalog.probed(self.conn, info).probe
-        at = info.key.index(probe_column) if probe_column in info.key else len(info.key) - 1
+        at = self._probe_at(info)
         probe = ", ".join(sorted({from_text(row[at], types[info.key[at]]) for row in keys}))
         sql = (
             f"DELETE FROM {info.storage} WHERE {quote(info.key[at])} IN ({probe}) "
